@@ -1,0 +1,13 @@
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    include: ["test/**/*.test.ts"],
+    // Provides a MongoDB-compatible server (MONGODB_URI, or FerretDB built and started here).
+    globalSetup: ["test/support/mongo-global-setup.ts"],
+    // Servers and databases are real; give them time, and keep two cores from thrashing.
+    testTimeout: 30_000,
+    hookTimeout: 240_000,
+    pool: "forks",
+  },
+});
