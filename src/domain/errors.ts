@@ -1,0 +1,39 @@
+/**
+ * Domain errors. Domain and storage code throw these; the RPC layer alone turns them into Connect
+ * codes (see `connect-error-from.ts`), so no transport type leaks below it.
+ */
+
+/** One rule broken by one field of a request. `field` is the JSON path, e.g. `config.amount`. */
+export interface FieldViolation {
+  readonly field: string;
+  readonly description: string;
+}
+
+/** The request itself is wrong: it carries one violation per bad field. Maps to invalid_argument. */
+export class InvalidArgumentError extends Error {
+  override readonly name = "InvalidArgumentError";
+  readonly violations: readonly FieldViolation[];
+
+  constructor(violations: readonly FieldViolation[]) {
+    super(violations.map((v) => `${v.field}: ${v.description}`).join("; "));
+    this.violations = violations;
+  }
+
+  /** Shorthand for the common single-field case. */
+  static field(field: string, description: string): InvalidArgumentError {
+    return new InvalidArgumentError([{ field, description }]);
+  }
+}
+
+/** The thing asked for does not exist (for this caller). Maps to not_found. */
+export class NotFoundError extends Error {
+  override readonly name = "NotFoundError";
+}
+
+/**
+ * A dependency (the database) cannot be reached. Maps to unavailable, which tells clients a retry
+ * may succeed. The message is safe to show; the driver's error stays in `cause` for the logs.
+ */
+export class UnavailableError extends Error {
+  override readonly name = "UnavailableError";
+}

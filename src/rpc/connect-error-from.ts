@@ -1,0 +1,47 @@
+import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.ts";
+import { InvalidArgumentError, NotFoundError, UnavailableError } from "../domain/errors.ts";
+
+/** Receives errors that were not expected, so they are logged before callers see "internal error". */
+export type UnexpectedErrorSink = (error: unknown, procedure: string) => void;
+
+/**
+ * Converts whatever a handler threw into the ConnectError a caller sees. Domain errors carry safe
+ * messages and map to their codes (invalid_argument with a google.rpc.BadRequest detail listing
+ * every bad field); ConnectErrors pass through; anything else is unexpected, so its text (which
+ * may hold a stack or a driver message) stays in the log and the caller gets a bare `internal`.
+ */
+export function connectErrorFrom(
+  reason: unknown,
+  procedure: string,
+  onUnexpected: UnexpectedErrorSink,
+): ConnectError {
+  if (reason instanceof ConnectError) return reason;
+  if (reason instanceof InvalidArgumentError) {
+    const detail = create(BadRequestSchema, {
+      fieldViolations: reason.violations.map((v) => ({ field: v.field, description: v.description })),
+    });
+    return new ConnectError(reason.message, Code.InvalidArgument, undefined, [
+      { desc: BadRequestSchema, value: detail },
+    ]);
+  }
+  if (reason instanceof NotFoundError) return new ConnectError(reason.message, Code.NotFound);
+  if (reason instanceof UnavailableError) {
+    onUnexpected(reason, procedure);
+    return new ConnectError(reason.message, Code.Unavailable);
+  }
+  onUnexpected(reason, procedure);
+  return new ConnectError("internal error", Code.Internal);
+}
+
+/** Applies `connectErrorFrom` to every call, once, at the boundary. */
+export function createErrorInterceptor(onUnexpected: UnexpectedErrorSink): Interceptor {
+  return (next) => async (req) => {
+    try {
+      return await next(req);
+    } catch (reason) {
+      throw connectErrorFrom(reason, `${req.method.parent.typeName}/${req.method.name}`, onUnexpected);
+    }
+  };
+}

@@ -1,0 +1,61 @@
+import { create } from "@bufbuild/protobuf";
+import type { ServiceImpl } from "@connectrpc/connect";
+import {
+  GetTokenMetadataResponseSchema,
+  GetTokenPricesResponseSchema,
+  GetTokenTransactionsResponseSchema,
+  TokenMetadataSchema,
+  TokenPriceSchema,
+  type TokenService,
+  TokenTransactionSchema,
+} from "../../gen/token/v1/token_pb.ts";
+import type { TokenQueries } from "../token/token-queries.ts";
+import type { TokenMetadata, TokenPrice, TokenTransaction } from "../token/token-source.ts";
+
+/**
+ * TokenService over the token queries: protobuf in, domain values across, protobuf out.
+ * Catalog data is static, so each domain object is converted to its message once and the message
+ * reused (keyed weakly by the domain object, so a live source's fresh objects are simply collected).
+ */
+export function createTokenService(options: { queries: TokenQueries }): ServiceImpl<typeof TokenService> {
+  const { queries } = options;
+  const price = messageCache((p: TokenPrice) => create(TokenPriceSchema, p));
+  const metadata = messageCache((m: TokenMetadata) =>
+    create(TokenMetadataSchema, {
+      mint: m.mint,
+      symbol: m.symbol,
+      name: m.name,
+      decimals: m.decimals,
+      logoUri: m.logoURI,
+      tags: [...m.tags],
+    }),
+  );
+  const transaction = messageCache((t: TokenTransaction) => create(TokenTransactionSchema, t));
+  return {
+    async getTokenPrices(req) {
+      const prices = await queries.getPrices({ mint: req.mint, symbol: req.symbol });
+      return create(GetTokenPricesResponseSchema, { success: true, data: prices.map(price) });
+    },
+    async getTokenMetadata(req) {
+      const found = await queries.getMetadata(req.mint);
+      return create(GetTokenMetadataResponseSchema, { success: true, data: metadata(found) });
+    },
+    async getTokenTransactions(req) {
+      const page = await queries.getTransactions({ mint: req.mint, limit: req.limit, before: req.before });
+      return create(GetTokenTransactionsResponseSchema, { success: true, data: page.map(transaction) });
+    },
+  };
+}
+
+/** Memoises `convert` per domain object, so static data is converted once, not on every call. */
+function messageCache<T extends object, M>(convert: (value: T) => M): (value: T) => M {
+  const cache = new WeakMap<T, M>();
+  return (value) => {
+    let message = cache.get(value);
+    if (message === undefined) {
+      message = convert(value);
+      cache.set(value, message);
+    }
+    return message;
+  };
+}

@@ -1,0 +1,79 @@
+import { isAddress } from "../domain/base58.ts";
+import { type FieldViolation, InvalidArgumentError, NotFoundError } from "../domain/errors.ts";
+import { pageLimit } from "../domain/page-limit.ts";
+import type { TokenMetadata, TokenPrice, TokenSource, TokenTransaction } from "./token-source.ts";
+
+/** Empty strings mean "not given", as proto3 strings have no presence. */
+export interface PriceQuery {
+  readonly mint: string;
+  readonly symbol: string;
+}
+
+export interface TransactionsQuery {
+  readonly mint: string;
+  readonly limit: number;
+  readonly before: string;
+}
+
+export interface TokenQueries {
+  getPrices(query: PriceQuery): Promise<readonly TokenPrice[]>;
+  getMetadata(mint: string): Promise<TokenMetadata>;
+  getTransactions(query: TransactionsQuery): Promise<readonly TokenTransaction[]>;
+}
+
+const ADDRESS_RULE = "must be a base58-encoded 32-byte Solana address";
+
+/**
+ * The token rules of the contract, independent of any transport and of where token data comes
+ * from: input validation, filters, paging. Sources only look data up.
+ */
+export function createTokenQueries(options: { source: TokenSource }): TokenQueries {
+  const { source } = options;
+  return {
+    async getPrices({ mint, symbol }) {
+      if (mint !== "" && !isAddress(mint)) throw InvalidArgumentError.field("mint", ADDRESS_RULE);
+      const prices = await source.listPrices();
+      if (mint === "" && symbol === "") return prices;
+      const wanted = symbol.toLowerCase();
+      return prices.filter(
+        (p) => (mint === "" || p.mint === mint) && (wanted === "" || p.symbol.toLowerCase() === wanted),
+      );
+    },
+
+    async getMetadata(mint) {
+      requireMint(mint, []);
+      const metadata = await source.getMetadata(mint);
+      if (metadata === undefined) throw new NotFoundError(`token ${mint} not found`);
+      return metadata;
+    },
+
+    async getTransactions({ mint, limit, before }) {
+      const violations: FieldViolation[] = [];
+      requireMint(mint, violations, false);
+      const applied = pageLimit(limit, violations);
+      if (violations.length > 0) throw new InvalidArgumentError(violations);
+      const page = await source.listTransactions(
+        mint,
+        before === "" ? { limit: applied } : { limit: applied, before },
+      );
+      switch (page.kind) {
+        case "page":
+          return page.transactions;
+        case "unknown-mint":
+          throw new NotFoundError(`token ${mint} not found`);
+        case "unknown-cursor":
+          throw InvalidArgumentError.field(
+            "before",
+            "must be the signature of one of this token's transactions",
+          );
+      }
+    },
+  };
+}
+
+/** Validates a required mint; throws at once unless `throwNow` is false, which gathers it with other violations. */
+function requireMint(mint: string, violations: FieldViolation[], throwNow = true): void {
+  if (mint === "") violations.push({ field: "mint", description: "is required" });
+  else if (!isAddress(mint)) violations.push({ field: "mint", description: ADDRESS_RULE });
+  if (throwNow && violations.length > 0) throw new InvalidArgumentError(violations);
+}
