@@ -1,0 +1,136 @@
+/**
+ * The in-process AgentStore: the embedded default, and the reference the MongoDB adapter is held to
+ * by the shared contract suite. State lives in maps and dies with the process.
+ *
+ * Every method does its work synchronously before it returns, so calls cannot interleave and
+ * concurrent repeats of one idempotency key are serialised for free. Records go in and come out as
+ * deep copies (structuredClone), so callers can never mutate stored state.
+ */
+import {
+  type AgentListPage,
+  type AgentListQuery,
+  type AgentRecord,
+  type AgentStore,
+  type CreateResult,
+  IDEMPOTENCY_TTL_MS,
+  type NewAgent,
+} from "./agent-store.ts";
+
+export interface MemoryAgentStoreOptions {
+  /** The clock for idempotency-key expiry; tests move it. */
+  readonly now?: () => Date;
+}
+
+interface KeyEntry {
+  readonly agentId: string;
+  /** Epoch ms; the key returns its agent while now < expiresAt. */
+  readonly expiresAt: number;
+}
+
+/** Keyed entries are swept of expired ones when the map reaches this size, then at twice its size. */
+const MIN_SWEEP_SIZE = 1024;
+
+export function createMemoryAgentStore(options: MemoryAgentStoreOptions = {}): AgentStore {
+  const now = options.now ?? (() => new Date());
+  /** owner -> agentId -> record (canonical, never handed out). */
+  const byOwner = new Map<string, Map<string, AgentRecord>>();
+  /** JSON.stringify([owner, key]) -> entry; the encoding keeps ("a:b","c") and ("a","b:c") apart. */
+  const keys = new Map<string, KeyEntry>();
+  let nextSweepAt = MIN_SWEEP_SIZE;
+
+  function agentsOf(owner: string): Map<string, AgentRecord> | undefined {
+    return byOwner.get(owner);
+  }
+
+  function insert(record: AgentRecord): void {
+    let agents = byOwner.get(record.owner);
+    if (agents === undefined) {
+      agents = new Map();
+      byOwner.set(record.owner, agents);
+    }
+    if (agents.has(record.agentId)) {
+      throw new Error("duplicate agentId");
+    }
+    agents.set(record.agentId, canonical(record));
+  }
+
+  function sweepKeys(nowMs: number): void {
+    if (keys.size < nextSweepAt) return;
+    for (const [id, entry] of keys) {
+      if (entry.expiresAt <= nowMs) keys.delete(id);
+    }
+    nextSweepAt = Math.max(MIN_SWEEP_SIZE, keys.size * 2);
+  }
+
+  function create({ record, idempotencyKey }: NewAgent): CreateResult {
+    if (idempotencyKey === undefined) {
+      insert(record);
+      return { agent: canonical(record), created: true };
+    }
+    const nowMs = now().getTime();
+    sweepKeys(nowMs);
+    const keyId = JSON.stringify([record.owner, idempotencyKey]);
+    const entry = keys.get(keyId);
+    if (entry !== undefined && nowMs < entry.expiresAt) {
+      const first = agentsOf(record.owner)?.get(entry.agentId);
+      if (first !== undefined) {
+        return { agent: structuredClone(first), created: false };
+      }
+      // The first agent was deleted by its owner: this create takes the key over.
+    }
+    insert(record);
+    keys.set(keyId, { agentId: record.agentId, expiresAt: nowMs + IDEMPOTENCY_TTL_MS });
+    return { agent: canonical(record), created: true };
+  }
+
+  function list(owner: string, query: AgentListQuery): AgentListPage {
+    const matching: AgentRecord[] = [];
+    for (const agent of agentsOf(owner)?.values() ?? []) {
+      if (query.type !== undefined && agent.type !== query.type) continue;
+      if (query.status !== undefined && agent.status !== query.status) continue;
+      matching.push(agent);
+    }
+    matching.sort(newestFirst);
+    const page = matching.slice(query.offset, query.offset + query.limit);
+    return { agents: page.map((a) => structuredClone(a)), total: matching.length };
+  }
+
+  return {
+    create: async (agent) => create(agent),
+    get: async (owner, agentId) => {
+      const agent = agentsOf(owner)?.get(agentId);
+      return agent === undefined ? undefined : structuredClone(agent);
+    },
+    delete: async (owner, agentId) => {
+      const agents = agentsOf(owner);
+      if (agents === undefined || !agents.delete(agentId)) return false;
+      if (agents.size === 0) byOwner.delete(owner);
+      return true;
+    },
+    list: async (owner, query) => list(owner, query),
+    ping: async () => {},
+    close: async () => {},
+  };
+}
+
+/** createdAt descending, then agentId descending by code unit (as MongoDB's binary string order). */
+function newestFirst(a: AgentRecord, b: AgentRecord): number {
+  const byTime = b.createdAt.getTime() - a.createdAt.getTime();
+  if (byTime !== 0) return byTime;
+  return a.agentId < b.agentId ? 1 : a.agentId > b.agentId ? -1 : 0;
+}
+
+/** A deep copy with exactly the AgentRecord fields; `lastRunAt` only when set. */
+function canonical(record: AgentRecord): AgentRecord {
+  const copy: AgentRecord = {
+    agentId: record.agentId,
+    owner: record.owner,
+    type: record.type,
+    status: record.status,
+    config: structuredClone(record.config),
+    createdAt: new Date(record.createdAt.getTime()),
+    ...(record.lastRunAt === undefined ? {} : { lastRunAt: new Date(record.lastRunAt.getTime()) }),
+    nextRunAt: new Date(record.nextRunAt.getTime()),
+  };
+  return copy;
+}

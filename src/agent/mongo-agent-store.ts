@@ -1,0 +1,452 @@
+/**
+ * The MongoDB AgentStore. Runs against MongoDB and against FerretDB v1 (the test server), so it uses
+ * nothing FerretDB v1 lacks: no transactions, no partial or TTL indexes it relies on.
+ *
+ * Availability: creating the store does not touch the database. The driver connects on the first
+ * operation and reconnects by itself after the server comes back; the store caches nothing that
+ * could outlive an outage (index creation is retried until it has succeeded once). Errors meaning
+ * "the server cannot be reached" become UnavailableError; anything else propagates unchanged.
+ *
+ * Idempotency keys live in their own collection, as generations whose unique `_id`s arbitrate
+ * concurrent repeats; see `createWithKey`.
+ */
+import {
+  type Collection,
+  type CreateIndexesOptions,
+  type Db,
+  type Document,
+  type IndexSpecification,
+  MongoClient,
+  MongoClientClosedError,
+  type MongoClientOptions,
+  MongoError,
+  MongoErrorLabel,
+  MongoNetworkError,
+  MongoNotConnectedError,
+  MongoServerClosedError,
+  MongoServerError,
+  MongoServerSelectionError,
+  MongoTopologyClosedError,
+  type WriteConcernSettings,
+} from "mongodb";
+import { UnavailableError } from "../domain/errors.ts";
+import {
+  type AgentListPage,
+  type AgentListQuery,
+  type AgentRecord,
+  type AgentStatus,
+  type AgentStore,
+  type AgentType,
+  type CreateResult,
+  IDEMPOTENCY_TTL_MS,
+  type JsonObject,
+  type NewAgent,
+} from "./agent-store.ts";
+
+export interface MongoAgentStoreOptions {
+  readonly uri: string;
+  /** Defaults to the database named in the URI, else "token_agent_service". */
+  readonly dbName?: string;
+  readonly maxPoolSize?: number;
+  /** Defaults to 2000 ms so calls fail fast while the database is down. */
+  readonly serverSelectionTimeoutMS?: number;
+  readonly connectTimeoutMS?: number;
+  readonly socketTimeoutMS?: number;
+  /** The clock for idempotency-key expiry; tests move it. */
+  readonly now?: () => Date;
+  /** Prepended to the collection names (`agents`, `agent_idempotency_keys`). */
+  readonly collectionPrefix?: string;
+}
+
+export type MongoAgentStore = AgentStore & { readonly client: MongoClient };
+
+const DEFAULT_DB_NAME = "token_agent_service";
+const DEFAULT_SERVER_SELECTION_TIMEOUT_MS = 2000;
+const UNAVAILABLE_MESSAGE = "agent store is unavailable";
+const DUPLICATE_KEY = 11000;
+/** "Index already exists with a different name": the keys are indexed, which is all we need. */
+const INDEX_OPTIONS_CONFLICT = 85;
+/** FerretDB v1 answers options it lacks (e.g. `expireAfterSeconds`) with NotImplemented. */
+const NOT_IMPLEMENTED = 238;
+/** Bound on the read/insert loop of one keyed create; only reached under pathological churn. */
+const MAX_KEY_ATTEMPTS = 16;
+
+const WRITE_CONCERN: WriteConcernSettings = { w: "majority" };
+
+interface AgentDoc {
+  _id: string;
+  owner: string;
+  type: AgentType;
+  status: AgentStatus;
+  config: JsonObject;
+  createdAt: Date;
+  lastRunAt?: Date;
+  nextRunAt: Date;
+}
+
+/** One generation of an idempotency key; see `createWithKey`. Never updated once inserted. */
+interface KeyDoc {
+  /** JSON.stringify([owner, key, gen]): unambiguous, so ("a:b","c") and ("a","b:c") never collide. */
+  _id: string;
+  owner: string;
+  key: string;
+  /** 0 for the key's first use, +1 for each take-over (after expiry, or its agent was deleted). */
+  gen: number;
+  agentId: string;
+  /** The generation returns its agent while now < expiresAt (its first use + IDEMPOTENCY_TTL_MS). */
+  expiresAt: Date;
+}
+
+/**
+ * Server error codes meaning the server is shutting down, stepping down or unreachable behind a
+ * router: the retryable-read codes of the driver's (internal) MONGODB_ERROR_CODES.
+ */
+const UNAVAILABLE_CODES: ReadonlySet<number> = new Set([
+  6, // HostUnreachable
+  7, // HostNotFound
+  89, // NetworkTimeout
+  91, // ShutdownInProgress
+  134, // ReadConcernMajorityNotAvailableYet
+  189, // PrimarySteppedDown
+  262, // ExceededTimeLimit
+  9001, // SocketException
+  10107, // NotWritablePrimary
+  11600, // InterruptedAtShutdown
+  11602, // InterruptedDueToReplStateChange
+  13435, // NotPrimaryNoSecondaryOk
+  13436, // NotPrimaryOrSecondary
+]);
+
+/** Labels the driver or server put on errors that a retry against a recovered server may fix. */
+const UNAVAILABLE_LABELS: readonly string[] = [
+  MongoErrorLabel.RetryableError,
+  MongoErrorLabel.RetryableWriteError,
+  MongoErrorLabel.ResetPool,
+  MongoErrorLabel.PoolRequestedRetry,
+  MongoErrorLabel.SystemOverloadedError,
+];
+
+/** Driver errors not exported as classes, matched by name. */
+const UNAVAILABLE_NAMES: ReadonlySet<string> = new Set([
+  "MongoPoolClosedError",
+  "MongoPoolClearedError",
+  "PoolClearedOnNetworkError",
+  "MongoWaitQueueTimeoutError",
+]);
+
+/**
+ * Node socket errors. mongodb 7.9 lets some escape unwrapped: a command written to a connection the
+ * server has just closed rejects with Node's own EPIPE "This socket has been ended by the other
+ * party" instead of a MongoNetworkError.
+ */
+const SOCKET_ERROR_CODES: ReadonlySet<string> = new Set([
+  "EPIPE",
+  "ECONNRESET",
+  "ECONNREFUSED",
+  "ECONNABORTED",
+  "ETIMEDOUT",
+  "ENOTCONN",
+  "EHOSTUNREACH",
+  "EHOSTDOWN",
+  "ENETUNREACH",
+  "ENETDOWN",
+  "EAI_AGAIN",
+  "ERR_SOCKET_CLOSED",
+  "ERR_STREAM_DESTROYED",
+  "ERR_STREAM_WRITE_AFTER_END",
+]);
+
+/** True when `err` means the database cannot be reached right now (or the connection dropped). */
+export function isUnavailableError(err: unknown): boolean {
+  if (!(err instanceof MongoError)) {
+    const code = err instanceof Error ? (err as NodeJS.ErrnoException).code : undefined;
+    return typeof code === "string" && SOCKET_ERROR_CODES.has(code);
+  }
+  if (
+    err instanceof MongoServerSelectionError ||
+    err instanceof MongoNetworkError || // includes MongoNetworkTimeoutError and pool-cleared errors
+    err instanceof MongoTopologyClosedError ||
+    err instanceof MongoNotConnectedError ||
+    err instanceof MongoServerClosedError ||
+    err instanceof MongoClientClosedError
+  ) {
+    return true;
+  }
+  if (UNAVAILABLE_NAMES.has(err.name)) return true;
+  if (UNAVAILABLE_LABELS.some((label) => err.hasErrorLabel(label))) return true;
+  return typeof err.code === "number" && UNAVAILABLE_CODES.has(err.code);
+}
+
+function mapError(err: unknown): unknown {
+  return isUnavailableError(err) ? new UnavailableError(UNAVAILABLE_MESSAGE, { cause: err }) : err;
+}
+
+function isDuplicateKey(err: unknown): boolean {
+  return err instanceof MongoServerError && err.code === DUPLICATE_KEY;
+}
+
+export async function createMongoAgentStore(options: MongoAgentStoreOptions): Promise<MongoAgentStore> {
+  const clientOptions: MongoClientOptions = {
+    appName: "token-agent-service",
+    serverSelectionTimeoutMS: options.serverSelectionTimeoutMS ?? DEFAULT_SERVER_SELECTION_TIMEOUT_MS,
+  };
+  if (options.maxPoolSize !== undefined) clientOptions.maxPoolSize = options.maxPoolSize;
+  if (options.connectTimeoutMS !== undefined) clientOptions.connectTimeoutMS = options.connectTimeoutMS;
+  if (options.socketTimeoutMS !== undefined) clientOptions.socketTimeoutMS = options.socketTimeoutMS;
+  // Constructing the client parses the URI but opens no connection: the store starts with the
+  // database down, and the driver connects on the first operation.
+  const client = new MongoClient(options.uri, clientOptions);
+
+  const now = options.now ?? (() => new Date());
+  const db: Db = client.db(options.dbName ?? databaseInUri(options.uri) ?? DEFAULT_DB_NAME);
+  const prefix = options.collectionPrefix ?? "";
+  const agents: Collection<AgentDoc> = db.collection<AgentDoc>(`${prefix}agents`, {
+    writeConcern: WRITE_CONCERN,
+  });
+  const keys: Collection<KeyDoc> = db.collection<KeyDoc>(`${prefix}agent_idempotency_keys`, {
+    writeConcern: WRITE_CONCERN,
+  });
+
+  /** Pending or done index creation; reset on failure so the next call tries again. */
+  let indexes: Promise<void> | undefined;
+  function ensureIndexes(): Promise<void> {
+    indexes ??= createIndexes(agents, keys).catch((err: unknown) => {
+      indexes = undefined;
+      throw err;
+    });
+    return indexes;
+  }
+
+  /**
+   * Whether the client holds an open topology. The driver's auto-connect cannot be relied on alone:
+   * when the very first connect fails (database down at startup), mongodb 7.9 closes the new
+   * topology but keeps it on the client, and every later operation fails with "Topology is closed"
+   * even after the server is back. An explicit `client.connect()` replaces a closed topology, so
+   * calls connect first until one connect has succeeded. Once connected, the driver's monitor
+   * reconnects by itself after outages and the topology stays open.
+   */
+  let connected = false;
+  let closed = false;
+
+  async function connectOnce(): Promise<void> {
+    if (connected || closed) return; // after close(), operations fail (MongoNotConnectedError)
+    await client.connect();
+    connected = true;
+  }
+
+  /** Runs `op` connected, mapping unavailability to UnavailableError. */
+  async function guarded<T>(op: () => Promise<T>): Promise<T> {
+    try {
+      await connectOnce();
+      return await op();
+    } catch (err) {
+      if (err instanceof MongoTopologyClosedError && !closed) connected = false;
+      throw mapError(err);
+    }
+  }
+
+  /** Runs `op` connected and after the indexes exist. */
+  function run<T>(op: () => Promise<T>): Promise<T> {
+    return guarded(async () => {
+      await ensureIndexes();
+      return op();
+    });
+  }
+
+  /**
+   * A create with an idempotency key. The key's history is a series of generations, each an
+   * immutable document whose `_id` is JSON [owner, key, gen]; the newest generation is the key's
+   * current state. Only inserts decide races: of concurrent creates that want generation n, the
+   * unique `_id` lets exactly one insert it, and the others read again. (FerretDB v1 cannot arbitrate
+   * with a conditional update: its findOneAndUpdate/updateOne are not atomic under concurrency.)
+   *
+   * 1. Read the newest generation. If it is live (now < expiresAt) and its agent exists, return that
+   *    agent (created: false); nothing of ours is stored, or it is deleted again.
+   * 2. Otherwise (no key yet, expired, or its agent deleted by the owner) store our agent first, so a
+   *    key never points at an agent that does not exist yet, then insert generation n + 1 pointing at
+   *    it. Success: ours is the key's agent now. Duplicate `_id`: someone else got there; go to 1.
+   */
+  async function createWithKey(record: AgentRecord, key: string): Promise<CreateResult> {
+    const { owner, agentId } = record;
+    let stored = false;
+    try {
+      for (let attempt = 0; attempt < MAX_KEY_ATTEMPTS; attempt++) {
+        const nowDate = now();
+        const latest = await keys.findOne({ owner, key }, { sort: { gen: -1 } });
+        if (latest !== null && latest.agentId === agentId) return { agent: canonical(record), created: true };
+        if (latest !== null && latest.expiresAt.getTime() > nowDate.getTime()) {
+          const first = await agents.findOne({ _id: latest.agentId, owner });
+          if (first !== null) {
+            if (stored) await agents.deleteOne({ _id: agentId });
+            stored = false;
+            return { agent: fromDoc(first), created: false };
+          }
+        }
+        if (!stored) {
+          await agents.insertOne(toDoc(record));
+          stored = true;
+        }
+        const gen = latest === null ? 0 : latest.gen + 1;
+        try {
+          await keys.insertOne({
+            _id: JSON.stringify([owner, key, gen]),
+            owner,
+            key,
+            gen,
+            agentId,
+            expiresAt: new Date(nowDate.getTime() + IDEMPOTENCY_TTL_MS),
+          });
+        } catch (err) {
+          if (isDuplicateKey(err)) continue;
+          throw err;
+        }
+        // Earlier generations are dead now; dropping them is housekeeping only.
+        if (gen > 0) await keys.deleteMany({ owner, key, gen: { $lt: gen } }).catch(() => {});
+        return { agent: canonical(record), created: true };
+      }
+      throw new Error("idempotency key kept changing; gave up settling it");
+    } catch (err) {
+      // Best effort: leave no agent of ours behind when the key could not be settled. Should the key
+      // document have been written after all, the next repeat finds its agent gone and moves on.
+      if (stored) await agents.deleteOne({ _id: agentId }).catch(() => {});
+      throw err;
+    }
+  }
+
+  return {
+    client,
+    create: ({ record, idempotencyKey }: NewAgent) =>
+      run(async () => {
+        if (idempotencyKey === undefined) {
+          await agents.insertOne(toDoc(record));
+          return { agent: canonical(record), created: true };
+        }
+        return createWithKey(record, idempotencyKey);
+      }),
+    get: (owner, agentId) =>
+      run(async () => {
+        const doc = await agents.findOne({ _id: agentId, owner });
+        return doc === null ? undefined : fromDoc(doc);
+      }),
+    delete: (owner, agentId) =>
+      run(async () => {
+        const result = await agents.deleteOne({ _id: agentId, owner });
+        return result.deletedCount === 1;
+      }),
+    list: (owner, query: AgentListQuery) =>
+      run(async (): Promise<AgentListPage> => {
+        const filter: { owner: string; type?: AgentType; status?: AgentStatus } = { owner };
+        if (query.type !== undefined) filter.type = query.type;
+        if (query.status !== undefined) filter.status = query.status;
+        const [docs, total] = await Promise.all([
+          agents
+            .find(filter)
+            .sort({ createdAt: -1, _id: -1 })
+            .skip(query.offset)
+            .limit(query.limit)
+            .toArray(),
+          agents.countDocuments(filter),
+        ]);
+        return { agents: docs.map(fromDoc), total };
+      }),
+    ping: () =>
+      guarded(async () => {
+        await db.command({ ping: 1 });
+      }),
+    close: async () => {
+      closed = true;
+      await client.close();
+    },
+  };
+}
+
+/**
+ * The database named in the URI's path (`mongodb://host/<db>?...`), if any. The driver itself falls
+ * back to "test", which is why this does not ask `client.db()`. Userinfo cannot hold an unescaped
+ * "/", so the first "/" after the scheme starts the path.
+ */
+export function databaseInUri(uri: string): string | undefined {
+  const rest = uri.replace(/^mongodb(\+srv)?:\/\//i, "");
+  const slash = rest.indexOf("/");
+  if (slash < 0) return undefined;
+  const path = rest.slice(slash + 1).split("?")[0] ?? "";
+  return path === "" ? undefined : decodeURIComponent(path);
+}
+
+async function createIndexes(agents: Collection<AgentDoc>, keys: Collection<KeyDoc>): Promise<void> {
+  // list(): the owner's agents, optionally by type and status, newest first.
+  await createIndex(
+    agents,
+    { owner: 1, type: 1, status: 1, createdAt: -1, _id: -1 },
+    "owner_type_status_createdAt_id",
+  );
+  // The scheduler: due agents by status.
+  await createIndex(agents, { status: 1, nextRunAt: 1 }, "status_nextRunAt");
+  // createWithKey(): the newest generation of a key.
+  await createIndex(keys, { owner: 1, key: 1, gen: -1 }, "owner_key_gen");
+  try {
+    // Removes expired key generations in the background. Reads check expiresAt themselves (TTL
+    // deletion is lazy), so this index is housekeeping only.
+    await createIndex(keys, { expiresAt: 1 }, "expiresAt_ttl", { expireAfterSeconds: 0 });
+  } catch (err) {
+    // FerretDB v1 rejects `expireAfterSeconds` (NotImplemented): an expired key's newest
+    // generation then stays until a repeat of the same key takes it over.
+    if (!(err instanceof MongoServerError && err.code === NOT_IMPLEMENTED)) throw err;
+  }
+}
+
+/** createIndex, content when an index on the same keys already exists under another name. */
+async function createIndex<T extends Document>(
+  collection: Collection<T>,
+  key: IndexSpecification,
+  name: string,
+  options: CreateIndexesOptions = {},
+): Promise<void> {
+  try {
+    await collection.createIndex(key, { ...options, name });
+  } catch (err) {
+    if (!(err instanceof MongoServerError && err.code === INDEX_OPTIONS_CONFLICT)) throw err;
+  }
+}
+
+function toDoc(record: AgentRecord): AgentDoc {
+  const doc: AgentDoc = {
+    _id: record.agentId,
+    owner: record.owner,
+    type: record.type,
+    status: record.status,
+    config: record.config,
+    createdAt: record.createdAt,
+    nextRunAt: record.nextRunAt,
+  };
+  if (record.lastRunAt !== undefined) doc.lastRunAt = record.lastRunAt;
+  return doc;
+}
+
+/** Exactly the AgentRecord fields, in the memory adapter's order; `lastRunAt` only when set. */
+function fromDoc(doc: AgentDoc): AgentRecord {
+  return {
+    agentId: doc._id,
+    owner: doc.owner,
+    type: doc.type,
+    status: doc.status,
+    config: doc.config,
+    createdAt: doc.createdAt,
+    ...(doc.lastRunAt == null ? {} : { lastRunAt: doc.lastRunAt }),
+    nextRunAt: doc.nextRunAt,
+  };
+}
+
+/** The record as get() would return it: a fresh copy with exactly the AgentRecord fields. */
+function canonical(record: AgentRecord): AgentRecord {
+  return {
+    agentId: record.agentId,
+    owner: record.owner,
+    type: record.type,
+    status: record.status,
+    config: structuredClone(record.config),
+    createdAt: new Date(record.createdAt.getTime()),
+    ...(record.lastRunAt === undefined ? {} : { lastRunAt: new Date(record.lastRunAt.getTime()) }),
+    nextRunAt: new Date(record.nextRunAt.getTime()),
+  };
+}

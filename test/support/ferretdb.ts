@@ -1,0 +1,318 @@
+/**
+ * FerretDB (v1, SQLite backend) as a throwaway MongoDB-compatible server for tests.
+ *
+ * `ensureFerretdbBinary` builds the small wrapper in `tools/ferretdb` into `.tools/bin/ferretdb`
+ * (the published FerretDB command cannot be `go install`ed, see tools/ferretdb/main.go).
+ * `startFerretdb` runs a private instance on a free loopback port with its own data directory; test
+ * files that stop and restart a database use it directly, the global setup uses it for the shared one.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { rmSync } from "node:fs";
+import { mkdir, mkdtemp, readdir, rename, rm, stat } from "node:fs/promises";
+import { connect, createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export interface FerretdbServer {
+  /** `mongodb://127.0.0.1:<port>/` */
+  readonly uri: string;
+  readonly port: number;
+  /** SIGTERM, wait for exit, remove the data directory. The instance cannot be restarted after. */
+  stop(): Promise<void>;
+  /** Start the process again on the same port and data directory (stopping it first if running). */
+  restart(): Promise<void>;
+  /** SIGKILL the process (a crash) and wait for its exit; the data directory stays for restart(). */
+  kill(): Promise<void>;
+}
+
+const PROJECT_ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const SOURCE_DIR = join(PROJECT_ROOT, "tools", "ferretdb");
+const BINARY = join(PROJECT_ROOT, ".tools", "bin", "ferretdb");
+const READY_TIMEOUT_MS = 20_000;
+const EXIT_TIMEOUT_MS = 10_000;
+const STDERR_TAIL_CHARS = 8_000;
+
+let building: Promise<string> | undefined;
+
+/** The path of the FerretDB wrapper binary, built with `go build` when missing or out of date. */
+export function ensureFerretdbBinary(): Promise<string> {
+  building ??= buildIfStale().catch((err: unknown) => {
+    building = undefined;
+    throw err;
+  });
+  return building;
+}
+
+async function buildIfStale(): Promise<string> {
+  const binaryMtime = await mtimeMs(BINARY);
+  if (binaryMtime !== undefined) {
+    const sources = (await readdir(SOURCE_DIR)).filter(
+      (f) => f.endsWith(".go") || f === "go.mod" || f === "go.sum",
+    );
+    const newest = Math.max(
+      0,
+      ...(await Promise.all(sources.map((f) => mtimeMs(join(SOURCE_DIR, f))))).map((m) => m ?? 0),
+    );
+    if (newest <= binaryMtime) return BINARY;
+  }
+  // Build next to the target and rename, so concurrent builders (test workers) never see half a file.
+  await mkdir(dirname(BINARY), { recursive: true });
+  const partial = `${BINARY}.${process.pid}.${Date.now()}.partial`;
+  process.stderr.write(`building FerretDB test server into ${BINARY} (the first build takes a while)\n`);
+  await new Promise<void>((resolve, reject) => {
+    const go = spawn("go", ["build", "-o", partial, "."], {
+      cwd: SOURCE_DIR,
+      env: { ...process.env, GOFLAGS: "-mod=mod" },
+      stdio: ["ignore", 2, 2],
+    });
+    go.on("error", (err: NodeJS.ErrnoException) => {
+      reject(
+        err.code === "ENOENT"
+          ? new Error(
+              "`go` is not on PATH: it is needed to build the FerretDB test server (tools/ferretdb). " +
+                "Install Go (https://go.dev/dl/) or set MONGODB_URI to a running MongoDB.",
+              { cause: err },
+            )
+          : err,
+      );
+    });
+    go.on("exit", (code, signal) => {
+      if (code === 0) resolve();
+      else
+        reject(
+          new Error(
+            `go build of tools/ferretdb failed (${signal ?? `exit code ${code}`}); see its output above`,
+          ),
+        );
+    });
+  });
+  try {
+    await rename(partial, BINARY);
+  } catch (err) {
+    await rm(partial, { force: true });
+    throw err;
+  }
+  return BINARY;
+}
+
+async function mtimeMs(path: string): Promise<number | undefined> {
+  try {
+    return (await stat(path)).mtimeMs;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw err;
+  }
+}
+
+/** Starts a private FerretDB on a free loopback port with a fresh data directory. */
+export async function startFerretdb(): Promise<FerretdbServer> {
+  const binary = await ensureFerretdbBinary();
+  const dataDir = await mkdtemp(join(tmpdir(), "ferretdb-test-"));
+  trackDir(dataDir);
+  let port = 0;
+  let running: Running | undefined;
+  try {
+    // Another process may grab the free port between probing and binding it: try a few ports.
+    for (let attempt = 1; running === undefined; attempt++) {
+      port = await freePort();
+      try {
+        running = await launch(binary, port, dataDir);
+      } catch (err) {
+        if (attempt >= 3 || !(err instanceof PortInUseError)) throw err;
+      }
+    }
+  } catch (err) {
+    untrackDir(dataDir);
+    await rm(dataDir, { recursive: true, force: true });
+    throw err;
+  }
+
+  let stopped = false;
+  let current: Running | undefined = running;
+  const uri = `mongodb://127.0.0.1:${port}/`;
+  return {
+    uri,
+    port,
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      const proc = current;
+      current = undefined;
+      if (proc) await proc.terminate("SIGTERM");
+      untrackDir(dataDir);
+      await rm(dataDir, { recursive: true, force: true });
+    },
+    async kill() {
+      const proc = current;
+      current = undefined;
+      if (proc) await proc.terminate("SIGKILL");
+    },
+    async restart() {
+      if (stopped) throw new Error("this FerretDB instance was stopped; start a new one");
+      const proc = current;
+      current = undefined;
+      if (proc) await proc.terminate("SIGTERM");
+      // The port was ours a moment ago; retry briefly in case the kernel has not released it yet.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          current = await launch(binary, port, dataDir);
+          return;
+        } catch (err) {
+          if (attempt >= 10 || !(err instanceof PortInUseError)) throw err;
+          await sleep(200);
+        }
+      }
+    },
+  };
+}
+
+class PortInUseError extends Error {
+  override readonly name = "PortInUseError";
+}
+
+interface Running {
+  terminate(signal: "SIGTERM" | "SIGKILL"): Promise<void>;
+}
+
+/** Spawns the server and resolves once its port accepts TCP connections. */
+async function launch(binary: string, port: number, dataDir: string): Promise<Running> {
+  const child = spawn(binary, [`--listen-addr=127.0.0.1:${port}`, `--sqlite-url=file:${dataDir}/`], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  track(child);
+  let output = "";
+  const keep = (chunk: Buffer) => {
+    output = (output + chunk.toString("utf8")).slice(-STDERR_TAIL_CHARS);
+  };
+  child.stdout?.on("data", keep);
+  child.stderr?.on("data", keep);
+  const exited = new Promise<void>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) resolve();
+    else child.once("exit", () => resolve());
+  });
+  let spawnError: Error | undefined;
+  child.once("error", (err) => {
+    spawnError = err;
+  });
+
+  const terminate = async (signal: "SIGTERM" | "SIGKILL") => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill(signal);
+      const timer = setTimeout(() => child.kill("SIGKILL"), EXIT_TIMEOUT_MS);
+      await exited;
+      clearTimeout(timer);
+    }
+    untrack(child);
+  };
+
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  for (;;) {
+    if (spawnError !== undefined || child.exitCode !== null || child.signalCode !== null) {
+      await terminate("SIGKILL");
+      const how = spawnError?.message ?? `exit code ${child.exitCode ?? child.signalCode}`;
+      const message = `FerretDB (${binary}) on port ${port} exited during startup (${how}); its output:\n${output}`;
+      throw /address already in use/.test(output) ? new PortInUseError(message) : new Error(message);
+    }
+    if (await accepts(port)) return { terminate };
+    if (Date.now() > deadline) {
+      await terminate("SIGKILL");
+      throw new Error(
+        `FerretDB (${binary}) did not accept connections on 127.0.0.1:${port} within ${READY_TIMEOUT_MS} ms; its output:\n${output}`,
+      );
+    }
+    await sleep(50);
+  }
+}
+
+function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: "127.0.0.1", port });
+    socket.setTimeout(1_000);
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("timeout", () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.once("error", () => {
+      socket.destroy();
+      resolve(false);
+    });
+  });
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address !== null ? address.port : 0;
+      server.close(() => (port > 0 ? resolve(port) : reject(new Error("could not read a free port"))));
+    });
+  });
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+// Children must not outlive this process. "exit" covers normal ends and process.exit(); vitest's
+// fork workers are ended with SIGTERM, which skips "exit", so the signals are handled too: kill
+// the children, then, unless someone else handles the signal, re-raise it for the default action.
+// The data directories of instances not stopped go with them. The hooks are only installed while
+// there is something to clean up.
+const children = new Set<ChildProcess>();
+const dataDirs = new Set<string>();
+const SIGNALS = ["SIGTERM", "SIGINT", "SIGHUP"] as const;
+let hooked = false;
+
+function cleanUpNow(): void {
+  for (const child of children) child.kill("SIGKILL");
+  children.clear();
+  for (const dir of dataDirs) rmSync(dir, { recursive: true, force: true });
+  dataDirs.clear();
+  syncHooks();
+}
+
+function onSignal(signal: NodeJS.Signals): void {
+  cleanUpNow();
+  if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
+}
+
+function syncHooks(): void {
+  const wanted = children.size > 0 || dataDirs.size > 0;
+  if (wanted === hooked) return;
+  hooked = wanted;
+  if (wanted) {
+    process.on("exit", cleanUpNow);
+    for (const signal of SIGNALS) process.on(signal, onSignal);
+  } else {
+    process.off("exit", cleanUpNow);
+    for (const signal of SIGNALS) process.off(signal, onSignal);
+  }
+}
+
+function track(child: ChildProcess): void {
+  children.add(child);
+  child.once("exit", () => untrack(child));
+  syncHooks();
+}
+
+function untrack(child: ChildProcess): void {
+  children.delete(child);
+  syncHooks();
+}
+
+function trackDir(dir: string): void {
+  dataDirs.add(dir);
+  syncHooks();
+}
+
+function untrackDir(dir: string): void {
+  dataDirs.delete(dir);
+  syncHooks();
+}
