@@ -1,0 +1,90 @@
+import { type AgentCommands, createAgentCommands } from "./agent/agent-commands.ts";
+import { newAgentId } from "./agent/agent-id.ts";
+import type { AgentStore } from "./agent/agent-store.ts";
+import { createMemoryAgentStore } from "./agent/memory-agent-store.ts";
+import { createMongoAgentStore } from "./agent/mongo-agent-store.ts";
+import { type Config, redactUri } from "./config.ts";
+import type { Logger } from "./logger.ts";
+import { createCatalogTokenSource } from "./token/catalog-token-source.ts";
+import { createTokenQueries, type TokenQueries } from "./token/token-queries.ts";
+import type { TokenSource } from "./token/token-source.ts";
+
+/**
+ * Everything the service needs at run time, built once from the configuration. It owns the
+ * resources (the MongoDB client) and releases them in `destroy()`. Tests override parts.
+ */
+export interface AppContext {
+  readonly config: Config;
+  readonly logger: Logger;
+  readonly tokenSource: TokenSource;
+  readonly tokens: TokenQueries;
+  readonly agentStore: AgentStore;
+  readonly agents: AgentCommands;
+  /** "mongodb" or "memory": which agent store serves. */
+  readonly storeKind: "mongodb" | "memory";
+  /** True when every dependency can serve (readiness). Never throws. */
+  isReady(): Promise<boolean>;
+  destroy(): Promise<void>;
+}
+
+export interface AppContextOverrides {
+  readonly tokenSource?: TokenSource;
+  readonly agentStore?: AgentStore;
+  readonly now?: () => Date;
+}
+
+export async function createAppContext(
+  config: Config,
+  logger: Logger,
+  overrides: AppContextOverrides = {},
+): Promise<AppContext> {
+  const tokenSource = overrides.tokenSource ?? createCatalogTokenSource();
+  let store: AgentStore;
+  let storeKind: AppContext["storeKind"] = "memory";
+  if (overrides.agentStore !== undefined) {
+    store = overrides.agentStore;
+  } else if (config.mongo !== undefined) {
+    const mongo = config.mongo;
+    store = await createMongoAgentStore({
+      uri: mongo.uri,
+      ...(mongo.dbName === undefined ? {} : { dbName: mongo.dbName }),
+      maxPoolSize: mongo.maxPoolSize,
+      serverSelectionTimeoutMS: mongo.serverSelectionTimeoutMs,
+      connectTimeoutMS: mongo.connectTimeoutMs,
+      socketTimeoutMS: mongo.socketTimeoutMs,
+      ...(overrides.now === undefined ? {} : { now: overrides.now }),
+    });
+    storeKind = "mongodb";
+    logger.info({ mongodb: redactUri(mongo.uri), db: mongo.dbName }, "agents are stored in MongoDB");
+  } else {
+    store = createMemoryAgentStore(overrides.now === undefined ? {} : { now: overrides.now });
+    logger.warn("agents are kept in memory and are not persisted; set MONGODB_URI to keep them");
+  }
+  const tokens = createTokenQueries({ source: tokenSource });
+  const agents = createAgentCommands({
+    store,
+    lookupSymbol: (symbol) => tokenSource.canonicalSymbol(symbol),
+    newId: newAgentId,
+    ...(overrides.now === undefined ? {} : { now: overrides.now }),
+  });
+  return {
+    config,
+    logger,
+    tokenSource,
+    tokens,
+    agentStore: store,
+    agents,
+    storeKind,
+    async isReady() {
+      try {
+        await store.ping();
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    async destroy() {
+      await store.close();
+    },
+  };
+}

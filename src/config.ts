@@ -1,0 +1,137 @@
+/**
+ * Configuration: the environment read once into a typed, validated object that is passed down.
+ * A bad value stops startup with one message naming every offending variable, so an operator
+ * fixes all of them in one go instead of meeting them one restart at a time.
+ */
+
+export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export interface MongoConfig {
+  readonly uri: string;
+  /** Database name; undefined means the one in the URI, else the project default. */
+  readonly dbName: string | undefined;
+  readonly maxPoolSize: number;
+  readonly serverSelectionTimeoutMs: number;
+  readonly connectTimeoutMs: number;
+  readonly socketTimeoutMs: number;
+}
+
+export interface Config {
+  readonly host: string;
+  readonly port: number;
+  readonly logLevel: LogLevel;
+  /** Origins allowed to call from a browser; ["*"] allows any. Empty: no CORS headers at all. */
+  readonly corsOrigins: readonly string[];
+  /** Largest request message accepted, in bytes. */
+  readonly maxRequestBytes: number;
+  /** How long calls in flight may take to finish after SIGTERM before connections are cut. */
+  readonly shutdownTimeoutMs: number;
+  /** Undefined: agents live in the in-process store (not persisted). */
+  readonly mongo: MongoConfig | undefined;
+}
+
+export class ConfigError extends Error {
+  override readonly name = "ConfigError";
+}
+
+/** One variable: its name, default, and meaning. The README's configuration table mirrors this list. */
+export const CONFIG_VARIABLES = {
+  HOST: "0.0.0.0",
+  PORT: "8080",
+  LOG_LEVEL: "info",
+  CORS_ORIGINS: "",
+  MAX_REQUEST_BYTES: "1048576",
+  SHUTDOWN_TIMEOUT_MS: "10000",
+  MONGODB_URI: "",
+  MONGODB_DB: "",
+  MONGODB_MAX_POOL_SIZE: "20",
+  MONGODB_SERVER_SELECTION_TIMEOUT_MS: "2000",
+  MONGODB_CONNECT_TIMEOUT_MS: "2000",
+  MONGODB_SOCKET_TIMEOUT_MS: "10000",
+} as const;
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/** Reads and validates the configuration; throws ConfigError naming each bad variable. */
+export function loadConfig(env: Env = process.env): Config {
+  const problems: string[] = [];
+  const read = (name: keyof typeof CONFIG_VARIABLES): string => {
+    const value = env[name]?.trim();
+    return value === undefined || value === "" ? CONFIG_VARIABLES[name] : value;
+  };
+  const int = (name: keyof typeof CONFIG_VARIABLES, min: number, max: number): number => {
+    const text = read(name);
+    const value = Number(text);
+    if (!/^\d+$/.test(text) || value < min || value > max) {
+      problems.push(`${name} must be an integer from ${min} to ${max} (got "${text}")`);
+    }
+    return value;
+  };
+
+  const host = read("HOST");
+  const port = int("PORT", 0, 65535);
+  const logLevel = read("LOG_LEVEL").toLowerCase();
+  if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
+    problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")} (got "${logLevel}")`);
+  }
+  const corsOrigins = parseOrigins(read("CORS_ORIGINS"), problems);
+  const maxRequestBytes = int("MAX_REQUEST_BYTES", 1024, 64 * 1024 * 1024);
+  const shutdownTimeoutMs = int("SHUTDOWN_TIMEOUT_MS", 0, 600_000);
+
+  let mongo: MongoConfig | undefined;
+  const uri = read("MONGODB_URI");
+  if (uri !== "" && !/^mongodb(\+srv)?:\/\/[^/?#]/.test(uri)) {
+    // The URI itself is not echoed: it may hold a password.
+    problems.push('MONGODB_URI must start with "mongodb://" or "mongodb+srv://" followed by a host');
+  }
+  const dbName = read("MONGODB_DB");
+  if (dbName !== "" && !/^[^/\\. "$*<>:|?]{1,63}$/.test(dbName)) {
+    problems.push(`MONGODB_DB must be a valid MongoDB database name (got "${dbName}")`);
+  }
+  const maxPoolSize = int("MONGODB_MAX_POOL_SIZE", 1, 1000);
+  const serverSelectionTimeoutMs = int("MONGODB_SERVER_SELECTION_TIMEOUT_MS", 100, 120_000);
+  const connectTimeoutMs = int("MONGODB_CONNECT_TIMEOUT_MS", 100, 120_000);
+  const socketTimeoutMs = int("MONGODB_SOCKET_TIMEOUT_MS", 0, 600_000);
+  if (uri !== "") {
+    mongo = {
+      uri,
+      dbName: dbName === "" ? undefined : dbName,
+      maxPoolSize,
+      serverSelectionTimeoutMs,
+      connectTimeoutMs,
+      socketTimeoutMs,
+    };
+  }
+
+  if (problems.length > 0) {
+    throw new ConfigError(`invalid configuration: ${problems.join("; ")}`);
+  }
+  return {
+    host,
+    port,
+    logLevel: logLevel as LogLevel,
+    corsOrigins,
+    maxRequestBytes,
+    shutdownTimeoutMs,
+    mongo,
+  };
+}
+
+function parseOrigins(text: string, problems: string[]): string[] {
+  if (text === "") return [];
+  const origins = text.split(",").map((o) => o.trim().replace(/\/$/, ""));
+  for (const origin of origins) {
+    if (origin !== "*" && !/^https?:\/\/[^/\s]+$/.test(origin)) {
+      problems.push(
+        `CORS_ORIGINS must be "*" or a comma-separated list of origins like https://app.example.com (got "${origin}")`,
+      );
+    }
+  }
+  return origins;
+}
+
+/** The MongoDB URI with any password replaced, for logs. */
+export function redactUri(uri: string): string {
+  return uri.replace(/^(mongodb(?:\+srv)?:\/\/[^:/@]*):[^@/]*@/, "$1:****@");
+}

@@ -1,0 +1,83 @@
+import { create } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { ServiceImpl } from "@connectrpc/connect";
+import {
+  AgentSchema,
+  type AgentService,
+  AgentSummarySchema,
+  CreateAgentResponseSchema,
+  DeleteAgentResponseSchema,
+  GetAgentResponseSchema,
+  ListAgentsResponseSchema,
+} from "../../gen/agent/v1/agent_pb.ts";
+import type { AgentCommands } from "../agent/agent-commands.ts";
+import type { AgentRecord } from "../agent/agent-store.ts";
+import { principalKey } from "./principal.ts";
+
+/** Header (gRPC metadata) that makes CreateAgent safe to retry. */
+export const IDEMPOTENCY_KEY_HEADER = "idempotency-key";
+
+/** AgentService over the agent commands: protobuf in, domain values across, protobuf out. */
+export function createAgentService(options: { commands: AgentCommands }): ServiceImpl<typeof AgentService> {
+  const { commands } = options;
+  return {
+    async createAgent(req, ctx) {
+      const agent = await commands.create(ctx.values.get(principalKey), {
+        type: req.type,
+        config: req.config,
+        idempotencyKey: ctx.requestHeader.get(IDEMPOTENCY_KEY_HEADER) ?? "",
+      });
+      return create(CreateAgentResponseSchema, {
+        success: true,
+        data: { agentId: agent.agentId, status: agent.status, createdAt: timestampFromDate(agent.createdAt) },
+      });
+    },
+
+    async getAgent(req, ctx) {
+      const agent = await commands.get(ctx.values.get(principalKey), req.agentId);
+      return create(GetAgentResponseSchema, { success: true, data: agentDetail(agent) });
+    },
+
+    async deleteAgent(req, ctx) {
+      const deleted = await commands.delete(ctx.values.get(principalKey), req.agentId);
+      return create(DeleteAgentResponseSchema, { success: true, data: { deleted } });
+    },
+
+    async listAgents(req, ctx) {
+      const page = await commands.list(ctx.values.get(principalKey), {
+        type: req.type,
+        status: req.status,
+        limit: req.limit,
+        offset: req.offset,
+      });
+      return create(ListAgentsResponseSchema, {
+        success: true,
+        data: {
+          agents: page.agents.map((a) =>
+            create(AgentSummarySchema, {
+              agentId: a.agentId,
+              type: a.type,
+              status: a.status,
+              createdAt: timestampFromDate(a.createdAt),
+            }),
+          ),
+          total: page.total,
+          limit: page.limit,
+          offset: page.offset,
+        },
+      });
+    },
+  };
+}
+
+function agentDetail(agent: AgentRecord) {
+  return create(AgentSchema, {
+    agentId: agent.agentId,
+    type: agent.type,
+    status: agent.status,
+    config: agent.config,
+    createdAt: timestampFromDate(agent.createdAt),
+    ...(agent.lastRunAt === undefined ? {} : { lastRunAt: timestampFromDate(agent.lastRunAt) }),
+    nextRunAt: timestampFromDate(agent.nextRunAt),
+  });
+}

@@ -1,0 +1,45 @@
+import { Writable } from "node:stream";
+import { type AppContext, type AppContextOverrides, createAppContext } from "../../src/app-context.ts";
+import { loadConfig } from "../../src/config.ts";
+import { createLogger } from "../../src/logger.ts";
+import { build } from "../../src/server.ts";
+
+export interface RunningServer {
+  readonly baseUrl: string;
+  readonly port: number;
+  readonly context: AppContext;
+  /** Every log line the server wrote, parsed. */
+  readonly logs: Record<string, unknown>[];
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the real server, as `main.ts` builds it, on an ephemeral loopback port. `env` is read by
+ * the real configuration loader; logs are captured instead of printed.
+ */
+export async function startServer(
+  options: { env?: Record<string, string>; overrides?: AppContextOverrides } = {},
+): Promise<RunningServer> {
+  const config = loadConfig({ HOST: "127.0.0.1", PORT: "0", LOG_LEVEL: "info", ...options.env });
+  const logs: Record<string, unknown>[] = [];
+  const destination = new Writable({
+    write(chunk, _encoding, callback) {
+      for (const line of String(chunk).split("\n")) if (line !== "") logs.push(JSON.parse(line));
+      callback();
+    },
+  });
+  const logger = createLogger({ level: config.logLevel, destination });
+  const context = await createAppContext(config, logger, options.overrides);
+  const server = build(context);
+  const address = await server.listen();
+  return {
+    baseUrl: `http://127.0.0.1:${address.port}`,
+    port: address.port,
+    context,
+    logs,
+    async close() {
+      await server.close();
+      await context.destroy();
+    },
+  };
+}

@@ -1,0 +1,273 @@
+import { Code } from "@connectrpc/connect";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { TokenService } from "../gen/token/v1/token_pb.ts";
+import { loadCatalog } from "../src/token/catalog-token-source.ts";
+import { createProtocols, type Outcome, type Protocol } from "./support/callers.ts";
+import { type RunningServer, startServer } from "./support/start-server.ts";
+
+/*
+ * The token contract, case by case, over every protocol: Connect JSON and binary, gRPC and
+ * gRPC-Web through connect-node, and grpc-js as an independent gRPC client. Expected values come
+ * from the catalog file, not from the service's code.
+ */
+
+const catalog = loadCatalog();
+const [sol, usdc, bonk] = ["SOL", "USDC", "BONK"].map((s) => {
+  const token = catalog.tokens.find((t) => t.symbol === s);
+  if (token === undefined) throw new Error(`catalog lacks ${s}`);
+  return token;
+}) as [(typeof catalog.tokens)[number], (typeof catalog.tokens)[number], (typeof catalog.tokens)[number]];
+/** A valid address that no catalog token uses. */
+const UNKNOWN_MINT = "11111111111111111111111111111111";
+const priceJson = (t: typeof sol) => ({
+  mint: t.mint,
+  symbol: t.symbol,
+  price: t.price,
+  change24h: t.change24h,
+});
+const txJson = (t: (typeof sol.transactions)[number]) => ({ ...t });
+
+type Case = {
+  name: string;
+  method: "GetTokenPrices" | "GetTokenMetadata" | "GetTokenTransactions";
+  request: Record<string, unknown>;
+  expect: (outcome: Outcome) => void;
+};
+
+const ok = (data: unknown) => (o: Outcome) => expect(o).toEqual({ ok: true, json: { success: true, data } });
+const invalid =
+  (...fields: { field: string; mentions: string }[]) =>
+  (o: Outcome) => {
+    expect(o.ok).toBe(false);
+    if (o.ok) return;
+    expect(o.code).toBe(Code.InvalidArgument);
+    expect(o.violations.map((v) => v.field)).toEqual(fields.map((f) => f.field));
+    fields.forEach((f, i) => {
+      expect(o.violations[i]?.description).toContain(f.mentions);
+      expect(o.message).toContain(f.field);
+    });
+  };
+const notFound = (o: Outcome) => {
+  expect(o.ok).toBe(false);
+  if (!o.ok) expect(o.code).toBe(Code.NotFound);
+};
+
+const cases: Case[] = [
+  {
+    name: "prices: no filter returns every token in catalog order",
+    method: "GetTokenPrices",
+    request: {},
+    expect: ok(catalog.tokens.map(priceJson)),
+  },
+  {
+    name: "prices: by mint",
+    method: "GetTokenPrices",
+    request: { mint: usdc.mint },
+    expect: ok([priceJson(usdc)]),
+  },
+  {
+    name: "prices: symbol is case-insensitive",
+    method: "GetTokenPrices",
+    request: { symbol: "uSdC" },
+    expect: ok([priceJson(usdc)]),
+  },
+  {
+    name: "prices: mint and symbol must both match",
+    method: "GetTokenPrices",
+    request: { mint: sol.mint, symbol: "USDC" },
+    expect: ok([]),
+  },
+  {
+    name: "prices: mint and symbol both matching",
+    method: "GetTokenPrices",
+    request: { mint: bonk.mint, symbol: "bonk" },
+    expect: ok([priceJson(bonk)]),
+  },
+  {
+    name: "prices: unknown symbol is an empty list",
+    method: "GetTokenPrices",
+    request: { symbol: "NOPE" },
+    expect: ok([]),
+  },
+  {
+    name: "prices: unknown but valid mint is an empty list",
+    method: "GetTokenPrices",
+    request: { mint: UNKNOWN_MINT },
+    expect: ok([]),
+  },
+  {
+    name: "prices: mint with characters outside base58",
+    method: "GetTokenPrices",
+    request: { mint: "0OIl0OIl0OIl0OIl0OIl0OIl0OIl0OIl" },
+    expect: invalid({ field: "mint", mentions: "32-byte" }),
+  },
+  {
+    name: "prices: base58 mint of the wrong size",
+    method: "GetTokenPrices",
+    request: { mint: sol.mint.slice(0, 30) },
+    expect: invalid({ field: "mint", mentions: "32-byte" }),
+  },
+  {
+    name: "metadata: every field of the token",
+    method: "GetTokenMetadata",
+    request: { mint: sol.mint },
+    expect: ok({
+      mint: sol.mint,
+      symbol: sol.symbol,
+      name: sol.name,
+      decimals: sol.decimals,
+      logoURI: sol.logoURI,
+      tags: sol.tags,
+    }),
+  },
+  {
+    name: "metadata: missing mint",
+    method: "GetTokenMetadata",
+    request: {},
+    expect: invalid({ field: "mint", mentions: "required" }),
+  },
+  {
+    name: "metadata: malformed mint",
+    method: "GetTokenMetadata",
+    request: { mint: "not-a-mint" },
+    expect: invalid({ field: "mint", mentions: "base58" }),
+  },
+  {
+    name: "metadata: unknown mint",
+    method: "GetTokenMetadata",
+    request: { mint: UNKNOWN_MINT },
+    expect: notFound,
+  },
+  {
+    name: "transactions: limit omitted means 10, newest first",
+    method: "GetTokenTransactions",
+    request: { mint: sol.mint },
+    expect: ok(sol.transactions.slice(0, 10).map(txJson)),
+  },
+  {
+    name: "transactions: limit 1",
+    method: "GetTokenTransactions",
+    request: { mint: sol.mint, limit: 1 },
+    expect: ok(sol.transactions.slice(0, 1).map(txJson)),
+  },
+  {
+    name: "transactions: limit 100 is the maximum",
+    method: "GetTokenTransactions",
+    request: { mint: usdc.mint, limit: 100 },
+    expect: ok(usdc.transactions.slice(0, 100).map(txJson)),
+  },
+  {
+    name: "transactions: limit 101 names the bound",
+    method: "GetTokenTransactions",
+    request: { mint: usdc.mint, limit: 101 },
+    expect: invalid({ field: "limit", mentions: "100" }),
+  },
+  {
+    name: "transactions: negative limit",
+    method: "GetTokenTransactions",
+    request: { mint: usdc.mint, limit: -1 },
+    expect: invalid({ field: "limit", mentions: "between 1 and 100" }),
+  },
+  {
+    name: "transactions: before returns what follows the cursor",
+    method: "GetTokenTransactions",
+    request: { mint: bonk.mint, limit: 5, before: bonk.transactions[9]?.signature },
+    expect: ok(bonk.transactions.slice(10, 15).map(txJson)),
+  },
+  {
+    name: "transactions: before the oldest is an empty list",
+    method: "GetTokenTransactions",
+    request: { mint: bonk.mint, before: bonk.transactions.at(-1)?.signature },
+    expect: ok([]),
+  },
+  {
+    name: "transactions: before from another token",
+    method: "GetTokenTransactions",
+    request: { mint: bonk.mint, before: sol.transactions[0]?.signature },
+    expect: invalid({ field: "before", mentions: "this token" }),
+  },
+  {
+    name: "transactions: before that is no signature",
+    method: "GetTokenTransactions",
+    request: { mint: bonk.mint, before: "nonsense" },
+    expect: invalid({ field: "before", mentions: "signature" }),
+  },
+  {
+    name: "transactions: unknown mint",
+    method: "GetTokenTransactions",
+    request: { mint: UNKNOWN_MINT },
+    expect: notFound,
+  },
+  {
+    name: "transactions: every bad field is reported at once",
+    method: "GetTokenTransactions",
+    request: { mint: "bad", limit: 500 },
+    expect: invalid({ field: "mint", mentions: "base58" }, { field: "limit", mentions: "100" }),
+  },
+  {
+    name: "transactions: missing mint",
+    method: "GetTokenTransactions",
+    request: {},
+    expect: invalid({ field: "mint", mentions: "required" }),
+  },
+];
+
+let server: RunningServer;
+let protocols: Protocol[];
+
+beforeAll(async () => {
+  server = await startServer();
+  protocols = createProtocols(server.baseUrl);
+});
+
+afterAll(async () => {
+  for (const p of protocols ?? []) p.close();
+  await server?.close();
+});
+
+describe.each(createProtocols("http://127.0.0.1:1").map((p) => p.name))("TokenService over %s", (name) => {
+  const protocol = () => {
+    const p = protocols.find((x) => x.name === name);
+    if (p === undefined) throw new Error(name);
+    return p;
+  };
+
+  it.each(cases)("$name", async ({ method, request, expect: check }) => {
+    check(await protocol().call(TokenService, method, request));
+  });
+
+  it("walks a token's whole history with the before cursor, with no gap and no duplicate", async () => {
+    for (const token of [sol, bonk]) {
+      const seen: string[] = [];
+      let before = "";
+      for (;;) {
+        const outcome = await protocol().call(TokenService, "GetTokenTransactions", {
+          mint: token.mint,
+          limit: 37,
+          before,
+        });
+        if (!outcome.ok) throw new Error(outcome.message);
+        const page = outcome.json.data as { signature: string; blockTime: number }[];
+        if (page.length === 0) break;
+        seen.push(...page.map((t) => t.signature));
+        before = page.at(-1)?.signature as string;
+      }
+      expect(seen).toEqual(token.transactions.map((t) => t.signature));
+      expect(new Set(seen).size).toBe(seen.length);
+    }
+  });
+});
+
+describe("the catalog order the cases rely on", () => {
+  it("is newest first with ties broken by signature", () => {
+    for (const token of catalog.tokens) {
+      token.transactions.forEach((t, i) => {
+        const next = token.transactions[i + 1];
+        if (next === undefined) return;
+        expect(
+          t.blockTime > next.blockTime || (t.blockTime === next.blockTime && t.signature < next.signature),
+        ).toBe(true);
+      });
+    }
+  });
+});
