@@ -21,7 +21,18 @@ async function main(): Promise<void> {
   const logger = createLogger({ level: config.logLevel });
   const context = await createAppContext(config, logger);
   const server = build(context);
-  const address = await server.listen();
+  let address: Awaited<ReturnType<typeof server.listen>>;
+  try {
+    address = await server.listen();
+  } catch (error) {
+    // EADDRINUSE and friends: one clear line, not a stack trace.
+    logger.fatal(
+      { err: error, host: config.host, port: config.port },
+      `cannot listen on ${config.host}:${config.port}`,
+    );
+    await context.destroy();
+    process.exit(1);
+  }
   logger.info(
     { host: address.address, port: address.port, store: context.storeKind },
     `serving gRPC, gRPC-Web and Connect on port ${address.port}`,
