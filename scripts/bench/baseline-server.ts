@@ -1,0 +1,68 @@
+/**
+ * Baseline servers for the benchmark: the least work that can produce the same bytes the service
+ * answers, so `scripts/bench.ts` can print the service's throughput as a fraction of it.
+ *
+ *   node scripts/bench/baseline-server.ts http   PORT BODY_FILE   — node:http, fixed JSON body
+ *   node scripts/bench/baseline-server.ts http2  PORT BODY_FILE   — node:http2, fixed gRPC frame + trailers
+ *   node scripts/bench/baseline-server.ts grpcjs PORT            — @grpc/grpc-js, GetTokenPrices from the catalog
+ */
+import { readFileSync } from "node:fs";
+import * as http from "node:http";
+import * as http2 from "node:http2";
+import * as grpc from "@grpc/grpc-js";
+import * as protoLoader from "@grpc/proto-loader";
+import { createCatalogTokenSource } from "../../src/token/catalog-token-source.ts";
+
+const [kind, portText, bodyFile] = process.argv.slice(2);
+const port = Number(portText);
+
+if (kind === "http") {
+  const body = readFileSync(bodyFile as string);
+  http
+    .createServer((req, res) => {
+      req.resume();
+      req.on("end", () => {
+        res.writeHead(200, { "content-type": "application/json", "content-length": body.length });
+        res.end(body);
+      });
+    })
+    .listen(port, "127.0.0.1", () => console.log("ready"));
+} else if (kind === "http2") {
+  const frame = readFileSync(bodyFile as string);
+  const server = http2.createServer();
+  server.on("stream", (stream) => {
+    stream.resume();
+    stream.on("end", () => {
+      stream.respond({ ":status": 200, "content-type": "application/grpc+proto" }, { waitForTrailers: true });
+      stream.on("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));
+      stream.end(frame);
+    });
+  });
+  server.listen(port, "127.0.0.1", () => console.log("ready"));
+} else if (kind === "grpcjs") {
+  const definition = protoLoader.loadSync("token/v1/token.proto", {
+    includeDirs: [new URL("../../proto", import.meta.url).pathname],
+  });
+  const loaded = grpc.loadPackageDefinition(definition) as unknown as {
+    token: { v1: { TokenService: { service: grpc.ServiceDefinition } } };
+  };
+  const source = createCatalogTokenSource();
+  const server = new grpc.Server();
+  server.addService(loaded.token.v1.TokenService.service, {
+    GetTokenPrices(
+      call: grpc.ServerUnaryCall<{ symbol: string }, unknown>,
+      callback: grpc.sendUnaryData<unknown>,
+    ) {
+      const wanted = call.request.symbol.toLowerCase();
+      source
+        .listPrices()
+        .then((prices) =>
+          callback(null, { success: true, data: prices.filter((p) => p.symbol.toLowerCase() === wanted) }),
+        );
+    },
+  });
+  server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), () => console.log("ready"));
+} else {
+  console.error("usage: baseline-server.ts http|http2|grpcjs PORT [BODY_FILE]");
+  process.exit(2);
+}
