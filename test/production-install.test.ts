@@ -1,0 +1,74 @@
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { cpSync, existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+/*
+ * What the container image holds, tested without Docker: a scratch copy with production
+ * dependencies only (`npm ci --omit=dev`, as the Dockerfile runs it) must start and serve. This
+ * fails when runtime code imports a devDependency or a file the image does not copy.
+ */
+
+const root = new URL("..", import.meta.url).pathname;
+let scratch: string;
+let child: ChildProcess | undefined;
+
+beforeAll(async () => {
+  scratch = mkdtempSync(join(tmpdir(), "prod-install-"));
+  // Exactly what the Dockerfile copies.
+  for (const entry of ["package.json", "package-lock.json", "src", "gen"]) {
+    cpSync(join(root, entry), join(scratch, entry), { recursive: true });
+  }
+  await promisify(execFile)("npm", ["ci", "--omit=dev", "--ignore-scripts", "--no-audit", "--no-fund"], {
+    cwd: scratch,
+    timeout: 180_000,
+  });
+}, 200_000);
+
+afterAll(() => {
+  child?.kill("SIGKILL");
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+describe("production install", () => {
+  it("holds no development dependencies", () => {
+    for (const dev of ["vitest", "typescript", "@biomejs/biome", "pino-pretty", "@grpc/grpc-js"]) {
+      expect(existsSync(join(scratch, "node_modules", dev)), dev).toBe(false);
+    }
+    expect(existsSync(join(scratch, "node_modules", "@connectrpc/connect-node"))).toBe(true);
+  });
+
+  it("starts, serves a call, and stops cleanly on SIGTERM", async () => {
+    const proc = spawn(process.execPath, ["src/main.ts"], {
+      cwd: scratch,
+      env: { PATH: process.env.PATH, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "info" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    child = proc;
+    const port = await new Promise<number>((resolve, reject) => {
+      const lines = createInterface({ input: proc.stdout as NodeJS.ReadableStream });
+      lines.on("line", (line) => {
+        const entry = JSON.parse(line) as { port?: number };
+        if (typeof entry.port === "number") resolve(entry.port);
+      });
+      proc.once("exit", (code) => reject(new Error(`exited early with ${code}`)));
+    });
+    const response = await fetch(`http://127.0.0.1:${port}/token.v1.TokenService/GetTokenPrices`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ symbol: "usdc" }),
+    });
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as { success: boolean; data: { symbol: string }[] };
+    expect(body.success).toBe(true);
+    expect(body.data.map((d) => d.symbol)).toEqual(["USDC"]);
+    expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
+
+    const exit = new Promise<number | null>((resolve) => proc.once("exit", (code) => resolve(code)));
+    proc.kill("SIGTERM");
+    expect(await exit).toBe(0);
+  });
+});
