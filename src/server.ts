@@ -1,14 +1,14 @@
 import type { AddressInfo } from "node:net";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
-import { AgentService } from "../gen/agent/v1/agent_pb.ts";
-import { TokenService } from "../gen/token/v1/token_pb.ts";
 import type { AppContext } from "./app-context.ts";
 import { createCorsHandler } from "./http/cors.ts";
 import { createDualProtocolServer } from "./http/dual-protocol-server.ts";
+import { createMetricsEndpoint } from "./http/metrics-endpoint.ts";
 import { createProbeHandler } from "./http/probes.ts";
-import { createAgentService } from "./rpc/agent-service.ts";
+import { createMetrics } from "./observability/metrics.ts";
 import { createErrorInterceptor } from "./rpc/connect-error-from.ts";
-import { createTokenService } from "./rpc/token-service.ts";
+import { createLoggingInterceptor, createUnexpectedErrorLogger } from "./rpc/logging-interceptor.ts";
+import { createRoutes } from "./rpc/routes.ts";
 
 export interface Server {
   /** Starts listening on the configured host and port (port 0: any free port). */
@@ -20,26 +20,32 @@ export interface Server {
 /**
  * Builds the server without listening, so tests start it on port 0 and `main.ts` on PORT. Every
  * RPC is served over the Connect protocol (JSON and binary, GET for side-effect-free methods),
- * gRPC and gRPC-Web, on HTTP/1.1 and h2c alike.
+ * gRPC and gRPC-Web, on HTTP/1.1 and h2c alike, with gRPC health checking and server reflection
+ * beside the contract's services, and plain HTTP probes and Prometheus metrics beside the RPCs.
  */
 export function build(context: AppContext): Server {
   const { config, logger } = context;
-  let shuttingDown = false;
+  const shutdown = new AbortController();
   const cors = createCorsHandler({ origins: config.corsOrigins });
-  const probes = createProbeHandler({ isReady: async () => !shuttingDown && (await context.isReady()) });
+  const probes = createProbeHandler({
+    isReady: async () => !shutdown.signal.aborted && (await context.isReady()),
+  });
+  const metrics = createMetrics({ mongoClient: context.mongoClient });
+  const metricsEndpoint = createMetricsEndpoint({ registry: metrics.registry });
   const connect = connectNodeAdapter({
-    routes(router) {
-      router.service(TokenService, createTokenService({ queries: context.tokens }));
-      router.service(AgentService, createAgentService({ commands: context.agents }));
-    },
+    routes: createRoutes(context, { shutdownSignal: shutdown.signal }),
     readMaxBytes: config.maxRequestBytes,
     // Browsers always see the seed's envelope: `success`, empty lists, zeros and false included.
     jsonOptions: { alwaysEmitImplicit: true },
+    // Outermost first. Logging and metrics see every call as its caller does, so they sit outside
+    // the conversion of errors to the codes callers receive.
     interceptors: [
-      createErrorInterceptor((error, procedure) => logger.error({ err: error, procedure }, "call failed")),
+      createLoggingInterceptor({ logger }),
+      metrics.interceptor,
+      createErrorInterceptor(createUnexpectedErrorLogger(logger)),
     ],
     fallback(req, res) {
-      if (probes(req, res)) return;
+      if (probes(req, res) || metricsEndpoint(req, res)) return;
       res.statusCode = 404;
       res.setHeader("content-type", "application/json");
       res.end(JSON.stringify({ code: "not_found", message: `no route for ${req.method} ${req.url}` }));
@@ -63,7 +69,8 @@ export function build(context: AppContext): Server {
       });
     },
     async close() {
-      shuttingDown = true;
+      // Readiness and health turn NOT_SERVING, and health watches end, before the drain begins.
+      shutdown.abort();
       await dual.close(config.shutdownTimeoutMs);
     },
   };

@@ -1,10 +1,14 @@
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError, type ContextValues, type Interceptor } from "@connectrpc/connect";
 import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.ts";
 import { InvalidArgumentError, NotFoundError, UnavailableError } from "../domain/errors.ts";
+import { procedureOf } from "./call-labels.ts";
 
-/** Receives errors that were not expected, so they are logged before callers see "internal error". */
-export type UnexpectedErrorSink = (error: unknown, procedure: string) => void;
+/**
+ * Receives errors that were not expected, so they are logged before callers see "internal error".
+ * `values` are the call's context values (its request id), when the error arose in a call.
+ */
+export type UnexpectedErrorSink = (error: unknown, procedure: string, values?: ContextValues) => void;
 
 /**
  * Converts whatever a handler threw into the ConnectError a caller sees. Domain errors carry safe
@@ -16,6 +20,7 @@ export function connectErrorFrom(
   reason: unknown,
   procedure: string,
   onUnexpected: UnexpectedErrorSink,
+  values?: ContextValues,
 ): ConnectError {
   if (reason instanceof ConnectError) return reason;
   if (reason instanceof InvalidArgumentError) {
@@ -28,10 +33,10 @@ export function connectErrorFrom(
   }
   if (reason instanceof NotFoundError) return new ConnectError(reason.message, Code.NotFound);
   if (reason instanceof UnavailableError) {
-    onUnexpected(reason, procedure);
+    onUnexpected(reason, procedure, values);
     return new ConnectError(reason.message, Code.Unavailable);
   }
-  onUnexpected(reason, procedure);
+  onUnexpected(reason, procedure, values);
   return new ConnectError("internal error", Code.Internal);
 }
 
@@ -41,7 +46,7 @@ export function createErrorInterceptor(onUnexpected: UnexpectedErrorSink): Inter
     try {
       return await next(req);
     } catch (reason) {
-      throw connectErrorFrom(reason, `${req.method.parent.typeName}/${req.method.name}`, onUnexpected);
+      throw connectErrorFrom(reason, procedureOf(req.method), onUnexpected, req.contextValues);
     }
   };
 }

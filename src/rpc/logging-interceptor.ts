@@ -1,0 +1,77 @@
+import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import { codeToString } from "@connectrpc/connect/protocol-connect";
+import { UnavailableError } from "../domain/errors.ts";
+import type { Logger } from "../logger.ts";
+import { createProcedureNames, protocolOf } from "./call-labels.ts";
+import type { UnexpectedErrorSink } from "./connect-error-from.ts";
+import { observeCall } from "./observe-call.ts";
+import { REQUEST_ID_HEADER, requestIdFrom, requestIdKey } from "./request-id.ts";
+
+/**
+ * One JSON line per call: procedure, protocol, code ("ok" or the Connect code name), duration_ms
+ * and request_id. The request id is the caller's `x-request-id` when sane, else a fresh one; it is
+ * put in the call's context values (so other log lines about the call carry it) and echoed to the
+ * caller: in the response headers, or with an error in its metadata (headers for Connect unary,
+ * trailers for gRPC and gRPC-Web, where errors travel).
+ *
+ * Levels: a failure the service is to blame for (internal, unknown, data_loss) is an error, an
+ * unavailable dependency a warning; everything else, client mistakes included, is info. Nothing
+ * from the request but these fields is logged, so neither credentials nor payloads can leak here.
+ */
+export function createLoggingInterceptor(options: { logger: Logger }): Interceptor {
+  const { logger } = options;
+  const procedureOf = createProcedureNames();
+  return (next) => async (req) => {
+    const started = performance.now();
+    const requestId = requestIdFrom(req.header.get(REQUEST_ID_HEADER));
+    req.contextValues.set(requestIdKey, requestId);
+    try {
+      const res = await observeCall(next, req, (code) => {
+        const level = levelOf(code);
+        if (!logger.isLevelEnabled(level)) return;
+        logger[level](
+          {
+            procedure: procedureOf(req.method),
+            protocol: protocolOf(req),
+            code: code === undefined ? "ok" : codeToString(code),
+            duration_ms: Math.round((performance.now() - started) * 1000) / 1000,
+            request_id: requestId,
+          },
+          "rpc",
+        );
+      });
+      res.header.set(REQUEST_ID_HEADER, requestId);
+      return res;
+    } catch (error) {
+      // The error interceptor further in has made every error a ConnectError, whose metadata
+      // reaches the caller.
+      if (error instanceof ConnectError) error.metadata.set(REQUEST_ID_HEADER, requestId);
+      throw error;
+    }
+  };
+}
+
+function levelOf(code: Code | undefined): "info" | "warn" | "error" {
+  switch (code) {
+    case Code.Internal:
+    case Code.Unknown:
+    case Code.DataLoss:
+      return "error";
+    case Code.Unavailable:
+      return "warn";
+    default:
+      return "info";
+  }
+}
+
+/**
+ * The error interceptor's sink: logs what the caller was not told (the cause, the stack) with the
+ * call's request id. An unavailable dependency is expected in operation and logged as a warning.
+ */
+export function createUnexpectedErrorLogger(logger: Logger): UnexpectedErrorSink {
+  return (error, procedure, values) => {
+    const fields = { err: error, procedure, request_id: values?.get(requestIdKey) };
+    if (error instanceof UnavailableError) logger.warn(fields, "dependency unavailable");
+    else logger.error(fields, "call failed");
+  };
+}

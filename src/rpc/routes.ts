@@ -1,0 +1,44 @@
+import type { ConnectRouter } from "@connectrpc/connect";
+import { AgentService } from "../../gen/agent/v1/agent_pb.ts";
+import { file_google_rpc_error_details } from "../../gen/google/rpc/error_details_pb.ts";
+import { ServerReflection as ServerReflectionV1 } from "../../gen/grpc/reflection/v1/reflection_pb.ts";
+import { ServerReflection as ServerReflectionV1alpha } from "../../gen/grpc/reflection/v1alpha/reflection_pb.ts";
+import { Health } from "../../gen/health/v1/health_pb.ts";
+import { TokenService } from "../../gen/token/v1/token_pb.ts";
+import type { AppContext } from "../app-context.ts";
+import { createAgentService } from "./agent-service.ts";
+import { createHealthService } from "./health-service.ts";
+import { createReflectionServices } from "./reflection-service.ts";
+import { createTokenService } from "./token-service.ts";
+
+/**
+ * Every service the server answers: the contract's two, gRPC health checking and server
+ * reflection. `shutdownSignal` aborts when the server begins to drain (health turns NOT_SERVING).
+ */
+export function createRoutes(
+  context: AppContext,
+  options: { shutdownSignal: AbortSignal },
+): (router: ConnectRouter) => void {
+  return (router) => {
+    router.service(TokenService, createTokenService({ queries: context.tokens }));
+    router.service(AgentService, createAgentService({ commands: context.agents }));
+    router.service(
+      Health,
+      createHealthService({
+        isReady: () => context.isReady(),
+        services: [TokenService.typeName, AgentService.typeName],
+        // The token catalog is embedded: token calls succeed while the agent store is down. (A live
+        // token source would bring its own readiness, and this would change with it.)
+        selfContained: [TokenService.typeName],
+        shutdownSignal: options.shutdownSignal,
+      }),
+    );
+    const reflection = createReflectionServices({
+      services: [TokenService, AgentService, Health],
+      // invalid_argument errors carry a google.rpc.BadRequest; tools decode it with this file.
+      files: [file_google_rpc_error_details],
+    });
+    router.service(ServerReflectionV1, reflection.v1);
+    router.service(ServerReflectionV1alpha, reflection.v1alpha);
+  };
+}
