@@ -1,9 +1,10 @@
+import type { MongoClient } from "mongodb";
 import { type AgentCommands, createAgentCommands } from "./agent/agent-commands.ts";
 import { newAgentId } from "./agent/agent-id.ts";
 import type { AgentStore } from "./agent/agent-store.ts";
 import { createMemoryAgentStore } from "./agent/memory-agent-store.ts";
 import { createMongoAgentStore } from "./agent/mongo-agent-store.ts";
-import { type Config, redactUri } from "./config.ts";
+import { type Config, ConfigError, redactUri } from "./config.ts";
 import type { Logger } from "./logger.ts";
 import { createCatalogTokenSource } from "./token/catalog-token-source.ts";
 import { createTokenQueries, type TokenQueries } from "./token/token-queries.ts";
@@ -22,6 +23,8 @@ export interface AppContext {
   readonly agents: AgentCommands;
   /** "mongodb" or "memory": which agent store serves. */
   readonly storeKind: "mongodb" | "memory";
+  /** The agent store's MongoDB client, for its connection pool metrics; undefined otherwise. */
+  readonly mongoClient: MongoClient | undefined;
   /** True when every dependency can serve (readiness). Never throws. */
   isReady(): Promise<boolean>;
   destroy(): Promise<void>;
@@ -41,11 +44,15 @@ export async function createAppContext(
   const tokenSource = overrides.tokenSource ?? createCatalogTokenSource();
   let store: AgentStore;
   let storeKind: AppContext["storeKind"] = "memory";
+  let mongoClient: MongoClient | undefined;
   if (overrides.agentStore !== undefined) {
     store = overrides.agentStore;
   } else if (config.mongo !== undefined) {
     const mongo = config.mongo;
-    store = await createMongoAgentStore({
+    // The driver parses the URI when the client is made (no connection yet); what it rejects is a
+    // configuration error, reported like the others and without the driver's text (it may quote
+    // the URI, password included).
+    const mongoStore = await createMongoAgentStore({
       uri: mongo.uri,
       ...(mongo.dbName === undefined ? {} : { dbName: mongo.dbName }),
       maxPoolSize: mongo.maxPoolSize,
@@ -53,7 +60,11 @@ export async function createAppContext(
       connectTimeoutMS: mongo.connectTimeoutMs,
       socketTimeoutMS: mongo.socketTimeoutMs,
       ...(overrides.now === undefined ? {} : { now: overrides.now }),
+    }).catch(() => {
+      throw new ConfigError("invalid configuration: MONGODB_URI is not a valid MongoDB connection string");
     });
+    store = mongoStore;
+    mongoClient = mongoStore.client;
     storeKind = "mongodb";
     logger.info({ mongodb: redactUri(mongo.uri), db: mongo.dbName }, "agents are stored in MongoDB");
   } else {
@@ -75,6 +86,7 @@ export async function createAppContext(
     agentStore: store,
     agents,
     storeKind,
+    mongoClient,
     async isReady() {
       try {
         await store.ping();

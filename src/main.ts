@@ -19,7 +19,13 @@ async function main(): Promise<void> {
     throw error;
   }
   const logger = createLogger({ level: config.logLevel });
-  const context = await createAppContext(config, logger);
+  const context = await createAppContext(config, logger).catch((error: unknown) => {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(2);
+    }
+    throw error;
+  });
   const server = build(context);
   let address: Awaited<ReturnType<typeof server.listen>>;
   try {

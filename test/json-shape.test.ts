@@ -33,7 +33,7 @@ async function post(path: string, body: unknown, headers: Record<string, string>
   return {
     status: response.status,
     headers: response.headers,
-    json: (await response.json()) as Record<string, never>,
+    json: (await response.json()) as Record<string, unknown>,
   };
 }
 
@@ -128,8 +128,10 @@ describe("agent JSON", () => {
   it("create, detail, list and delete carry the seed's members", async () => {
     const created = await post("agent.v1.AgentService/CreateAgent", { type: "transfer", config: TRANSFER });
     expect(created.status).toBe(200);
-    expect(Object.keys(created.json.data).sort()).toEqual(["agentId", "createdAt", "status"]);
-    const { agentId, createdAt, status } = created.json.data as Record<string, string>;
+    expect(Object.keys(created.json.data as object).sort()).toEqual(["agentId", "createdAt", "status"]);
+    const { agentId, createdAt, status } = created.json.data as Record<string, string> & {
+      createdAt: string;
+    };
     expect(status).toBe("pending");
     expect(createdAt).toMatch(ISO_UTC);
 

@@ -61,7 +61,8 @@ export async function validateAgentConfig(
 
   const before = violations.length;
   for (const key of Object.keys(config)) {
-    if (!(key in rules)) {
+    // Own keys only: `in` would take "constructor", "toString" or "__proto__" for settings.
+    if (!Object.hasOwn(rules, key)) {
       violations.push({
         field: `config.${key}`,
         description: `is not a ${type} agent setting (allowed: ${Object.keys(rules).join(", ")})`,
@@ -77,8 +78,18 @@ export async function validateAgentConfig(
     const problem = await rule(value, key);
     if (problem !== undefined) violations.push({ field: `config.${key}`, description: problem });
   }
-  if (type === "transfer" && config.source !== undefined && config.source === config.destination) {
-    violations.push({ field: "config.destination", description: "must differ from config.source" });
+  // Cross-field rules, checked alongside the others so that one answer lists every bad field, and
+  // only between valid values so that no field gets two violations.
+  if (type === "transfer") {
+    const { source, destination } = config;
+    if (typeof destination === "string" && isAddress(destination) && source === destination) {
+      violations.push({ field: "config.destination", description: "must differ from config.source" });
+    }
+  }
+  const inputToken = type === "swap" ? await canonical(config.inputToken, lookupSymbol) : undefined;
+  const outputToken = type === "swap" ? await canonical(config.outputToken, lookupSymbol) : undefined;
+  if (inputToken !== undefined && inputToken === outputToken) {
+    violations.push({ field: "config.outputToken", description: "must differ from config.inputToken" });
   }
   if (violations.length > before) return undefined;
 
@@ -88,14 +99,21 @@ export async function validateAgentConfig(
       config: { ...config, token: (await lookupSymbol(config.token as string)) as string },
     };
   }
-  const inputToken = (await lookupSymbol(config.inputToken as string)) as string;
-  const outputToken = (await lookupSymbol(config.outputToken as string)) as string;
-  if (inputToken === outputToken) {
-    violations.push({ field: "config.outputToken", description: "must differ from config.inputToken" });
-    return undefined;
-  }
   return {
     schedule: config.schedule as Schedule,
-    config: { ...config, inputToken, outputToken, slippageBps: config.slippageBps ?? DEFAULT_SLIPPAGE_BPS },
+    config: {
+      ...config,
+      inputToken: inputToken as string,
+      outputToken: outputToken as string,
+      slippageBps: config.slippageBps ?? DEFAULT_SLIPPAGE_BPS,
+    },
   };
+}
+
+/** The catalog spelling of a symbol value, or undefined when it is not a catalog symbol. */
+async function canonical(
+  value: JsonValue | undefined,
+  lookupSymbol: SymbolLookup,
+): Promise<string | undefined> {
+  return typeof value === "string" ? lookupSymbol(value) : undefined;
 }

@@ -40,21 +40,27 @@ export function createDualProtocolServer(options: {
   h2.setTimeout(idleTimeoutMs);
   const sessions = new Set<http2.ServerHttp2Session>();
   const sockets = new Set<net.Socket>();
+  /** HTTP/1.1 connections, with the number of requests each is answering right now. */
+  const h1Active = new Map<net.Socket, number>();
   h2.on("session", (session) => {
     sessions.add(session);
     session.once("close", () => sessions.delete(session));
   });
 
+  // Node's http server arms its header and request timeouts (slow-client protection) when it
+  // emits "listening"; h1 never listens itself, so it hears that from the shared listener.
   const server = net.createServer((socket) => {
     sockets.add(socket);
     socket.once("close", () => sockets.delete(socket));
     socket.setNoDelay(true);
-    sniff(socket, (isH2, head) => {
+    sniff(socket, idleTimeoutMs, (isH2, head) => {
       if (isH2) {
         h2.emit("connection", createReplaySocket(socket, head));
       } else {
         // http's parser may read the native handle directly too, so `unshift` would strand the
         // bytes in the JS buffer; feed them to the parser's data listener instead.
+        h1Active.set(socket, 0);
+        socket.once("close", () => h1Active.delete(socket));
         h1.emit("connection", socket);
         socket.emit("data", head);
         socket.resume();
@@ -62,10 +68,21 @@ export function createDualProtocolServer(options: {
     });
   });
 
+  server.on("listening", () => h1.emit("listening"));
+
   let closing = false;
-  // Once closing, HTTP/1.1 responses end their connection instead of keeping it alive.
-  h1.on("request", (_req, res: http.ServerResponse) => {
+  // Node's own idle-connection tracking does not cover sockets handed over with "connection", so
+  // in-flight HTTP/1.1 requests are counted here: once closing, a connection ends as soon as it
+  // has answered what it was answering, and idle ones end at once.
+  h1.on("request", (req: http.IncomingMessage, res: http.ServerResponse) => {
+    const socket = req.socket;
+    h1Active.set(socket, (h1Active.get(socket) ?? 0) + 1);
     if (closing) res.shouldKeepAlive = false;
+    res.once("close", () => {
+      const left = (h1Active.get(socket) ?? 1) - 1;
+      h1Active.set(socket, left);
+      if (closing && left === 0) socket.end();
+    });
   });
 
   return {
@@ -74,7 +91,6 @@ export function createDualProtocolServer(options: {
       closing = true;
       return new Promise<void>((resolve) => {
         const timer = setTimeout(() => {
-          h1.closeAllConnections();
           for (const session of sessions) session.destroy();
           for (const socket of sockets) socket.destroy();
         }, timeoutMs);
@@ -84,7 +100,7 @@ export function createDualProtocolServer(options: {
           clearTimeout(timer);
           resolve();
         });
-        h1.closeIdleConnections();
+        for (const [socket, active] of h1Active) if (active === 0) socket.end();
         // GOAWAY: the client opens no new streams here, streams in flight complete.
         for (const session of sessions) session.close();
       });
@@ -92,8 +108,11 @@ export function createDualProtocolServer(options: {
   };
 }
 
-/** Reads until the first bytes either match the whole HTTP/2 preface or stop matching it. */
-function sniff(socket: net.Socket, decide: (isH2: boolean, head: Buffer) => void): void {
+/**
+ * Reads until the first bytes either match the whole HTTP/2 preface or stop matching it. A client
+ * that connects and sends nothing is dropped after `timeoutMs`, so idle sockets cannot pile up.
+ */
+function sniff(socket: net.Socket, timeoutMs: number, decide: (isH2: boolean, head: Buffer) => void): void {
   let head: Buffer = Buffer.alloc(0);
   const onData = (chunk: Buffer) => {
     head = head.length === 0 ? chunk : Buffer.concat([head, chunk]);
@@ -102,10 +121,12 @@ function sniff(socket: net.Socket, decide: (isH2: boolean, head: Buffer) => void
     if (matches && head.length < H2_PREFACE.length) return;
     socket.off("data", onData);
     socket.off("error", onError);
+    socket.setTimeout(0);
     socket.pause();
     decide(matches, head);
   };
   const onError = () => socket.destroy();
   socket.on("data", onData);
   socket.on("error", onError);
+  socket.setTimeout(timeoutMs, () => socket.destroy());
 }

@@ -1,0 +1,215 @@
+/**
+ * Configuration: the real process refuses a bad environment at once, with one line on stderr that
+ * names the variable (and never a stack trace or a password), and `loadConfig` reads and checks
+ * each variable.
+ */
+import { describe, expect, it } from "vitest";
+import { CONFIG_VARIABLES, ConfigError, loadConfig, redactUri } from "../src/config.ts";
+import { type MainProcess, spawnMain } from "./support/main-process.ts";
+
+/** "Quickly": the process only has to read its environment. Loose, no performance assertion. */
+const EXIT_DEADLINE_MS = 5_000;
+const PASSWORD = "hunter2-s3cret";
+
+async function exitOf(main: MainProcess) {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      main.kill();
+      reject(new Error(`still running after ${EXIT_DEADLINE_MS} ms; stdout:\n${main.stdout()}`));
+    }, EXIT_DEADLINE_MS);
+  });
+  try {
+    return await Promise.race([main.exited, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+describe("the process refuses bad configuration", () => {
+  const bad: { env: Record<string, string>; names: string[]; why?: string }[] = [
+    { env: { PORT: "abc" }, names: ["PORT"] },
+    { env: { PORT: "70000" }, names: ["PORT"] },
+    { env: { PORT: "-1" }, names: ["PORT"] },
+    { env: { LOG_LEVEL: "loud" }, names: ["LOG_LEVEL"] },
+    { env: { MAX_REQUEST_BYTES: "-1" }, names: ["MAX_REQUEST_BYTES"] },
+    { env: { SHUTDOWN_TIMEOUT_MS: "soon" }, names: ["SHUTDOWN_TIMEOUT_MS"] },
+    { env: { MONGODB_URI: "http://x" }, names: ["MONGODB_URI"] },
+    {
+      env: { MONGODB_URI: `http://admin:${PASSWORD}@db.example.com/agents` },
+      names: ["MONGODB_URI"],
+      why: "with a password",
+    },
+    { env: { MONGODB_DB: "a/b" }, names: ["MONGODB_DB"] },
+    { env: { CORS_ORIGINS: "notanorigin" }, names: ["CORS_ORIGINS"] },
+    {
+      env: { PORT: "abc", LOG_LEVEL: "loud", CORS_ORIGINS: "ftp://x" },
+      names: ["PORT", "LOG_LEVEL", "CORS_ORIGINS"],
+    },
+    {
+      env: { MONGODB_URI: `mongodb://admin:${PASSWORD}@127.0.0.1:99999/` },
+      names: ["MONGODB_URI"],
+      why: "passes the prefix check, but the driver cannot parse its port",
+    },
+    {
+      env: { MONGODB_URI: `mongodb://admin:${PASSWORD}@127.0.0.1/?notAnOption=1` },
+      names: ["MONGODB_URI"],
+      why: "passes the prefix check, but the driver rejects its option",
+    },
+  ];
+
+  it.each(
+    bad.map((c) => [
+      Object.entries(c.env)
+        .map(([k, v]) => `${k}=${v.replace(PASSWORD, "****")}`)
+        .join(" ") + (c.why === undefined ? "" : ` (${c.why})`),
+      c,
+    ]) as [string, (typeof bad)[number]][],
+  )("%s: exits non-zero with one line naming the variable", async (_label, { env, names }) => {
+    const main = spawnMain({ HOST: "127.0.0.1", PORT: "0", ...env });
+    const exit = await exitOf(main);
+    const stderr = main.stderr();
+    expect(exit.signal, stderr).toBeNull();
+    expect(exit.code, stderr).not.toBe(0);
+    expect(stderr.endsWith("\n"), stderr).toBe(true);
+    const lines = stderr.trimEnd().split("\n");
+    expect(lines, stderr).toHaveLength(1);
+    for (const name of names) expect(lines[0]).toContain(name);
+    expect(stderr).not.toMatch(/^\s+at /m); // no stack trace
+    expect(stderr).not.toContain(PASSWORD);
+    expect(main.stdout()).not.toContain("serving");
+  });
+});
+
+describe("loadConfig", () => {
+  it("applies the defaults to an empty environment", () => {
+    expect(loadConfig({})).toEqual({
+      host: "0.0.0.0",
+      port: 8080,
+      logLevel: "info",
+      corsOrigins: [],
+      maxRequestBytes: 1_048_576,
+      shutdownTimeoutMs: 10_000,
+      mongo: undefined,
+    });
+  });
+
+  it("takes empty and blank values for unset", () => {
+    const blank = Object.fromEntries(
+      Object.keys(CONFIG_VARIABLES).map((k, i) => [k, i % 2 === 0 ? "" : "  "]),
+    );
+    expect(loadConfig(blank)).toEqual(loadConfig({}));
+  });
+
+  it("reads every variable", () => {
+    expect(
+      loadConfig({
+        HOST: "127.0.0.1",
+        PORT: "0",
+        LOG_LEVEL: "DEBUG",
+        CORS_ORIGINS: "https://app.example.com/, http://localhost:3000",
+        MAX_REQUEST_BYTES: "1024",
+        SHUTDOWN_TIMEOUT_MS: "0",
+        MONGODB_URI: "mongodb://db.example.com:27017/agents",
+        MONGODB_DB: "other",
+        MONGODB_MAX_POOL_SIZE: "5",
+        MONGODB_SERVER_SELECTION_TIMEOUT_MS: "500",
+        MONGODB_CONNECT_TIMEOUT_MS: "700",
+        MONGODB_SOCKET_TIMEOUT_MS: "0",
+      }),
+    ).toEqual({
+      host: "127.0.0.1",
+      port: 0,
+      logLevel: "debug",
+      corsOrigins: ["https://app.example.com", "http://localhost:3000"],
+      maxRequestBytes: 1024,
+      shutdownTimeoutMs: 0,
+      mongo: {
+        uri: "mongodb://db.example.com:27017/agents",
+        dbName: "other",
+        maxPoolSize: 5,
+        serverSelectionTimeoutMs: 500,
+        connectTimeoutMs: 700,
+        socketTimeoutMs: 0,
+      },
+    });
+  });
+
+  it("leaves the database name to the URI when MONGODB_DB is unset", () => {
+    expect(
+      loadConfig({ MONGODB_URI: "mongodb+srv://cluster.example.com/agents" }).mongo?.dbName,
+    ).toBeUndefined();
+  });
+
+  it.each([
+    ["PORT", "65536"],
+    ["PORT", "1e3"],
+    ["PORT", "80.5"],
+    ["PORT", "-1"],
+    ["LOG_LEVEL", "verbose"],
+    ["MAX_REQUEST_BYTES", "1023"],
+    ["MAX_REQUEST_BYTES", "-1"],
+    ["SHUTDOWN_TIMEOUT_MS", "600001"],
+    ["MONGODB_URI", "mongodb://"],
+    ["MONGODB_URI", "localhost:27017"],
+    ["MONGODB_DB", "has space"],
+    ["MONGODB_MAX_POOL_SIZE", "0"],
+    ["MONGODB_SERVER_SELECTION_TIMEOUT_MS", "99"],
+    ["MONGODB_CONNECT_TIMEOUT_MS", "x"],
+    ["MONGODB_SOCKET_TIMEOUT_MS", "-5"],
+    ["CORS_ORIGINS", "https://ok.example.com,bad"],
+  ])("%s=%s is refused, by name", (name, value) => {
+    expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
+    expect(() => loadConfig({ [name]: value })).toThrow(name);
+  });
+
+  it.each([
+    ["PORT", "0"],
+    ["PORT", "65535"],
+    ["MAX_REQUEST_BYTES", "1024"],
+    ["MAX_REQUEST_BYTES", String(64 * 1024 * 1024)],
+    ["CORS_ORIGINS", "*"],
+    ["LOG_LEVEL", "silent"],
+  ])("%s=%s is accepted", (name, value) => {
+    expect(() => loadConfig({ [name]: value })).not.toThrow();
+  });
+
+  it("names every bad variable in one error", () => {
+    let error: unknown;
+    try {
+      loadConfig({ PORT: "x", LOG_LEVEL: "y", MONGODB_MAX_POOL_SIZE: "0" });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const message = (error as Error).message;
+    for (const name of ["PORT", "LOG_LEVEL", "MONGODB_MAX_POOL_SIZE"]) expect(message).toContain(name);
+    expect(message.split("\n")).toHaveLength(1);
+  });
+
+  it("never echoes a MongoDB password in its error", () => {
+    for (const env of [
+      { MONGODB_URI: `mongodb//admin:${PASSWORD}@db.example.com/agents` },
+      { MONGODB_URI: `http://admin:${PASSWORD}@db.example.com` },
+      { MONGODB_URI: `admin:${PASSWORD}@db.example.com` },
+      // A valid URI with a password, and another variable wrong.
+      { MONGODB_URI: `mongodb://admin:${PASSWORD}@db.example.com/agents`, PORT: "x" },
+    ]) {
+      let message = "";
+      try {
+        loadConfig(env);
+      } catch (e) {
+        message = (e as Error).message;
+      }
+      expect(message, JSON.stringify(env)).not.toBe("");
+      expect(message).not.toContain(PASSWORD);
+    }
+  });
+
+  it("keeps a valid URI with a password as given, and redacts it for logs", () => {
+    const uri = `mongodb://admin:${PASSWORD}@db.example.com:27017/agents?authSource=admin`;
+    expect(loadConfig({ MONGODB_URI: uri }).mongo?.uri).toBe(uri);
+    expect(redactUri(uri)).toBe("mongodb://admin:****@db.example.com:27017/agents?authSource=admin");
+    expect(redactUri("mongodb://db.example.com/agents")).toBe("mongodb://db.example.com/agents");
+  });
+});

@@ -1,0 +1,119 @@
+/**
+ * The service as operators run it: `src/main.ts` in a child Node process (the Node running the
+ * tests, which runs .ts natively), configured only through its environment.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+
+const PROJECT_ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const MAIN = fileURLToPath(new URL("../../src/main.ts", import.meta.url));
+
+export interface MainProcess {
+  readonly child: ChildProcess;
+  /** Everything written so far. */
+  stdout(): string;
+  stderr(): string;
+  /** The stdout lines that are JSON objects (the log), parsed. */
+  logLines(): Record<string, unknown>[];
+  /** Resolves with the exit code (or the signal) once the process has exited. */
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Resolves with the first log line `match` accepts; rejects on exit or after `timeoutMs`. */
+  waitForLog(
+    match: (line: Record<string, unknown>) => boolean,
+    timeoutMs?: number,
+  ): Promise<Record<string, unknown>>;
+  /** SIGKILL, if still running. */
+  kill(): void;
+}
+
+/**
+ * Spawns main.ts with exactly `env` on top of a minimal environment (PATH and HOME only), so no
+ * MONGODB_URI or other setting of the test run leaks in.
+ */
+export function spawnMain(env: Record<string, string>): MainProcess {
+  const child = spawn(process.execPath, [MAIN], {
+    cwd: PROJECT_ROOT,
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  let err = "";
+  const waiters = new Set<() => void>();
+  child.stdout?.setEncoding("utf8").on("data", (chunk: string) => {
+    out += chunk;
+    for (const wake of waiters) wake();
+  });
+  child.stderr?.setEncoding("utf8").on("data", (chunk: string) => {
+    err += chunk;
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    child.once("exit", (code, signal) => {
+      resolve({ code, signal });
+      for (const wake of waiters) wake();
+    });
+  });
+  // Streams may still hold data when "exit" fires; "close" is after they ended.
+  const closed = new Promise<void>((resolve) => child.once("close", () => resolve()));
+
+  const logLines = () =>
+    out
+      .split("\n")
+      .filter((line) => line.startsWith("{"))
+      .flatMap((line) => {
+        try {
+          return [JSON.parse(line) as Record<string, unknown>];
+        } catch {
+          return [];
+        }
+      });
+
+  return {
+    child,
+    stdout: () => out,
+    stderr: () => err,
+    logLines,
+    exited: exited.then(async (result) => {
+      await closed;
+      return result;
+    }),
+    waitForLog(match, timeoutMs = 15_000) {
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => {
+          waiters.delete(check);
+          reject(new Error(`no matching log line within ${timeoutMs} ms; stdout:\n${out}\nstderr:\n${err}`));
+        }, timeoutMs);
+        const check = () => {
+          const line = logLines().find(match);
+          if (line !== undefined) {
+            clearTimeout(timer);
+            waiters.delete(check);
+            resolve(line);
+          } else if (child.exitCode !== null || child.signalCode !== null) {
+            clearTimeout(timer);
+            waiters.delete(check);
+            reject(new Error(`the process exited before logging it; stdout:\n${out}\nstderr:\n${err}`));
+          }
+        };
+        waiters.add(check);
+        check();
+      });
+    },
+    kill() {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    },
+  };
+}
+
+/** Starts main.ts and resolves once it serves, with the port from its "serving" log line. */
+export async function startMain(env: Record<string, string> = {}): Promise<MainProcess & { port: number }> {
+  const main = spawnMain({ PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "info", ...env });
+  try {
+    const line = await main.waitForLog(
+      (l) => typeof l.port === "number" && typeof l.msg === "string" && l.msg.startsWith("serving"),
+    );
+    return Object.assign(main, { port: line.port as number });
+  } catch (error) {
+    main.kill();
+    throw error;
+  }
+}
