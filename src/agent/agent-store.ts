@@ -71,5 +71,22 @@ export interface AgentStore {
   close(): Promise<void>;
 }
 
+/**
+ * A deep copy with exactly the AgentRecord fields (`lastRunAt` only when set): what every adapter
+ * returns, so callers can neither see storage fields nor mutate stored state.
+ */
+export function copyAgentRecord(record: AgentRecord): AgentRecord {
+  return {
+    agentId: record.agentId,
+    owner: record.owner,
+    type: record.type,
+    status: record.status,
+    config: structuredClone(record.config),
+    createdAt: new Date(record.createdAt.getTime()),
+    ...(record.lastRunAt === undefined ? {} : { lastRunAt: new Date(record.lastRunAt.getTime()) }),
+    nextRunAt: new Date(record.nextRunAt.getTime()),
+  };
+}
+
 /** How long an idempotency key keeps returning the first agent. */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;

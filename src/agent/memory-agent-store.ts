@@ -12,6 +12,7 @@ import {
   type AgentRecord,
   type AgentStore,
   type CreateResult,
+  copyAgentRecord,
   IDEMPOTENCY_TTL_MS,
   type NewAgent,
 } from "./agent-store.ts";
@@ -51,7 +52,7 @@ export function createMemoryAgentStore(options: MemoryAgentStoreOptions = {}): A
     if (agents.has(record.agentId)) {
       throw new Error("duplicate agentId");
     }
-    agents.set(record.agentId, canonical(record));
+    agents.set(record.agentId, copyAgentRecord(record));
   }
 
   function sweepKeys(nowMs: number): void {
@@ -65,7 +66,7 @@ export function createMemoryAgentStore(options: MemoryAgentStoreOptions = {}): A
   function create({ record, idempotencyKey }: NewAgent): CreateResult {
     if (idempotencyKey === undefined) {
       insert(record);
-      return { agent: canonical(record), created: true };
+      return { agent: copyAgentRecord(record), created: true };
     }
     const nowMs = now().getTime();
     sweepKeys(nowMs);
@@ -80,7 +81,7 @@ export function createMemoryAgentStore(options: MemoryAgentStoreOptions = {}): A
     }
     insert(record);
     keys.set(keyId, { agentId: record.agentId, expiresAt: nowMs + IDEMPOTENCY_TTL_MS });
-    return { agent: canonical(record), created: true };
+    return { agent: copyAgentRecord(record), created: true };
   }
 
   function list(owner: string, query: AgentListQuery): AgentListPage {
@@ -118,19 +119,4 @@ function newestFirst(a: AgentRecord, b: AgentRecord): number {
   const byTime = b.createdAt.getTime() - a.createdAt.getTime();
   if (byTime !== 0) return byTime;
   return a.agentId < b.agentId ? 1 : a.agentId > b.agentId ? -1 : 0;
-}
-
-/** A deep copy with exactly the AgentRecord fields; `lastRunAt` only when set. */
-function canonical(record: AgentRecord): AgentRecord {
-  const copy: AgentRecord = {
-    agentId: record.agentId,
-    owner: record.owner,
-    type: record.type,
-    status: record.status,
-    config: structuredClone(record.config),
-    createdAt: new Date(record.createdAt.getTime()),
-    ...(record.lastRunAt === undefined ? {} : { lastRunAt: new Date(record.lastRunAt.getTime()) }),
-    nextRunAt: new Date(record.nextRunAt.getTime()),
-  };
-  return copy;
 }

@@ -38,6 +38,7 @@ import {
   type AgentStore,
   type AgentType,
   type CreateResult,
+  copyAgentRecord,
   IDEMPOTENCY_TTL_MS,
   type JsonObject,
   type NewAgent,
@@ -273,7 +274,8 @@ export async function createMongoAgentStore(options: MongoAgentStoreOptions): Pr
       for (let attempt = 0; attempt < MAX_KEY_ATTEMPTS; attempt++) {
         const nowDate = now();
         const latest = await keys.findOne({ owner, key }, { sort: { gen: -1 } });
-        if (latest !== null && latest.agentId === agentId) return { agent: canonical(record), created: true };
+        if (latest !== null && latest.agentId === agentId)
+          return { agent: copyAgentRecord(record), created: true };
         if (latest !== null && latest.expiresAt.getTime() > nowDate.getTime()) {
           const first = await agents.findOne({ _id: latest.agentId, owner });
           if (first !== null) {
@@ -302,7 +304,7 @@ export async function createMongoAgentStore(options: MongoAgentStoreOptions): Pr
         }
         // Earlier generations are dead now; dropping them is housekeeping only.
         if (gen > 0) await keys.deleteMany({ owner, key, gen: { $lt: gen } }).catch(() => {});
-        return { agent: canonical(record), created: true };
+        return { agent: copyAgentRecord(record), created: true };
       }
       throw new Error("idempotency key kept changing; gave up settling it");
     } catch (err) {
@@ -319,7 +321,7 @@ export async function createMongoAgentStore(options: MongoAgentStoreOptions): Pr
       run(async () => {
         if (idempotencyKey === undefined) {
           await agents.insertOne(toDoc(record));
-          return { agent: canonical(record), created: true };
+          return { agent: copyAgentRecord(record), created: true };
         }
         return createWithKey(record, idempotencyKey);
       }),
@@ -434,19 +436,5 @@ function fromDoc(doc: AgentDoc): AgentRecord {
     createdAt: doc.createdAt,
     ...(doc.lastRunAt == null ? {} : { lastRunAt: doc.lastRunAt }),
     nextRunAt: doc.nextRunAt,
-  };
-}
-
-/** The record as get() would return it: a fresh copy with exactly the AgentRecord fields. */
-function canonical(record: AgentRecord): AgentRecord {
-  return {
-    agentId: record.agentId,
-    owner: record.owner,
-    type: record.type,
-    status: record.status,
-    config: structuredClone(record.config),
-    createdAt: new Date(record.createdAt.getTime()),
-    ...(record.lastRunAt === undefined ? {} : { lastRunAt: new Date(record.lastRunAt.getTime()) }),
-    nextRunAt: new Date(record.nextRunAt.getTime()),
   };
 }
