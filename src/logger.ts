@@ -17,6 +17,9 @@ export function createLogger(options: {
     level: options.level,
     base: { service: "token-agent-service" },
     timestamp: pino.stdTimeFunctions.isoTime,
+    // Errors from drivers can quote a connection string; their text passes through the same
+    // password scrubbing as configuration does before it is written.
+    serializers: { err: scrubbedError },
     redact: {
       paths: [
         "password",
@@ -35,6 +38,13 @@ export function createLogger(options: {
     return pino({ ...base, transport: { target: "pino-pretty", options: { colorize: true } } });
   }
   return pino(base);
+}
+
+const URI_PASSWORD = /(mongodb(?:\+srv)?:\/\/[^:/@\s]*):[^@\s]*@/g;
+
+function scrubbedError(error: unknown): unknown {
+  const serialized = pino.stdSerializers.err(error as Error) as unknown as Record<string, unknown>;
+  return JSON.parse(JSON.stringify(serialized).replace(URI_PASSWORD, "$1:****@"));
 }
 
 function canResolve(specifier: string): boolean {
