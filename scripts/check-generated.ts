@@ -5,12 +5,18 @@
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, relative } from "node:path";
+import { delimiter, join, relative } from "node:path";
 
 const root = new URL("..", import.meta.url).pathname;
 const scratch = mkdtempSync(join(tmpdir(), "gen-check-"));
 try {
-  execFileSync("buf", ["generate", "-o", scratch], { cwd: root, stdio: "inherit" });
+  // The project's own buf and protoc-gen-es, so the check also works outside `npm run`.
+  const PATH = `${join(root, "node_modules/.bin")}${delimiter}${process.env.PATH ?? ""}`;
+  execFileSync("buf", ["generate", "-o", scratch], {
+    cwd: root,
+    stdio: "inherit",
+    env: { ...process.env, PATH },
+  });
   const committed = listFiles(join(root, "gen"));
   const fresh = listFiles(join(scratch, "gen"));
   const stale = [...new Set([...committed.keys(), ...fresh.keys()])].filter(
