@@ -59,6 +59,7 @@ export async function createAppContext(
       serverSelectionTimeoutMS: mongo.serverSelectionTimeoutMs,
       connectTimeoutMS: mongo.connectTimeoutMs,
       socketTimeoutMS: mongo.socketTimeoutMs,
+      operationTimeoutMS: mongo.operationTimeoutMs,
       ...(overrides.now === undefined ? {} : { now: overrides.now }),
     }).catch(() => {
       throw new ConfigError("invalid configuration: MONGODB_URI is not a valid MongoDB connection string");

@@ -15,6 +15,8 @@ export interface MongoConfig {
   readonly serverSelectionTimeoutMs: number;
   readonly connectTimeoutMs: number;
   readonly socketTimeoutMs: number;
+  /** Bound on one store call, retries and reconnects included. */
+  readonly operationTimeoutMs: number;
 }
 
 export interface Config {
@@ -48,7 +50,8 @@ export const CONFIG_VARIABLES = {
   MONGODB_MAX_POOL_SIZE: "20",
   MONGODB_SERVER_SELECTION_TIMEOUT_MS: "2000",
   MONGODB_CONNECT_TIMEOUT_MS: "2000",
-  MONGODB_SOCKET_TIMEOUT_MS: "10000",
+  MONGODB_SOCKET_TIMEOUT_MS: "5000",
+  MONGODB_OPERATION_TIMEOUT_MS: "5000",
 } as const;
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -93,6 +96,7 @@ export function loadConfig(env: Env = process.env): Config {
   const serverSelectionTimeoutMs = int("MONGODB_SERVER_SELECTION_TIMEOUT_MS", 100, 120_000);
   const connectTimeoutMs = int("MONGODB_CONNECT_TIMEOUT_MS", 100, 120_000);
   const socketTimeoutMs = int("MONGODB_SOCKET_TIMEOUT_MS", 0, 600_000);
+  const operationTimeoutMs = int("MONGODB_OPERATION_TIMEOUT_MS", 100, 600_000);
   if (uri !== "") {
     mongo = {
       uri,
@@ -101,6 +105,7 @@ export function loadConfig(env: Env = process.env): Config {
       serverSelectionTimeoutMs,
       connectTimeoutMs,
       socketTimeoutMs,
+      operationTimeoutMs,
     };
   }
 

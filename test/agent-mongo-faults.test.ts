@@ -53,9 +53,13 @@ interface Service {
   close(): Promise<void>;
 }
 
-async function startService(db: FerretdbServer, dbName: string): Promise<Service> {
+async function startService(
+  db: FerretdbServer,
+  dbName: string,
+  env: Record<string, string> = {},
+): Promise<Service> {
   const server = await startServer({
-    env: { MONGODB_URI: db.uri, MONGODB_DB: dbName, MONGODB_SERVER_SELECTION_TIMEOUT_MS: "500" },
+    env: { MONGODB_URI: db.uri, MONGODB_DB: dbName, MONGODB_SERVER_SELECTION_TIMEOUT_MS: "500", ...env },
   });
   const protocols = createProtocols(server.baseUrl).filter((p) => CHECKED.includes(p.name));
   expect(protocols.map((p) => p.name)).toEqual(CHECKED);
@@ -217,6 +221,30 @@ describe("agents while MongoDB fails", () => {
       const deleted = await timed(protocol, "DeleteAgent", { agentId: id });
       expect(dataOf(deleted.outcome)).toEqual({ deleted: true });
     }
+  }, 120_000);
+
+  it("fail with unavailable, not hang, while the database hangs, and serve again once it answers", async () => {
+    const db = await privateDb();
+    // A hung server costs the driver a timeout per retry and reconnect; the operation timeout
+    // bounds the whole call.
+    const service = await startService(db, freshDbName(), {
+      MONGODB_SOCKET_TIMEOUT_MS: "1000",
+      MONGODB_OPERATION_TIMEOUT_MS: "1500",
+    });
+    const [json] = service.protocols as [Protocol];
+    const known = await createAgent(json);
+
+    db.pause();
+    try {
+      await expectAgentsUnavailable(service, known);
+      await expectTokensServe(service);
+    } finally {
+      db.resume();
+    }
+    await eventually("GetAgent after the database answers again", async () => {
+      const { outcome } = await timed(json, "GetAgent", { agentId: known });
+      return outcome.ok;
+    });
   }, 120_000);
 
   it("keep their agents across a restart of the service", async () => {

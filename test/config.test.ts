@@ -116,6 +116,7 @@ describe("loadConfig", () => {
         MONGODB_SERVER_SELECTION_TIMEOUT_MS: "500",
         MONGODB_CONNECT_TIMEOUT_MS: "700",
         MONGODB_SOCKET_TIMEOUT_MS: "0",
+        MONGODB_OPERATION_TIMEOUT_MS: "1500",
       }),
     ).toEqual({
       host: "127.0.0.1",
@@ -131,6 +132,7 @@ describe("loadConfig", () => {
         serverSelectionTimeoutMs: 500,
         connectTimeoutMs: 700,
         socketTimeoutMs: 0,
+        operationTimeoutMs: 1500,
       },
     });
   });
@@ -157,6 +159,7 @@ describe("loadConfig", () => {
     ["MONGODB_SERVER_SELECTION_TIMEOUT_MS", "99"],
     ["MONGODB_CONNECT_TIMEOUT_MS", "x"],
     ["MONGODB_SOCKET_TIMEOUT_MS", "-5"],
+    ["MONGODB_OPERATION_TIMEOUT_MS", "99"],
     ["CORS_ORIGINS", "https://ok.example.com,bad"],
   ])("%s=%s is refused, by name", (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);

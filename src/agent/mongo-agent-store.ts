@@ -53,6 +53,11 @@ export interface MongoAgentStoreOptions {
   readonly serverSelectionTimeoutMS?: number;
   readonly connectTimeoutMS?: number;
   readonly socketTimeoutMS?: number;
+  /**
+   * Upper bound on one store call, retries and reconnects included; past it the call fails with
+   * UnavailableError (the driver's own attempt may still finish later). Defaults to 5000 ms.
+   */
+  readonly operationTimeoutMS?: number;
   /** The clock for idempotency-key expiry; tests move it. */
   readonly now?: () => Date;
   /** Prepended to the collection names (`agents`, `agent_idempotency_keys`). */
@@ -63,6 +68,7 @@ export type MongoAgentStore = AgentStore & { readonly client: MongoClient };
 
 const DEFAULT_DB_NAME = "token_agent_service";
 const DEFAULT_SERVER_SELECTION_TIMEOUT_MS = 2000;
+const DEFAULT_OPERATION_TIMEOUT_MS = 5000;
 const UNAVAILABLE_MESSAGE = "agent store is unavailable";
 const DUPLICATE_KEY = 11000;
 /** "Index already exists with a different name": the keys are indexed, which is all we need. */
@@ -235,14 +241,36 @@ export async function createMongoAgentStore(options: MongoAgentStoreOptions): Pr
     connected = true;
   }
 
-  /** Runs `op` connected, mapping unavailability to UnavailableError. */
+  const operationTimeoutMS = options.operationTimeoutMS ?? DEFAULT_OPERATION_TIMEOUT_MS;
+
+  /**
+   * Runs `op` connected, mapping unavailability to UnavailableError, within `operationTimeoutMS`.
+   * The driver bounds each attempt (socket, connect and selection timeouts), but a server that
+   * accepts connections and then stops answering costs a timeout per retry and reconnect; the
+   * caller still gets its answer in bounded time.
+   */
   async function guarded<T>(op: () => Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new UnavailableError(UNAVAILABLE_MESSAGE, { cause: new Error("operation timed out") })),
+        operationTimeoutMS,
+      );
+    });
     try {
-      await connectOnce();
-      return await op();
+      const work = (async () => {
+        await connectOnce();
+        return await op();
+      })();
+      // A late rejection of the abandoned attempt must not surface as unhandled.
+      work.catch(() => {});
+      return await Promise.race([work, deadline]);
     } catch (err) {
+      if (err instanceof UnavailableError) throw err;
       if (err instanceof MongoTopologyClosedError && !closed) connected = false;
       throw mapError(err);
+    } finally {
+      clearTimeout(timer);
     }
   }
 

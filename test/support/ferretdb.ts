@@ -24,6 +24,10 @@ export interface FerretdbServer {
   restart(): Promise<void>;
   /** SIGKILL the process (a crash) and wait for its exit; the data directory stays for restart(). */
   kill(): Promise<void>;
+  /** SIGSTOP the process: connections stay open but nothing answers (a hung server). */
+  pause(): void;
+  /** SIGCONT a paused process. */
+  resume(): void;
 }
 
 const PROJECT_ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -137,11 +141,18 @@ export async function startFerretdb(): Promise<FerretdbServer> {
     async stop() {
       if (stopped) return;
       stopped = true;
+      current?.signal("SIGCONT"); // a paused process cannot act on SIGTERM
       const proc = current;
       current = undefined;
       if (proc) await proc.terminate("SIGTERM");
       untrackDir(dataDir);
       await rm(dataDir, { recursive: true, force: true });
+    },
+    pause() {
+      current?.signal("SIGSTOP");
+    },
+    resume() {
+      current?.signal("SIGCONT");
     },
     async kill() {
       const proc = current;
@@ -173,6 +184,7 @@ class PortInUseError extends Error {
 
 interface Running {
   terminate(signal: "SIGTERM" | "SIGKILL"): Promise<void>;
+  signal(signal: "SIGSTOP" | "SIGCONT"): void;
 }
 
 /** Spawns the server and resolves once its port accepts TCP connections. */
@@ -214,7 +226,7 @@ async function launch(binary: string, port: number, dataDir: string): Promise<Ru
       const message = `FerretDB (${binary}) on port ${port} exited during startup (${how}); its output:\n${output}`;
       throw /address already in use/.test(output) ? new PortInUseError(message) : new Error(message);
     }
-    if (await accepts(port)) return { terminate };
+    if (await accepts(port)) return { terminate, signal: (sig) => child.kill(sig) };
     if (Date.now() > deadline) {
       await terminate("SIGKILL");
       throw new Error(
