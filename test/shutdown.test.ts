@@ -21,10 +21,10 @@ const SERVER_HAS_REQUEST_MS = 300;
 const AFTER_SIGNAL_MS = 200;
 /**
  * How soon the process must exit once nothing is left to answer: loose (it takes milliseconds),
- * but well below the 5 s HTTP/1.1 keep-alive timeout, so that an idle kept-alive connection
+ * but below the 5 s HTTP/1.1 keep-alive timeout, so that an idle kept-alive connection
  * holding the process open is caught.
  */
-const EXIT_DEADLINE_MS = 2_000;
+const EXIT_DEADLINE_MS = 3_000;
 
 const sol = loadCatalog().tokens.find((t) => t.symbol === "SOL");
 const EXPECTED = {
