@@ -51,11 +51,6 @@ export function createProcedureNames(): (method: DescMethod) => string {
   };
 }
 
-/** "ok", or the Connect code name ("invalid_argument", "unavailable", ...) of what was thrown. */
-export function codeLabelOf(error: unknown): string {
-  return error === undefined ? "ok" : codeToString(codeOf(error));
-}
-
 /** The status code a caller sees for `error`: its own for a ConnectError, else internal. */
 export function codeOf(error: unknown): Code {
   return error instanceof ConnectError ? error.code : Code.Internal;
