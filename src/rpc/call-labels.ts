@@ -1,6 +1,5 @@
 import type { DescMethod } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { codeToString } from "@connectrpc/connect/protocol-connect";
 
 /**
  * Labels that describe a call in logs and metrics. Each is one of a small fixed set (the served
