@@ -45,6 +45,8 @@ const invalid =
     fields.forEach((f, i) => {
       expect(o.violations[i]?.description).toContain(f.mentions);
       expect(o.message).toContain(f.field);
+      // Plain text on every client: nothing left percent-encoded (grpc-js decodes with decodeURI).
+      expect(o.message).not.toMatch(/%[0-9A-Fa-f]{2}/);
     });
   };
 const notFound = (o: Outcome) => {

@@ -1,4 +1,4 @@
-import { type FieldViolation, InvalidArgumentError, NotFoundError } from "../domain/errors.ts";
+import { alternatives, type FieldViolation, InvalidArgumentError, NotFoundError } from "../domain/errors.ts";
 import { pageLimit } from "../domain/page-limit.ts";
 import { type SymbolLookup, validateAgentConfig } from "./agent-config.ts";
 import {
@@ -109,7 +109,7 @@ export function createAgentCommands(options: {
       const status = oneOf<AgentStatus>(input.status, AGENT_STATUSES, "status", violations, false);
       const limit = pageLimit(input.limit, violations);
       if (!Number.isInteger(input.offset) || input.offset < 0) {
-        violations.push({ field: "offset", description: `must be 0 or greater, got ${input.offset}` });
+        violations.push({ field: "offset", description: `must be 0 or greater but is ${input.offset}` });
       }
       if (violations.length > 0) throw new InvalidArgumentError(violations);
       const page = await store.list(owner, {
@@ -131,11 +131,12 @@ function oneOf<T extends string>(
   required: boolean,
 ): T | undefined {
   if (value === "") {
-    if (required) violations.push({ field, description: `is required (one of ${allowed.join(", ")})` });
+    if (required)
+      violations.push({ field, description: `is required and must be one of ${alternatives(allowed)}` });
     return undefined;
   }
   if ((allowed as readonly string[]).includes(value)) return value as T;
-  violations.push({ field, description: `must be one of ${allowed.join(", ")}, got "${value}"` });
+  violations.push({ field, description: `must be one of ${alternatives(allowed)} but is "${value}"` });
   return undefined;
 }
 

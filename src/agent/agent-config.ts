@@ -1,5 +1,5 @@
-import { isAddress } from "../domain/base58.ts";
-import type { FieldViolation } from "../domain/errors.ts";
+import { ADDRESS_RULE, isAddress } from "../domain/base58.ts";
+import { alternatives, type FieldViolation } from "../domain/errors.ts";
 import type { AgentType, JsonObject, JsonValue } from "./agent-store.ts";
 import { SCHEDULES, type Schedule } from "./schedule.ts";
 
@@ -13,7 +13,6 @@ export interface ValidConfig {
 
 const DEFAULT_SLIPPAGE_BPS = 50;
 const MAX_SLIPPAGE_BPS = 5000;
-const ADDRESS_RULE = "must be a base58-encoded 32-byte Solana address";
 
 type FieldRule = (value: JsonValue | undefined, field: string) => Promise<string | undefined>;
 
@@ -40,7 +39,7 @@ export async function validateAgentConfig(
   const schedule: FieldRule = async (v) =>
     typeof v === "string" && (SCHEDULES as readonly string[]).includes(v)
       ? undefined
-      : `must be one of ${SCHEDULES.join(", ")}`;
+      : `must be one of ${alternatives(SCHEDULES)}`;
   const slippage: FieldRule = async (v) =>
     v === undefined || (typeof v === "number" && Number.isInteger(v) && v >= 1 && v <= MAX_SLIPPAGE_BPS)
       ? undefined
@@ -65,7 +64,7 @@ export async function validateAgentConfig(
     if (!Object.hasOwn(rules, key)) {
       violations.push({
         field: `config.${key}`,
-        description: `is not a ${type} agent setting (allowed: ${Object.keys(rules).join(", ")})`,
+        description: `is not a ${type} agent setting (use ${alternatives(Object.keys(rules))})`,
       });
     }
   }

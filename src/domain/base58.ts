@@ -60,6 +60,9 @@ export function isBase58OfSize(text: string, size: number): boolean {
   return base58Decode(text)?.length === size;
 }
 
+/** The address rule, as validation messages state it. */
+export const ADDRESS_RULE = "must be a base58-encoded 32-byte Solana address";
+
 /** True when `text` is a Solana address: base58 of 32 bytes. */
 export function isAddress(text: string): boolean {
   return isBase58OfSize(text, 32);

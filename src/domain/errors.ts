@@ -9,13 +9,20 @@ export interface FieldViolation {
   readonly description: string;
 }
 
-/** The request itself is wrong: it carries one violation per bad field. Maps to invalid_argument. */
+/**
+ * The request itself is wrong: it carries one violation per bad field. Maps to invalid_argument.
+ *
+ * Messages avoid the characters `; / ? : @ & = + $ , #`. Over gRPC the message travels in the
+ * grpc-message trailer, which connect-node percent-encodes with encodeURIComponent and grpc-js
+ * decodes with decodeURI, which leaves exactly those characters encoded ("mint%3A ..."). Without
+ * them, every client shows the same plain text.
+ */
 export class InvalidArgumentError extends Error {
   override readonly name = "InvalidArgumentError";
   readonly violations: readonly FieldViolation[];
 
   constructor(violations: readonly FieldViolation[]) {
-    super(violations.map((v) => `${v.field}: ${v.description}`).join("; "));
+    super(violations.map((v) => `${v.field} ${v.description}`).join(". "));
     this.violations = violations;
   }
 
@@ -23,6 +30,11 @@ export class InvalidArgumentError extends Error {
   static field(field: string, description: string): InvalidArgumentError {
     return new InvalidArgumentError([{ field, description }]);
   }
+}
+
+/** `"a" or "b" or "c"`: allowed values in a message (see InvalidArgumentError on punctuation). */
+export function alternatives(values: readonly string[]): string {
+  return values.map((value) => `"${value}"`).join(" or ");
 }
 
 /** The thing asked for does not exist (for this caller). Maps to not_found. */

@@ -14,7 +14,7 @@ export function pageLimit(limit: number, violations: FieldViolation[], field = "
   if (!Number.isInteger(limit) || limit < 0 || limit > MAX_PAGE_LIMIT) {
     violations.push({
       field,
-      description: `must be between 1 and ${MAX_PAGE_LIMIT} (0 or omitted means ${DEFAULT_PAGE_LIMIT}), got ${limit}`,
+      description: `must be between 1 and ${MAX_PAGE_LIMIT} (0 or omitted means ${DEFAULT_PAGE_LIMIT}) but is ${limit}`,
     });
   }
   return limit;

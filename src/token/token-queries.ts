@@ -1,4 +1,4 @@
-import { isAddress } from "../domain/base58.ts";
+import { ADDRESS_RULE, isAddress } from "../domain/base58.ts";
 import { type FieldViolation, InvalidArgumentError, NotFoundError } from "../domain/errors.ts";
 import { pageLimit } from "../domain/page-limit.ts";
 import type { TokenMetadata, TokenPrice, TokenSource, TokenTransaction } from "./token-source.ts";
@@ -20,8 +20,6 @@ export interface TokenQueries {
   getMetadata(mint: string): Promise<TokenMetadata>;
   getTransactions(query: TransactionsQuery): Promise<readonly TokenTransaction[]>;
 }
-
-const ADDRESS_RULE = "must be a base58-encoded 32-byte Solana address";
 
 /**
  * The token rules of the contract, independent of any transport and of where token data comes
