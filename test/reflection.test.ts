@@ -4,9 +4,6 @@
  * the answers decoded and checked against the generated descriptors.
  */
 import { execFile } from "node:child_process";
-import { existsSync } from "node:fs";
-import { homedir } from "node:os";
-import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { create, createFileRegistry, fromBinary, type MessageInitShape } from "@bufbuild/protobuf";
@@ -22,11 +19,11 @@ import {
 import { ServerReflection as ServerReflectionV1alpha } from "../gen/grpc/reflection/v1alpha/reflection_pb.ts";
 import { TokenService } from "../gen/token/v1/token_pb.ts";
 import { loadCatalog } from "../src/token/catalog-token-source.ts";
+import { ensureGrpcurl } from "./support/grpcurl.ts";
 import { type RunningServer, startServer } from "./support/start-server.ts";
 
 const run = promisify(execFile);
 const BUF = fileURLToPath(new URL("../node_modules/.bin/buf", import.meta.url));
-const GRPCURL = join(homedir(), "go", "bin", "grpcurl");
 
 const CONTRACT_METHODS = [
   ...TokenService.methods.map((m) => `token.v1.TokenService/${m.name}`),
@@ -105,7 +102,11 @@ describe("buf curl", () => {
   });
 });
 
-describe.skipIf(!existsSync(GRPCURL))("grpcurl (installed at ~/go/bin/grpcurl)", () => {
+describe("grpcurl, an independent reflection client", () => {
+  let GRPCURL: string;
+  beforeAll(async () => {
+    GRPCURL = await ensureGrpcurl();
+  }, 240_000);
   const grpcurl = (...args: string[]) =>
     run(GRPCURL, ["-plaintext", ...args], { timeout: 20_000 }).then((r) => r.stdout);
 

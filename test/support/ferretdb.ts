@@ -8,11 +8,12 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { rmSync } from "node:fs";
-import { mkdir, mkdtemp, readdir, rename, rm, stat } from "node:fs/promises";
+import { mkdtemp, readdir, rm, stat } from "node:fs/promises";
 import { connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { buildGoTool, TOOLS_BIN } from "./go-tool.ts";
 
 export interface FerretdbServer {
   /** `mongodb://127.0.0.1:<port>/` */
@@ -32,7 +33,7 @@ export interface FerretdbServer {
 
 const PROJECT_ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const SOURCE_DIR = join(PROJECT_ROOT, "tools", "ferretdb");
-const BINARY = join(PROJECT_ROOT, ".tools", "bin", "ferretdb");
+const BINARY = join(TOOLS_BIN, "ferretdb");
 const READY_TIMEOUT_MS = 20_000;
 const EXIT_TIMEOUT_MS = 10_000;
 const STDERR_TAIL_CHARS = 8_000;
@@ -60,44 +61,12 @@ async function buildIfStale(): Promise<string> {
     );
     if (newest <= binaryMtime) return BINARY;
   }
-  // Build next to the target and rename, so concurrent builders (test workers) never see half a file.
-  await mkdir(dirname(BINARY), { recursive: true });
-  const partial = `${BINARY}.${process.pid}.${Date.now()}.partial`;
-  process.stderr.write(`building FerretDB test server into ${BINARY} (the first build takes a while)\n`);
-  await new Promise<void>((resolve, reject) => {
-    const go = spawn("go", ["build", "-o", partial, "."], {
-      cwd: SOURCE_DIR,
-      env: { ...process.env, GOFLAGS: "-mod=mod" },
-      stdio: ["ignore", 2, 2],
-    });
-    go.on("error", (err: NodeJS.ErrnoException) => {
-      reject(
-        err.code === "ENOENT"
-          ? new Error(
-              "`go` is not on PATH: it is needed to build the FerretDB test server (tools/ferretdb). " +
-                "Install Go (https://go.dev/dl/) or set MONGODB_URI to a running MongoDB.",
-              { cause: err },
-            )
-          : err,
-      );
-    });
-    go.on("exit", (code, signal) => {
-      if (code === 0) resolve();
-      else
-        reject(
-          new Error(
-            `go build of tools/ferretdb failed (${signal ?? `exit code ${code}`}); see its output above`,
-          ),
-        );
-    });
+  return buildGoTool({
+    binary: BINARY,
+    what: "the FerretDB test server (tools/ferretdb)",
+    command: (dir) => ({ args: ["build", "-o", join(dir, "ferretdb"), "."], env: { GOFLAGS: "-mod=mod" } }),
+    cwd: SOURCE_DIR,
   });
-  try {
-    await rename(partial, BINARY);
-  } catch (err) {
-    await rm(partial, { force: true });
-    throw err;
-  }
-  return BINARY;
 }
 
 async function mtimeMs(path: string): Promise<number | undefined> {
