@@ -8,6 +8,7 @@ import { createProbeHandler } from "./http/probes.ts";
 import { createMetrics } from "./observability/metrics.ts";
 import { createErrorInterceptor } from "./rpc/connect-error-from.ts";
 import { createLoggingInterceptor, createUnexpectedErrorLogger } from "./rpc/logging-interceptor.ts";
+import { createReadinessPoller } from "./rpc/readiness-poller.ts";
 import { createRoutes } from "./rpc/routes.ts";
 
 export interface Server {
@@ -26,14 +27,17 @@ export interface Server {
 export function build(context: AppContext): Server {
   const { config, logger } = context;
   const shutdown = new AbortController();
+  // One database ping answers every readiness question asked while it runs (/readyz, health
+  // checks), so probes cannot pile pings onto a database that is slow to answer.
+  const readiness = createReadinessPoller({ isReady: () => context.isReady(), intervalMs: 1000 });
   const cors = createCorsHandler({ origins: config.corsOrigins });
   const probes = createProbeHandler({
-    isReady: async () => !shutdown.signal.aborted && (await context.isReady()),
+    isReady: async () => !shutdown.signal.aborted && (await readiness.check()),
   });
   const metrics = createMetrics({ mongoClient: context.mongoClient });
   const metricsEndpoint = createMetricsEndpoint({ registry: metrics.registry });
   const connect = connectNodeAdapter({
-    routes: createRoutes(context, { shutdownSignal: shutdown.signal }),
+    routes: createRoutes(context, { shutdownSignal: shutdown.signal, isReady: readiness.check }),
     readMaxBytes: config.maxRequestBytes,
     // Browsers always see the seed's envelope: `success`, empty lists, zeros and false included.
     jsonOptions: { alwaysEmitImplicit: true },

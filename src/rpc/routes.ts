@@ -17,7 +17,7 @@ import { createTokenService } from "./token-service.ts";
  */
 export function createRoutes(
   context: AppContext,
-  options: { shutdownSignal: AbortSignal },
+  options: { shutdownSignal: AbortSignal; isReady: () => Promise<boolean> },
 ): (router: ConnectRouter) => void {
   return (router) => {
     router.service(TokenService, createTokenService({ queries: context.tokens }));
@@ -25,7 +25,7 @@ export function createRoutes(
     router.service(
       Health,
       createHealthService({
-        isReady: () => context.isReady(),
+        isReady: options.isReady,
         services: [TokenService.typeName, AgentService.typeName],
         // The token catalog is embedded: token calls succeed while the agent store is down. (A live
         // token source would bring its own readiness, and this would change with it.)
