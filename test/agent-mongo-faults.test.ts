@@ -8,10 +8,11 @@
 import { randomBytes } from "node:crypto";
 import type { DescService, JsonValue } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { AgentService } from "../gen/agent/v1/agent_pb.ts";
 import { TokenService } from "../gen/token/v1/token_pb.ts";
 import { createProtocols, type Outcome, type Protocol } from "./support/callers.ts";
+import { useCleanups } from "./support/cleanups.ts";
 import { type FerretdbServer, startFerretdb } from "./support/ferretdb.ts";
 import { type RunningServer, startServer } from "./support/start-server.ts";
 
@@ -36,14 +37,11 @@ const CHECKED = ["connect+json (HTTP/1.1)", "grpc (HTTP/2)", "grpc-js (independe
 type Json = Record<string, unknown>;
 
 /** Everything a test started, stopped after it whatever happened. */
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => {});
-});
+const defer = useCleanups();
 
 async function privateDb(): Promise<FerretdbServer> {
   const db = await startFerretdb();
-  cleanups.push(() => db.stop());
+  defer(() => db.stop());
   return db;
 }
 
@@ -74,7 +72,7 @@ async function startService(
       await server.close();
     },
   };
-  cleanups.push(() => service.close());
+  defer(() => service.close());
   return service;
 }
 

@@ -7,12 +7,13 @@
 import { randomBytes } from "node:crypto";
 import { type Client, Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   Health,
   type HealthCheckResponse,
   HealthCheckResponse_ServingStatus as ServingStatus,
 } from "../gen/health/v1/health_pb.ts";
+import { useCleanups } from "./support/cleanups.ts";
 import { type FerretdbServer, startFerretdb } from "./support/ferretdb.ts";
 import { type RunningServer, startServer } from "./support/start-server.ts";
 
@@ -21,20 +22,17 @@ const AGENT = "agent.v1.AgentService";
 /** How long a status may take to follow the database. Loose: not a performance assertion. */
 const FOLLOW_DEADLINE_MS = 20_000;
 
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => {});
-});
+const defer = useCleanups();
 
 async function server(env: Record<string, string> = {}): Promise<RunningServer> {
   const s = await startServer({ env });
-  cleanups.push(() => s.close());
+  defer(() => s.close());
   return s;
 }
 
 async function privateDb(): Promise<FerretdbServer> {
   const db = await startFerretdb();
-  cleanups.push(() => db.stop());
+  defer(() => db.stop());
   return db;
 }
 
@@ -72,7 +70,7 @@ async function eventually<T>(read: () => Promise<T>, want: T, what: string): Pro
 function watch(client: Client<typeof Health>, service: string) {
   const abort = new AbortController();
   const it = client.watch({ service }, { signal: abort.signal })[Symbol.asyncIterator]();
-  cleanups.push(async () => abort.abort());
+  defer(async () => abort.abort());
   return {
     async next(): Promise<ServingStatus | "ended"> {
       let timer: NodeJS.Timeout | undefined;

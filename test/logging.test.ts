@@ -5,9 +5,10 @@
  */
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentService } from "../gen/agent/v1/agent_pb.ts";
 import { TokenService } from "../gen/token/v1/token_pb.ts";
+import { useCleanups } from "./support/cleanups.ts";
 import { type RunningServer, startServer } from "./support/start-server.ts";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
@@ -17,14 +18,11 @@ const METADATA = "/token.v1.TokenService/GetTokenMetadata";
 const INFO = 30;
 const WARN = 40;
 
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => {});
-});
+const defer = useCleanups();
 
 async function server(env: Record<string, string> = {}): Promise<RunningServer> {
   const s = await startServer({ env });
-  cleanups.push(() => s.close());
+  defer(() => s.close());
   return s;
 }
 
