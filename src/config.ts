@@ -19,6 +19,20 @@ export interface MongoConfig {
   readonly operationTimeoutMs: number;
 }
 
+/** Bounds on what one client can hold of the server: connections, streams, and slow requests. */
+export interface HttpLimits {
+  /** Open connections accepted at once; more are closed on arrival. Keep it below `ulimit -n`. */
+  readonly maxConnections: number;
+  /** Streams one HTTP/2 connection may have open at once (advertised in SETTINGS). */
+  readonly maxConcurrentStreams: number;
+  /** Time a client has to send a request's headers. */
+  readonly headersTimeoutMs: number;
+  /** Time a client has to send a whole request, body included (client-streaming calls excepted). */
+  readonly requestTimeoutMs: number;
+  /** A connection with nothing in flight is closed after this long. */
+  readonly idleTimeoutMs: number;
+}
+
 export interface Config {
   readonly host: string;
   readonly port: number;
@@ -29,6 +43,7 @@ export interface Config {
   readonly maxRequestBytes: number;
   /** How long calls in flight may take to finish after SIGTERM before connections are cut. */
   readonly shutdownTimeoutMs: number;
+  readonly http: HttpLimits;
   /** Undefined: agents live in the in-process store (not persisted). */
   readonly mongo: MongoConfig | undefined;
 }
@@ -45,6 +60,11 @@ export const CONFIG_VARIABLES = {
   CORS_ORIGINS: "",
   MAX_REQUEST_BYTES: "1048576",
   SHUTDOWN_TIMEOUT_MS: "10000",
+  MAX_CONNECTIONS: "1000",
+  HTTP2_MAX_CONCURRENT_STREAMS: "100",
+  HEADERS_TIMEOUT_MS: "10000",
+  REQUEST_TIMEOUT_MS: "30000",
+  IDLE_TIMEOUT_MS: "60000",
   MONGODB_URI: "",
   MONGODB_DB: "",
   MONGODB_MAX_POOL_SIZE: "20",
@@ -81,6 +101,19 @@ export function loadConfig(env: Env = process.env): Config {
   const corsOrigins = parseOrigins(read("CORS_ORIGINS"), problems);
   const maxRequestBytes = int("MAX_REQUEST_BYTES", 1024, 64 * 1024 * 1024);
   const shutdownTimeoutMs = int("SHUTDOWN_TIMEOUT_MS", 0, 600_000);
+  const http: HttpLimits = {
+    maxConnections: int("MAX_CONNECTIONS", 1, 1_000_000),
+    maxConcurrentStreams: int("HTTP2_MAX_CONCURRENT_STREAMS", 1, 10_000),
+    headersTimeoutMs: int("HEADERS_TIMEOUT_MS", 100, 600_000),
+    requestTimeoutMs: int("REQUEST_TIMEOUT_MS", 100, 3_600_000),
+    idleTimeoutMs: int("IDLE_TIMEOUT_MS", 100, 3_600_000),
+  };
+  if (http.requestTimeoutMs < http.headersTimeoutMs) {
+    // Node's HTTP/1.1 server refuses this combination; say so in our words.
+    problems.push(
+      `REQUEST_TIMEOUT_MS must be at least HEADERS_TIMEOUT_MS (got ${http.requestTimeoutMs} and ${http.headersTimeoutMs})`,
+    );
+  }
 
   let mongo: MongoConfig | undefined;
   const uri = read("MONGODB_URI");
@@ -119,6 +152,7 @@ export function loadConfig(env: Env = process.env): Config {
     corsOrigins,
     maxRequestBytes,
     shutdownTimeoutMs,
+    http,
     mongo,
   };
 }

@@ -1,4 +1,4 @@
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Server as NetServer } from "node:net";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { AppContext } from "./app-context.ts";
 import { createCorsHandler } from "./http/cors.ts";
@@ -6,12 +6,15 @@ import { createDualProtocolServer } from "./http/dual-protocol-server.ts";
 import { createMetricsEndpoint } from "./http/metrics-endpoint.ts";
 import { createProbeHandler } from "./http/probes.ts";
 import { createMetrics } from "./observability/metrics.ts";
+import { createRateLimitedLog } from "./observability/rate-limited-log.ts";
 import { createErrorInterceptor } from "./rpc/connect-error-from.ts";
 import { createLoggingInterceptor, createUnexpectedErrorLogger } from "./rpc/logging-interceptor.ts";
 import { createReadinessPoller } from "./rpc/readiness-poller.ts";
 import { createRoutes } from "./rpc/routes.ts";
 
 export interface Server {
+  /** The listening socket (connection events, addresses); `listen` starts it. */
+  readonly listener: NetServer;
   /** Starts listening on the configured host and port (port 0: any free port). */
   listen(): Promise<AddressInfo>;
   /** Stops accepting, lets calls in flight finish within the shutdown timeout, then closes. */
@@ -36,8 +39,17 @@ export function build(context: AppContext): Server {
   });
   const metrics = createMetrics({ mongoClient: context.mongoClient });
   const metricsEndpoint = createMetricsEndpoint({ registry: metrics.registry });
+  const routes = createRoutes(context, { shutdownSignal: shutdown.signal, isReady: readiness.check });
+  /** Paths of RPCs whose request is a stream: REQUEST_TIMEOUT_MS does not cut them off. */
+  const streamingPaths = new Set<string>();
   const connect = connectNodeAdapter({
-    routes: createRoutes(context, { shutdownSignal: shutdown.signal, isReady: readiness.check }),
+    routes(router) {
+      routes(router);
+      for (const handler of router.handlers) {
+        const kind = handler.method.methodKind;
+        if (kind === "client_streaming" || kind === "bidi_streaming") streamingPaths.add(handler.requestPath);
+      }
+    },
     readMaxBytes: config.maxRequestBytes,
     // Browsers always see the seed's envelope: `success`, empty lists, zeros and false included.
     jsonOptions: { alwaysEmitImplicit: true },
@@ -55,14 +67,22 @@ export function build(context: AppContext): Server {
       res.end(JSON.stringify({ code: "not_found", message: `no route for ${req.method} ${req.url}` }));
     },
   });
+  const rejectionLog = createRateLimitedLog({ logger, level: "info", perSecond: 10 });
   const dual = createDualProtocolServer({
     handler(req, res) {
       if (cors(req, res)) return;
       connect(req, res);
     },
+    limits: config.http,
+    onRejected(reason) {
+      metrics.rejected(reason);
+      rejectionLog({ reason }, "request rejected");
+    },
+    isStreamingRequest: (path) => streamingPaths.has(path),
   });
 
   return {
+    listener: dual.server,
     listen() {
       return new Promise((resolve, reject) => {
         dual.server.once("error", reject);

@@ -90,6 +90,13 @@ describe("loadConfig", () => {
       corsOrigins: [],
       maxRequestBytes: 1_048_576,
       shutdownTimeoutMs: 10_000,
+      http: {
+        maxConnections: 1000,
+        maxConcurrentStreams: 100,
+        headersTimeoutMs: 10_000,
+        requestTimeoutMs: 30_000,
+        idleTimeoutMs: 60_000,
+      },
       mongo: undefined,
     });
   });
@@ -110,6 +117,11 @@ describe("loadConfig", () => {
         CORS_ORIGINS: "https://app.example.com/, http://localhost:3000",
         MAX_REQUEST_BYTES: "1024",
         SHUTDOWN_TIMEOUT_MS: "0",
+        MAX_CONNECTIONS: "50",
+        HTTP2_MAX_CONCURRENT_STREAMS: "8",
+        HEADERS_TIMEOUT_MS: "2000",
+        REQUEST_TIMEOUT_MS: "4000",
+        IDLE_TIMEOUT_MS: "9000",
         MONGODB_URI: "mongodb://db.example.com:27017/agents",
         MONGODB_DB: "other",
         MONGODB_MAX_POOL_SIZE: "5",
@@ -125,6 +137,13 @@ describe("loadConfig", () => {
       corsOrigins: ["https://app.example.com", "http://localhost:3000"],
       maxRequestBytes: 1024,
       shutdownTimeoutMs: 0,
+      http: {
+        maxConnections: 50,
+        maxConcurrentStreams: 8,
+        headersTimeoutMs: 2000,
+        requestTimeoutMs: 4000,
+        idleTimeoutMs: 9000,
+      },
       mongo: {
         uri: "mongodb://db.example.com:27017/agents",
         dbName: "other",
@@ -152,6 +171,11 @@ describe("loadConfig", () => {
     ["MAX_REQUEST_BYTES", "1023"],
     ["MAX_REQUEST_BYTES", "-1"],
     ["SHUTDOWN_TIMEOUT_MS", "600001"],
+    ["MAX_CONNECTIONS", "0"],
+    ["HTTP2_MAX_CONCURRENT_STREAMS", "0"],
+    ["HEADERS_TIMEOUT_MS", "99"],
+    ["REQUEST_TIMEOUT_MS", "5000.5"],
+    ["IDLE_TIMEOUT_MS", "x"],
     ["MONGODB_URI", "mongodb://"],
     ["MONGODB_URI", "localhost:27017"],
     ["MONGODB_DB", "has space"],
@@ -175,6 +199,12 @@ describe("loadConfig", () => {
     ["LOG_LEVEL", "silent"],
   ])("%s=%s is accepted", (name, value) => {
     expect(() => loadConfig({ [name]: value })).not.toThrow();
+  });
+
+  it("refuses a request timeout shorter than the headers timeout", () => {
+    expect(() => loadConfig({ HEADERS_TIMEOUT_MS: "5000", REQUEST_TIMEOUT_MS: "4000" })).toThrow(
+      /REQUEST_TIMEOUT_MS must be at least HEADERS_TIMEOUT_MS/,
+    );
   });
 
   it("names every bad variable in one error", () => {

@@ -2,13 +2,27 @@ import * as http from "node:http";
 import * as http2 from "node:http2";
 import * as net from "node:net";
 import type { connectNodeAdapter } from "@connectrpc/connect-node";
+import type { HttpLimits } from "../config.ts";
+import { answerClientError } from "./client-error.ts";
 import { createReplaySocket } from "./replay-socket.ts";
+import { createStreamDeadlines } from "./stream-deadlines.ts";
 
 /** The client connection preface every HTTP/2 connection starts with (RFC 9113, section 3.4). */
 const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1");
 
 /** A request listener that serves both protocols, as connect-node's adapter is. */
 export type RequestHandler = ReturnType<typeof connectNodeAdapter>;
+
+/**
+ * Why a connection or request was turned away before any handler saw it. A fixed set, so metrics
+ * labelled with it stay bounded.
+ */
+export type Rejection =
+  | "connection_limit"
+  | "headers_timeout"
+  | "request_timeout"
+  | "headers_too_large"
+  | "malformed_http";
 
 export interface DualProtocolServer {
   /** The listening socket; call `listen` on it. */
@@ -20,27 +34,63 @@ export interface DualProtocolServer {
   close(timeoutMs: number): Promise<void>;
 }
 
+export interface DualProtocolServerOptions {
+  handler: RequestHandler;
+  limits: HttpLimits;
+  /** Told of every connection or request turned away by the limits or the HTTP parser. */
+  onRejected?: (reason: Rejection) => void;
+  /**
+   * True for paths whose request body legitimately stays open (client-streaming and bidi RPCs
+   * over HTTP/2); REQUEST_TIMEOUT_MS does not apply to them.
+   */
+  isStreamingRequest?: (path: string) => boolean;
+}
+
 /**
  * One port for HTTP/1.1 and cleartext HTTP/2 with prior knowledge (h2c), which Connect, gRPC-Web
  * and gRPC clients need between them. A plain http2 server refuses HTTP/1.1 and a plain http
  * server cannot speak h2c, so each connection's first bytes are compared with the HTTP/2 preface
  * and the connection is handed to the matching server.
+ *
+ * Every resource a client can hold is bounded (see HttpLimits): connections, HTTP/2 streams per
+ * connection, the time to send headers and a whole request, and idle time.
  */
-export function createDualProtocolServer(options: {
-  handler: RequestHandler;
-  /** Idle keep-alive timeout for both protocols. */
-  idleTimeoutMs?: number;
-}): DualProtocolServer {
-  const idleTimeoutMs = options.idleTimeoutMs ?? 60_000;
-  const h1 = http.createServer({ keepAliveTimeout: 5_000 }, options.handler as http.RequestListener);
+export function createDualProtocolServer(options: DualProtocolServerOptions): DualProtocolServer {
+  const { limits } = options;
+  const onRejected = options.onRejected ?? (() => {});
+  const h1 = http.createServer(
+    {
+      keepAliveTimeout: Math.min(5_000, limits.idleTimeoutMs),
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      // Node checks the two timeouts above on this interval (30 s by default), which would let a
+      // slow client overstay a short timeout by that much.
+      connectionsCheckingInterval: Math.min(1_000, limits.headersTimeoutMs),
+    },
+    options.handler as http.RequestListener,
+  );
+  h1.on("clientError", (error: NodeJS.ErrnoException, socket: net.Socket) => {
+    const reason = answerClientError(error, socket);
+    if (reason !== undefined) onRejected(reason);
+  });
   const h2 = http2.createServer(
-    {},
+    { settings: { maxConcurrentStreams: limits.maxConcurrentStreams } },
     options.handler as (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void,
   );
-  h2.setTimeout(idleTimeoutMs);
+  h2.setTimeout(limits.idleTimeoutMs);
+  const streamDeadlines = createStreamDeadlines({
+    timeoutMs: limits.requestTimeoutMs,
+    exempt: options.isStreamingRequest ?? (() => false),
+    onExpired: () => onRejected("request_timeout"),
+  });
+  h2.on("stream", streamDeadlines.track);
   const sessions = new Set<http2.ServerHttp2Session>();
   const sockets = new Set<net.Socket>();
-  /** HTTP/1.1 connections, with the number of requests each is answering right now. */
+  /**
+   * HTTP/1.1 connections, with the number of requests each is answering right now. A socket is in
+   * here from its hand-over until its "close", and never after: a response that ends after its
+   * connection closed must not put the dead socket back (it would be retained for good).
+   */
   const h1Active = new Map<net.Socket, number>();
   h2.on("session", (session) => {
     sessions.add(session);
@@ -53,7 +103,7 @@ export function createDualProtocolServer(options: {
     sockets.add(socket);
     socket.once("close", () => sockets.delete(socket));
     socket.setNoDelay(true);
-    sniff(socket, idleTimeoutMs, (isH2, head) => {
+    sniff(socket, limits.headersTimeoutMs, onRejected, (isH2, head) => {
       if (isH2) {
         h2.emit("connection", createReplaySocket(socket, head));
       } else {
@@ -67,8 +117,16 @@ export function createDualProtocolServer(options: {
       }
     });
   });
+  server.maxConnections = limits.maxConnections;
+  // Past the cap Node closes new connections on arrival; the file-descriptor limit is never
+  // reached, so connections already open keep being served.
+  server.on("drop", () => onRejected("connection_limit"));
 
   server.on("listening", () => h1.emit("listening"));
+  server.on("close", () => {
+    streamDeadlines.stop();
+    h1.close();
+  });
 
   let closing = false;
   // Node's own idle-connection tracking does not cover sockets handed over with "connection", so
@@ -76,12 +134,15 @@ export function createDualProtocolServer(options: {
   // has answered what it was answering, and idle ones end at once.
   h1.on("request", (req: http.IncomingMessage, res: http.ServerResponse) => {
     const socket = req.socket;
-    h1Active.set(socket, (h1Active.get(socket) ?? 0) + 1);
+    const active = h1Active.get(socket);
+    if (active === undefined) return; // the connection closed before its request was dispatched
+    h1Active.set(socket, active + 1);
     if (closing) res.shouldKeepAlive = false;
     res.once("close", () => {
-      const left = (h1Active.get(socket) ?? 1) - 1;
-      h1Active.set(socket, left);
-      if (closing && left === 0) socket.end();
+      const current = h1Active.get(socket);
+      if (current === undefined) return; // the connection is gone, and so is its entry
+      h1Active.set(socket, current - 1);
+      if (closing && current === 1) socket.end();
     });
   });
 
@@ -110,9 +171,15 @@ export function createDualProtocolServer(options: {
 
 /**
  * Reads until the first bytes either match the whole HTTP/2 preface or stop matching it. A client
- * that connects and sends nothing is dropped after `timeoutMs`, so idle sockets cannot pile up.
+ * that connects and sends nothing is dropped after `timeoutMs` (the headers timeout: it has sent
+ * none), so idle sockets cannot pile up.
  */
-function sniff(socket: net.Socket, timeoutMs: number, decide: (isH2: boolean, head: Buffer) => void): void {
+function sniff(
+  socket: net.Socket,
+  timeoutMs: number,
+  onRejected: (reason: Rejection) => void,
+  decide: (isH2: boolean, head: Buffer) => void,
+): void {
   let head: Buffer = Buffer.alloc(0);
   const onData = (chunk: Buffer) => {
     head = head.length === 0 ? chunk : Buffer.concat([head, chunk]);
@@ -128,5 +195,8 @@ function sniff(socket: net.Socket, timeoutMs: number, decide: (isH2: boolean, he
   const onError = () => socket.destroy();
   socket.on("data", onData);
   socket.on("error", onError);
-  socket.setTimeout(timeoutMs, () => socket.destroy());
+  socket.setTimeout(timeoutMs, () => {
+    onRejected("headers_timeout");
+    socket.destroy();
+  });
 }

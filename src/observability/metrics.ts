@@ -15,6 +15,11 @@ export interface Metrics {
   readonly registry: Registry;
   /** Counts, times and gauges every call; place it outside the error interceptor. */
   readonly interceptor: Interceptor;
+  /**
+   * Counts a connection or request turned away before any RPC handler saw it. `reason` comes from
+   * a fixed set (see Rejection in dual-protocol-server.ts), so the series stay bounded.
+   */
+  rejected(reason: string): void;
 }
 
 /**
@@ -44,6 +49,12 @@ export function createMetrics(options: { mongoClient?: MongoClient | undefined }
     name: "rpc_requests_in_flight",
     help: "RPCs started and not yet completed, by procedure and protocol.",
     labelNames: ["procedure", "protocol"] as const,
+    registers: [registry],
+  });
+  const rejections = new Counter({
+    name: "http_rejections_total",
+    help: "Connections and requests turned away before reaching an RPC handler, by reason.",
+    labelNames: ["reason"] as const,
     registers: [registry],
   });
   if (options.mongoClient !== undefined) registerMongoPoolMetrics(options.mongoClient, registry);
@@ -81,5 +92,5 @@ export function createMetrics(options: { mongoClient?: MongoClient | undefined }
       duration.observe(labels, (performance.now() - started) / 1000);
     });
   };
-  return { registry, interceptor };
+  return { registry, interceptor, rejected: (reason) => rejections.inc({ reason }) };
 }

@@ -1,3 +1,4 @@
+import type { Server as NetServer } from "node:net";
 import { Writable } from "node:stream";
 import { type AppContext, type AppContextOverrides, createAppContext } from "../../src/app-context.ts";
 import { loadConfig } from "../../src/config.ts";
@@ -8,6 +9,8 @@ export interface RunningServer {
   readonly baseUrl: string;
   readonly port: number;
   readonly context: AppContext;
+  /** The server's listening socket, e.g. to watch its connections. */
+  readonly listener: NetServer;
   /** Every log line the server wrote, parsed. */
   readonly logs: Record<string, unknown>[];
   close(): Promise<void>;
@@ -36,6 +39,7 @@ export async function startServer(
     baseUrl: `http://127.0.0.1:${address.port}`,
     port: address.port,
     context,
+    listener: server.listener,
     logs,
     async close() {
       await server.close();

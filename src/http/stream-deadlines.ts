@@ -1,0 +1,74 @@
+import type { IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
+import { constants } from "node:http2";
+
+export interface StreamDeadlines {
+  /** The http2 server's "stream" listener: starts the clock on one request. */
+  track(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void;
+  /** Stops the sweep (when the server closes). */
+  stop(): void;
+}
+
+/**
+ * REQUEST_TIMEOUT_MS for HTTP/2, which Node applies to HTTP/1.1 only: a stream whose client has
+ * not finished sending its request in time is reset, so a client trickling a body (a byte a
+ * second) cannot hold a stream and its buffers for long. One sweep a second checks every stream
+ * instead of a timer per request, which would cost on every call. Streaming requests (client
+ * streams and bidi) are exempt: their bodies stay open by design.
+ *
+ * The same sweep resets streams that were answered while their client is still uploading.
+ */
+export function createStreamDeadlines(options: {
+  timeoutMs: number;
+  exempt: (path: string) => boolean;
+  onExpired: () => void;
+}): StreamDeadlines {
+  const { timeoutMs, exempt, onExpired } = options;
+  /** Streams still receiving their request, with the time they started (streaming: never). */
+  const receiving = new Map<ServerHttp2Stream, number>();
+  let sweep: NodeJS.Timeout | undefined;
+
+  function check(): void {
+    const now = performance.now();
+    for (const [stream, started] of receiving) {
+      const state = stream.destroyed ? undefined : stream.state;
+      if (state === undefined || state.remoteClose === 1) {
+        receiving.delete(stream);
+      } else if (state.localClose === 1) {
+        // Answered (an oversized upload refused, say) while the client is still sending: reset
+        // the stream (RFC 9113, section 8.1: NO_ERROR) so the client stops instead of uploading
+        // into a stream nobody reads until the idle timeout.
+        receiving.delete(stream);
+        stream.close(constants.NGHTTP2_NO_ERROR);
+      } else if (now - started > timeoutMs) {
+        receiving.delete(stream);
+        onExpired();
+        stream.close(constants.NGHTTP2_CANCEL);
+      }
+    }
+    if (receiving.size === 0) {
+      clearInterval(sweep);
+      sweep = undefined;
+    }
+  }
+
+  return {
+    track(stream, headers) {
+      // A request without a body (GET, or END_STREAM on its headers) has been received whole.
+      if (stream.endAfterHeaders) return;
+      const path = headers[":path"] ?? "";
+      const query = path.indexOf("?");
+      const streaming = exempt(query < 0 ? path : path.slice(0, query));
+      receiving.set(stream, streaming ? Number.POSITIVE_INFINITY : performance.now());
+      stream.once("close", () => receiving.delete(stream));
+      if (sweep === undefined) {
+        sweep = setInterval(check, Math.min(1_000, timeoutMs));
+        sweep.unref();
+      }
+    },
+    stop() {
+      clearInterval(sweep);
+      sweep = undefined;
+      receiving.clear();
+    },
+  };
+}
