@@ -1,0 +1,102 @@
+/**
+ * The run store port: leases on an agent's scheduled slots, and the history of runs. Exactly once
+ * rests on it, across any number of replicas, on MongoDB and on FerretDB alike, so every decision
+ * that two replicas could race on is an insert of a unique `_id`, never a conditional update
+ * (FerretDB's are not atomic):
+ *
+ * - A claim on (agent, slot) is generation g of that slot's lease, `_id` (agent, slot, g). Of two
+ *   replicas that want generation g, one inserts it. A lease that expired (its holder crashed or
+ *   stalled) is taken over by inserting g + 1.
+ * - A holder that lost its lease (generation g + 1 exists, or its own lease ran out) cannot renew
+ *   it and cannot record: `record` checks the generation first.
+ * - The settling run of a slot (its success, or its last failed attempt) has `_id` (agent, slot,
+ *   "settled"): whatever races remain between the check and the write, a slot is settled once and
+ *   has at most one succeeded run. Earlier failed attempts are (agent, slot, attempt).
+ */
+import type { JsonObject } from "../agent/agent-store.ts";
+
+/** One scheduled slot of one agent. */
+export interface SlotRef {
+  readonly agentId: string;
+  readonly owner: string;
+  /** The slot, in real time (what the scheduler compares with the clock). */
+  readonly scheduledAt: Date;
+}
+
+export interface Lease extends SlotRef {
+  readonly generation: number;
+  readonly worker: string;
+  /** The holder may act until then, and must renew before. */
+  readonly leaseUntil: Date;
+}
+
+export type RunOutcome = "succeeded" | "failed";
+
+export interface RunRecord extends SlotRef {
+  /** Opaque, unique: the agent, the slot and the attempt. */
+  readonly runId: string;
+  /** 1 for the first attempt at the slot. */
+  readonly attempt: number;
+  readonly startedAt: Date;
+  readonly finishedAt: Date;
+  readonly outcome: RunOutcome;
+  /** What the executor reported for a success. */
+  readonly result?: JsonObject;
+  /** Why the attempt failed, safe to show to the agent's owner. */
+  readonly error?: string;
+}
+
+export type RecordResult =
+  /** Stored. */
+  | "recorded"
+  /** Not stored: a newer lease generation exists, or the holder's own lease ran out. */
+  | "lease_lost"
+  /** Not stored: this attempt, or the slot's settling run, was already recorded by someone else. */
+  | "duplicate";
+
+export interface RunPage {
+  /** Newest first: slot descending, then attempt descending. */
+  readonly runs: readonly RunRecord[];
+  readonly total: number;
+}
+
+export interface RunStore {
+  /**
+   * Takes the lease on a slot for `leaseMs`: a first claim, or a take-over of a lease that expired
+   * more than the clock-skew allowance ago. Undefined when the slot is held, settled, or another
+   * replica won the race.
+   */
+  claim(slot: SlotRef, options: { worker: string; now: Date; leaseMs: number }): Promise<Lease | undefined>;
+  /**
+   * Extends a lease still held. Undefined when it was lost: its time ran out, or a newer
+   * generation exists. A holder that gets undefined must stop and record nothing.
+   */
+  renew(lease: Lease, options: { now: Date; leaseMs: number }): Promise<Lease | undefined>;
+  /** Gives a lease up so another replica may claim the slot at once. Only when nothing runs under it. */
+  release(lease: Lease): Promise<void>;
+  /** Number of attempts recorded for the slot so far (the next one is this + 1). */
+  attempts(slot: SlotRef): Promise<number>;
+  /** The slot's settling run, if it has one. */
+  settled(slot: SlotRef): Promise<RunRecord | undefined>;
+  /**
+   * Records a finished attempt under `lease`. `settles`: the slot is done with it (a success, or
+   * the last attempt allowed).
+   */
+  record(lease: Lease, run: RunRecord, options: { now: Date; settles: boolean }): Promise<RecordResult>;
+  /** One agent's runs, newest first. */
+  list(owner: string, agentId: string, page: { limit: number; offset: number }): Promise<RunPage>;
+  close(): Promise<void>;
+}
+
+/** Take-overs wait this long past a lease's end, so a holder whose clock runs a little slow is not cut off. */
+export const CLOCK_SKEW_ALLOWANCE_MS = 1_000;
+
+/** The run id of an attempt: agent, slot (epoch ms) and attempt, URL-safe. */
+export function runIdOf(slot: SlotRef, attempt: number): string {
+  return `${slot.agentId}.${slot.scheduledAt.getTime().toString(36)}.${attempt}`;
+}
+
+/** Newest first: slot descending, then attempt descending. */
+export function newestRunFirst(a: RunRecord, b: RunRecord): number {
+  return b.scheduledAt.getTime() - a.scheduledAt.getTime() || b.attempt - a.attempt;
+}

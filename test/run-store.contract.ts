@@ -1,0 +1,219 @@
+/**
+ * The RunStore contract, run against every adapter: leases on slots, take-over after expiry,
+ * fencing of a holder that lost its lease, at most one settling run per slot, and the history.
+ */
+import { describe, expect, it } from "vitest";
+import type { Lease, RunRecord, RunStore, SlotRef } from "../src/scheduler/run-store.ts";
+import { CLOCK_SKEW_ALLOWANCE_MS, runIdOf } from "../src/scheduler/run-store.ts";
+
+export interface RunStoreFixture {
+  readonly store: RunStore;
+  cleanup(): Promise<void>;
+}
+
+const LEASE_MS = 10_000;
+const T0 = new Date("2031-03-01T00:00:00.000Z");
+const at = (ms: number) => new Date(T0.getTime() + ms);
+let agents = 0;
+
+function slotOf(owner = "owner-1", scheduledAt = T0): SlotRef {
+  return { agentId: `agent-${++agents}-${Math.random().toString(36).slice(2, 8)}`, owner, scheduledAt };
+}
+
+function runOf(slot: SlotRef, attempt: number, outcome: RunRecord["outcome"], finishedAt: Date): RunRecord {
+  return {
+    runId: runIdOf(slot, attempt),
+    agentId: slot.agentId,
+    owner: slot.owner,
+    scheduledAt: slot.scheduledAt,
+    attempt,
+    startedAt: new Date(finishedAt.getTime() - 5),
+    finishedAt,
+    outcome,
+    ...(outcome === "succeeded"
+      ? { result: { amount: 1.5, token: "USDC" } }
+      : { error: "simulated failure" }),
+  };
+}
+
+export function describeRunStoreContract(name: string, makeFixture: () => Promise<RunStoreFixture>): void {
+  describe(`RunStore contract: ${name}`, () => {
+    async function withStore(test: (store: RunStore) => Promise<void>): Promise<void> {
+      const fixture = await makeFixture();
+      try {
+        await test(fixture.store);
+      } finally {
+        await fixture.cleanup();
+      }
+    }
+
+    it("gives a free slot to one claimer, generation 0, and refuses it to others while held", () =>
+      withStore(async (store) => {
+        const slot = slotOf();
+        const lease = await store.claim(slot, { worker: "a", now: T0, leaseMs: LEASE_MS });
+        expect(lease?.generation).toBe(0);
+        expect(lease?.leaseUntil.toISOString()).toBe(at(LEASE_MS).toISOString());
+        expect(
+          await store.claim(slot, { worker: "b", now: at(LEASE_MS - 1), leaseMs: LEASE_MS }),
+        ).toBeUndefined();
+        // Past the lease but within the clock-skew allowance: still refused.
+        expect(
+          await store.claim(slot, {
+            worker: "b",
+            now: at(LEASE_MS + CLOCK_SKEW_ALLOWANCE_MS - 1),
+            leaseMs: LEASE_MS,
+          }),
+        ).toBeUndefined();
+      }));
+
+    it("of 20 concurrent claimers of one slot, exactly one wins", () =>
+      withStore(async (store) => {
+        const slot = slotOf();
+        const leases = await Promise.all(
+          Array.from({ length: 20 }, (_, i) =>
+            store.claim(slot, { worker: `w${i}`, now: T0, leaseMs: LEASE_MS }),
+          ),
+        );
+        expect(leases.filter((l) => l !== undefined)).toHaveLength(1);
+      }));
+
+    it("lets one of many replicas take over an expired lease, and fences the old holder out", () =>
+      withStore(async (store) => {
+        const slot = slotOf();
+        const old = (await store.claim(slot, { worker: "a", now: T0, leaseMs: LEASE_MS })) as Lease;
+        const later = at(LEASE_MS + CLOCK_SKEW_ALLOWANCE_MS);
+        const takers = await Promise.all(
+          Array.from({ length: 10 }, (_, i) =>
+            store.claim(slot, { worker: `b${i}`, now: later, leaseMs: LEASE_MS }),
+          ),
+        );
+        const won = takers.filter((l) => l !== undefined);
+        expect(won).toHaveLength(1);
+        expect(won[0]?.generation).toBe(1);
+        // The old holder believes (by its own slow clock) that its lease still runs: it is still out.
+        const stale = at(LEASE_MS - 1);
+        expect(await store.renew(old, { now: stale, leaseMs: LEASE_MS })).toBeUndefined();
+        expect(
+          await store.record(old, runOf(slot, 1, "succeeded", stale), { now: stale, settles: true }),
+        ).toBe("lease_lost");
+        expect(await store.settled(slot)).toBeUndefined();
+      }));
+
+    it("a holder whose own lease ran out cannot record, even with no taker yet", () =>
+      withStore(async (store) => {
+        const slot = slotOf();
+        const lease = (await store.claim(slot, { worker: "a", now: T0, leaseMs: LEASE_MS })) as Lease;
+        const late = at(LEASE_MS);
+        expect(
+          await store.record(lease, runOf(slot, 1, "succeeded", late), { now: late, settles: true }),
+        ).toBe("lease_lost");
+        expect(await store.renew(lease, { now: late, leaseMs: LEASE_MS })).toBeUndefined();
+      }));
+
+    it("renewing extends the lease, so no take-over happens while the holder lives", () =>
+      withStore(async (store) => {
+        const slot = slotOf();
+        const first = (await store.claim(slot, { worker: "a", now: T0, leaseMs: LEASE_MS })) as Lease;
+        const renewed = await store.renew(first, { now: at(LEASE_MS / 2), leaseMs: LEASE_MS });
+        expect(renewed?.leaseUntil.toISOString()).toBe(at(LEASE_MS * 1.5).toISOString());
+        const afterFirstEnd = at(LEASE_MS + CLOCK_SKEW_ALLOWANCE_MS);
+        expect(
+          await store.claim(slot, { worker: "b", now: afterFirstEnd, leaseMs: LEASE_MS }),
+        ).toBeUndefined();
+        expect(
+          await store.record(renewed as Lease, runOf(slot, 1, "succeeded", afterFirstEnd), {
+            now: afterFirstEnd,
+            settles: true,
+          }),
+        ).toBe("recorded");
+      }));
+
+    it("settles a slot once: it cannot be claimed again and a second settling run is a duplicate", () =>
+      withStore(async (store) => {
+        const slot = slotOf();
+        const lease = (await store.claim(slot, { worker: "a", now: T0, leaseMs: LEASE_MS })) as Lease;
+        expect(
+          await store.record(lease, runOf(slot, 1, "failed", at(1)), { now: at(1), settles: false }),
+        ).toBe("recorded");
+        expect(await store.attempts(slot)).toBe(1);
+        expect(
+          await store.record(lease, runOf(slot, 1, "failed", at(2)), { now: at(2), settles: false }),
+        ).toBe("duplicate");
+        expect(
+          await store.record(lease, runOf(slot, 2, "succeeded", at(3)), { now: at(3), settles: true }),
+        ).toBe("recorded");
+        expect(
+          await store.record(lease, runOf(slot, 3, "succeeded", at(4)), { now: at(4), settles: true }),
+        ).toBe("duplicate");
+        expect((await store.settled(slot))?.attempt).toBe(2);
+        expect(await store.attempts(slot)).toBe(2);
+        const muchLater = at(10 * LEASE_MS);
+        expect(await store.claim(slot, { worker: "b", now: muchLater, leaseMs: LEASE_MS })).toBeUndefined();
+      }));
+
+    it("continues the attempt count after a take-over", () =>
+      withStore(async (store) => {
+        const slot = slotOf();
+        const a = (await store.claim(slot, { worker: "a", now: T0, leaseMs: LEASE_MS })) as Lease;
+        await store.record(a, runOf(slot, 1, "failed", at(1)), { now: at(1), settles: false });
+        const later = at(LEASE_MS + CLOCK_SKEW_ALLOWANCE_MS);
+        const b = (await store.claim(slot, { worker: "b", now: later, leaseMs: LEASE_MS })) as Lease;
+        expect(await store.attempts(slot)).toBe(1);
+        expect(await store.record(b, runOf(slot, 2, "succeeded", later), { now: later, settles: true })).toBe(
+          "recorded",
+        );
+      }));
+
+    it("release lets another replica claim at once", () =>
+      withStore(async (store) => {
+        const slot = slotOf();
+        const a = (await store.claim(slot, { worker: "a", now: T0, leaseMs: LEASE_MS })) as Lease;
+        await store.release(a);
+        const b = await store.claim(slot, { worker: "b", now: at(1), leaseMs: LEASE_MS });
+        expect(b?.generation).toBe(1);
+        expect(await store.record(a, runOf(slot, 1, "succeeded", at(2)), { now: at(2), settles: true })).toBe(
+          "lease_lost",
+        );
+      }));
+
+    it("lists an agent's runs newest first with a total, paged, and only to its owner", () =>
+      withStore(async (store) => {
+        const first = slotOf("owner-x", T0);
+        const agentId = first.agentId;
+        const slots = [0, 1, 2].map((k) => ({ ...first, scheduledAt: at(k * 3_600_000) }));
+        for (const slot of slots) {
+          const lease = (await store.claim(slot, {
+            worker: "a",
+            now: slot.scheduledAt,
+            leaseMs: LEASE_MS,
+          })) as Lease;
+          const t = slot.scheduledAt.getTime();
+          await store.record(lease, runOf(slot, 1, "failed", new Date(t + 1)), {
+            now: new Date(t + 1),
+            settles: false,
+          });
+          await store.record(lease, runOf(slot, 2, "succeeded", new Date(t + 2)), {
+            now: new Date(t + 2),
+            settles: true,
+          });
+        }
+        const page = await store.list("owner-x", agentId, { limit: 4, offset: 0 });
+        expect(page.total).toBe(6);
+        expect(page.runs.map((r) => [r.scheduledAt.toISOString(), r.attempt, r.outcome])).toEqual([
+          [at(7_200_000).toISOString(), 2, "succeeded"],
+          [at(7_200_000).toISOString(), 1, "failed"],
+          [at(3_600_000).toISOString(), 2, "succeeded"],
+          [at(3_600_000).toISOString(), 1, "failed"],
+        ]);
+        expect(page.runs[0]?.result).toEqual({ amount: 1.5, token: "USDC" });
+        expect(page.runs[1]?.error).toBe("simulated failure");
+        expect(page.runs[0]?.runId).toBe(runIdOf(slots[2] as SlotRef, 2));
+        const rest = await store.list("owner-x", agentId, { limit: 4, offset: 4 });
+        expect(rest.runs.map((r) => r.attempt)).toEqual([2, 1]);
+        expect(await store.list("owner-y", agentId, { limit: 10, offset: 0 })).toEqual({
+          runs: [],
+          total: 0,
+        });
+      }));
+  });
+}
