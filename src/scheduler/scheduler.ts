@@ -1,0 +1,342 @@
+/**
+ * The scheduler: runs inside every replica, activates new agents and runs due ones, exactly once
+ * per (agent, slot) across replicas. It coordinates only through the stores:
+ *
+ * - Due agents are found by polling (`status`, `nextRunAt`); several replicas may see the same one.
+ * - A slot is run under a lease from the RunStore (an insert of a unique claim), renewed while the
+ *   run lasts. A replica that crashed or stalled loses its lease after `leaseMs`, and another takes
+ *   the slot over; the stalled one can neither renew nor record any more (fencing).
+ * - A run's attempts are recorded as they finish; the slot is settled by its success or its last
+ *   allowed attempt, once (a unique key). Only then does the agent advance (`lastRunAt`,
+ *   `nextRunAt`, failures), through the agent store's versioned update, so pause, resume, delete
+ *   and a run never overwrite each other. A crash between settling and advancing is repaired by
+ *   the next poll: a due agent whose slot is already settled is advanced without running again.
+ * - Stopping (SIGTERM) stops claiming at once, lets runs in flight finish within a deadline, and
+ *   only then releases their leases; a run whose executor is still busy is never released (that
+ *   is Agenda's double-run bug), its lease simply expires.
+ */
+import type { JsonObject } from "../agent/agent-store.ts";
+import type { Schedule } from "../agent/schedule.ts";
+import { retryDelayMs } from "./backoff.ts";
+import { type Executor, executionKeyOf } from "./executor.ts";
+import type { Lease, RunRecord, RunStore, SlotRef } from "./run-store.ts";
+import { runIdOf } from "./run-store.ts";
+import type { ScheduleClock } from "./schedule-clock.ts";
+import { firstSlotAfter } from "./slots.ts";
+
+/** What the scheduler reads of an agent. */
+export interface SchedulableAgent {
+  readonly agentId: string;
+  readonly owner: string;
+  readonly type: string;
+  readonly status: string;
+  readonly config: JsonObject;
+  readonly createdAt: Date;
+  /** Set while the agent is active; absent while paused or failed. */
+  readonly nextRunAt?: Date;
+  readonly lastRunAt?: Date;
+  readonly consecutiveFailures: number;
+}
+
+/** A change to an agent's scheduling state. `null` removes a field. */
+export interface SchedulePatch {
+  readonly status?: "active" | "failed";
+  readonly nextRunAt?: Date | null;
+  readonly lastRunAt?: Date;
+  readonly consecutiveFailures?: number;
+  readonly failureReason?: string | null;
+}
+
+/** The agent store as the scheduler uses it. */
+export interface ScheduledAgents {
+  /** Up to `limit` agents needing the scheduler, across owners: pending ones, and active ones due at `now`. */
+  due(now: Date, limit: number): Promise<readonly SchedulableAgent[]>;
+  /**
+   * Applies `change` to the agent's current state without losing a concurrent update: `change`
+   * sees the newest state (it may be called again if another update won a race) and returns the
+   * patch, or undefined to leave the agent as it is. Resolves with the agent after the change, or
+   * undefined when it no longer exists.
+   */
+  update(
+    owner: string,
+    agentId: string,
+    change: (current: SchedulableAgent) => SchedulePatch | undefined,
+  ): Promise<SchedulableAgent | undefined>;
+}
+
+/** Why an agent cannot run; undefined when it can. Checked when a pending agent is activated. */
+export type RunnabilityCheck = (agent: SchedulableAgent) => Promise<string | undefined>;
+
+export interface SchedulerEvents {
+  /** One finished attempt, with the schedule lag (run start minus slot) in ms. */
+  onRun?(run: RunRecord, lagMs: number, worker: string): void;
+  /** A lease taken over from a replica that crashed or stalled. */
+  onTakeover?(slot: SlotRef): void;
+  /** An agent activated, or failed on activation or after too many failed runs. */
+  onStatus?(agent: SchedulableAgent, status: "active" | "failed", reason?: string): void;
+  /** A poll or a run failed for a reason outside the run itself (the database, say). */
+  onError?(error: unknown, what: string): void;
+}
+
+export interface SchedulerOptions {
+  readonly agents: ScheduledAgents;
+  readonly runs: RunStore;
+  readonly executor: Executor;
+  readonly clock: ScheduleClock;
+  readonly checkRunnable: RunnabilityCheck;
+  /** This replica's name in leases and logs. */
+  readonly worker: string;
+  /** Slots run at once by this replica. */
+  readonly concurrency: number;
+  readonly pollIntervalMs: number;
+  readonly leaseMs: number;
+  /** Bound on one attempt; past it the attempt is aborted and counts as failed. */
+  readonly attemptTimeoutMs: number;
+  /** Attempts per slot, the first included. */
+  readonly maxAttempts: number;
+  readonly retryBaseMs: number;
+  readonly retryMaxMs: number;
+  /** Consecutive failed runs (slots) after which the agent becomes failed. */
+  readonly maxConsecutiveFailures: number;
+  /** Real time; tests inject their own. */
+  readonly now?: () => Date;
+  readonly events?: SchedulerEvents;
+  readonly random?: () => number;
+}
+
+export interface Scheduler {
+  /** Starts polling every `pollIntervalMs`. */
+  start(): void;
+  /** One poll: activates pending agents and starts runs for due ones. Tests call it directly. */
+  tick(): Promise<void>;
+  /** Resolves when no run of this replica is in flight. */
+  idle(): Promise<void>;
+  /**
+   * Stops claiming, lets runs in flight finish for up to `graceMs`, then aborts the rest and
+   * releases the leases of those whose executor has returned.
+   */
+  stop(graceMs: number): Promise<void>;
+}
+
+export function createScheduler(options: SchedulerOptions): Scheduler {
+  const { agents, runs, executor, clock, worker, events = {} } = options;
+  const now = options.now ?? (() => new Date());
+  /** Runs in flight, by agent id: one slot of an agent at a time per replica. */
+  const running = new Map<string, { done: Promise<void>; abort: AbortController }>();
+  let stopping = false;
+  let timer: NodeJS.Timeout | undefined;
+  let polling: Promise<void> | undefined;
+
+  const scheduleOf = (agent: SchedulableAgent) => agent.config.schedule as Schedule;
+
+  /** The first slot of `agent` strictly after real instant `after`, in real time. */
+  function nextSlotAfter(agent: SchedulableAgent, after: Date): Date {
+    const anchor = clock.toSchedule(agent.createdAt);
+    return clock.toReal(firstSlotAfter(anchor, scheduleOf(agent), clock.toSchedule(after)));
+  }
+
+  async function activate(agent: SchedulableAgent): Promise<void> {
+    const reason = await options.checkRunnable(agent);
+    const updated = await agents.update(agent.owner, agent.agentId, (current) => {
+      if (current.status !== "pending") return undefined;
+      if (reason !== undefined) return { status: "failed", nextRunAt: null, failureReason: reason };
+      // The first slot is one period after creation, as the agent was told when it was created.
+      return { status: "active", nextRunAt: nextSlotAfter(current, current.createdAt), failureReason: null };
+    });
+    if (updated !== undefined && updated.status !== "pending") {
+      events.onStatus?.(updated, reason === undefined ? "active" : "failed", reason);
+    }
+  }
+
+  /** Moves the agent past a settled slot; harmless when it has moved already. */
+  async function advance(agent: SchedulableAgent, run: RunRecord): Promise<void> {
+    const slotMs = run.scheduledAt.getTime();
+    let failedNow: string | undefined;
+    const updated = await agents.update(agent.owner, agent.agentId, (current) => {
+      const atThisSlot = current.status === "active" && current.nextRunAt?.getTime() === slotMs;
+      // Paused (or failed) while the run went on: record that it ran, schedule nothing.
+      const ranMeanwhile =
+        current.status !== "active" && (current.lastRunAt?.getTime() ?? 0) < run.finishedAt.getTime();
+      if (!atThisSlot && !ranMeanwhile) return undefined;
+      const failures = run.outcome === "succeeded" ? 0 : current.consecutiveFailures + 1;
+      if (atThisSlot && failures >= options.maxConsecutiveFailures) {
+        failedNow = `${failures} consecutive runs failed, the last with: ${run.error ?? "an error"}`;
+        return {
+          status: "failed",
+          nextRunAt: null,
+          lastRunAt: run.finishedAt,
+          consecutiveFailures: failures,
+          failureReason: failedNow,
+        };
+      }
+      const patch: SchedulePatch = { lastRunAt: run.finishedAt, consecutiveFailures: failures };
+      // Every slot runs, in order, missed ones included: the next slot after this one.
+      return atThisSlot ? { ...patch, nextRunAt: nextSlotAfter(current, run.scheduledAt) } : patch;
+    });
+    if (updated !== undefined && failedNow !== undefined) events.onStatus?.(updated, "failed", failedNow);
+  }
+
+  async function runSlot(agent: SchedulableAgent, first: Lease, abort: AbortController): Promise<void> {
+    let lease: Lease | undefined = first;
+    let finished = false;
+    const slot: SlotRef = first;
+    const heartbeat = setInterval(
+      () => {
+        const held = lease;
+        if (held === undefined) return;
+        runs.renew(held, { now: now(), leaseMs: options.leaseMs }).then(
+          (renewed) => {
+            lease = renewed;
+            if (renewed === undefined) abort.abort(new Error("lease lost"));
+          },
+          (error: unknown) => events.onError?.(error, "renewing a lease"),
+        );
+      },
+      Math.max(10, Math.floor(options.leaseMs / 3)),
+    );
+    try {
+      let attempt = (await runs.attempts(slot)) + 1;
+      while (!abort.signal.aborted) {
+        const startedAt = now();
+        const attemptAbort = AbortSignal.any([abort.signal, AbortSignal.timeout(options.attemptTimeoutMs)]);
+        const outcome = await executor
+          .execute({
+            agent,
+            scheduledAt: slot.scheduledAt,
+            attempt,
+            idempotencyKey: executionKeyOf(slot.agentId, slot.scheduledAt),
+            signal: attemptAbort,
+          })
+          .catch(() => ({ ok: false as const, error: "the executor failed unexpectedly" }));
+        // Lost or stopped mid-attempt: whatever happened is not ours to record.
+        if (abort.signal.aborted || lease === undefined) return;
+        const finishedAt = now();
+        const settles = outcome.ok || attempt >= options.maxAttempts;
+        const run: RunRecord = {
+          runId: runIdOf(slot, attempt),
+          agentId: slot.agentId,
+          owner: slot.owner,
+          scheduledAt: slot.scheduledAt,
+          attempt,
+          startedAt,
+          finishedAt,
+          outcome: outcome.ok ? "succeeded" : "failed",
+          ...(outcome.ok ? { result: outcome.result } : { error: outcome.error }),
+        };
+        const recorded = await runs.record(lease, run, { now: finishedAt, settles });
+        if (recorded !== "recorded") return;
+        events.onRun?.(run, startedAt.getTime() - slot.scheduledAt.getTime(), worker);
+        if (settles) {
+          finished = true;
+          await advance(agent, run);
+          await runs.release(lease);
+          return;
+        }
+        const delay = retryDelayMs(attempt, {
+          baseMs: options.retryBaseMs,
+          maxMs: options.retryMaxMs,
+          ...(options.random === undefined ? {} : { random: options.random }),
+        });
+        await sleep(delay, abort.signal);
+        attempt++;
+      }
+    } finally {
+      clearInterval(heartbeat);
+      // Stopped between attempts or after the executor returned: nothing of ours runs any more, so
+      // another replica may take the slot at once instead of waiting for the lease to expire.
+      if (!finished && stopping && lease !== undefined) {
+        await runs.release(lease).catch((error: unknown) => events.onError?.(error, "releasing a lease"));
+      }
+    }
+  }
+
+  function startRun(agent: SchedulableAgent, lease: Lease): void {
+    const abort = new AbortController();
+    const done = runSlot(agent, lease, abort)
+      .catch((error: unknown) => events.onError?.(error, "running a slot"))
+      .finally(() => running.delete(agent.agentId));
+    running.set(agent.agentId, { done, abort });
+  }
+
+  async function poll(): Promise<void> {
+    const free = options.concurrency - running.size;
+    if (stopping || free <= 0) return;
+    const at = now();
+    const due = await agents.due(at, free * 2);
+    for (const agent of due) {
+      if (stopping || running.size >= options.concurrency) return;
+      if (running.has(agent.agentId)) continue;
+      if (agent.status === "pending") {
+        await activate(agent);
+        continue;
+      }
+      if (agent.status !== "active" || agent.nextRunAt === undefined) continue;
+      const slot: SlotRef = { agentId: agent.agentId, owner: agent.owner, scheduledAt: agent.nextRunAt };
+      const settled = await runs.settled(slot);
+      if (settled !== undefined) {
+        await advance(agent, settled); // a crash came between settling and advancing
+        continue;
+      }
+      const lease = await runs.claim(slot, { worker, now: now(), leaseMs: options.leaseMs });
+      if (lease === undefined) continue;
+      if (lease.generation > 0) events.onTakeover?.(slot);
+      startRun(agent, lease);
+    }
+  }
+
+  function tick(): Promise<void> {
+    // One poll at a time: a slow database must not stack polls up.
+    polling ??= poll()
+      .catch((error: unknown) => events.onError?.(error, "polling for due agents"))
+      .finally(() => {
+        polling = undefined;
+      });
+    return polling;
+  }
+
+  return {
+    start() {
+      if (timer !== undefined || stopping) return;
+      timer = setInterval(() => void tick(), options.pollIntervalMs);
+      timer.unref();
+      void tick();
+    },
+    tick,
+    async idle() {
+      await polling;
+      while (running.size > 0) await Promise.all([...running.values()].map((r) => r.done));
+    },
+    async stop(graceMs) {
+      stopping = true;
+      clearInterval(timer);
+      timer = undefined;
+      await polling;
+      const all = Promise.all([...running.values()].map((r) => r.done));
+      let graceTimer: NodeJS.Timeout | undefined;
+      const graceOver = new Promise<void>((resolve) => {
+        graceTimer = setTimeout(resolve, graceMs);
+      });
+      await Promise.race([all, graceOver]);
+      clearTimeout(graceTimer);
+      // Runs still going are told to stop; each releases its lease itself once its executor has
+      // returned (never before), or lets it expire if it does not.
+      for (const { abort } of running.values()) abort.abort(new Error("shutting down"));
+      await Promise.race([all, new Promise((resolve) => setTimeout(resolve, 1_000))]);
+    },
+  };
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener(
+      "abort",
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
+  });
+}

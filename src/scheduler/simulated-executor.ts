@@ -1,0 +1,124 @@
+import { createHash } from "node:crypto";
+import type { JsonObject } from "../agent/agent-store.ts";
+import type { TokenSource } from "../token/token-source.ts";
+import type { Execution, ExecutionResult, Executor } from "./executor.ts";
+
+export interface SimulatedFaults {
+  /**
+   * Share of attempts (0..1) that fail. Which ones is a pure function of (agent, slot, attempt), so
+   * every replica and every rerun agrees: deterministic, yet spread over agents and slots.
+   */
+  readonly failureRate?: number;
+  /** Attempts that hang (never answer until aborted), as a share of attempts, chosen the same way. */
+  readonly hangRate?: number;
+  /** How long an attempt takes, in ms (a chain transaction takes seconds; tests want less). */
+  readonly latencyMs?: number;
+}
+
+/**
+ * Runs agents against the embedded catalog without touching a chain. A transfer records the amount
+ * and token; a swap quotes its output from catalog prices less `slippageBps`. Deterministic: the
+ * same (agent, slot) gives the same result and the same simulated signature on every attempt and
+ * replica, which is how it honours the idempotency key. Tests make attempts fail or hang through
+ * `faults` (SIMULATED_FAILURE_RATE, SIMULATED_HANG_RATE).
+ */
+export function createSimulatedExecutor(options: {
+  tokens: TokenSource;
+  faults?: SimulatedFaults;
+}): Executor {
+  const { tokens } = options;
+  const faults = options.faults ?? {};
+  return {
+    async execute(execution) {
+      const { agent, idempotencyKey, attempt, signal } = execution;
+      const roll = unitInterval(`${idempotencyKey}.${attempt}`);
+      if (roll < (faults.hangRate ?? 0)) {
+        await abortOf(signal);
+        return { ok: false, error: "the run was abandoned before it finished" };
+      }
+      if ((faults.latencyMs ?? 0) > 0) await delay(faults.latencyMs ?? 0, signal);
+      if (signal.aborted) return { ok: false, error: "the run was abandoned before it finished" };
+      if (roll < (faults.hangRate ?? 0) + (faults.failureRate ?? 0)) {
+        return { ok: false, error: "simulated failure" };
+      }
+      const signature = simulatedSignature(idempotencyKey);
+      if (agent.type === "transfer") {
+        const { source, destination, amount, token } = agent.config;
+        return {
+          ok: true,
+          result: { kind: "transfer", source, destination, amount, token, signature } as JsonObject,
+        };
+      }
+      return swap(agent.config, tokens, signature);
+    },
+  };
+}
+
+async function swap(config: JsonObject, tokens: TokenSource, signature: string): Promise<ExecutionResult> {
+  const { inputToken, outputToken, amount, slippageBps } = config;
+  const prices = await tokens.listPrices();
+  const input = prices.find((p) => p.symbol === inputToken);
+  const output = prices.find((p) => p.symbol === outputToken);
+  if (input === undefined || output === undefined || output.price <= 0) {
+    return { ok: false, error: "a token of this swap is no longer in the catalog" };
+  }
+  const bps = typeof slippageBps === "number" ? slippageBps : 0;
+  const quoted = ((amount as number) * input.price) / output.price;
+  const minimumOut = quoted * (1 - bps / 10_000);
+  return {
+    ok: true,
+    result: {
+      kind: "swap",
+      inputToken: input.symbol,
+      outputToken: output.symbol,
+      amountIn: amount as number,
+      quotedOut: round(quoted),
+      minimumOut: round(minimumOut),
+      slippageBps: bps,
+      signature,
+    },
+  };
+}
+
+/** 12 significant digits: enough for any token amount, without float noise in the JSON. */
+function round(value: number): number {
+  return Number(value.toPrecision(12));
+}
+
+/** A base58-looking 64-byte signature derived from the key, as a chain would return one. */
+function simulatedSignature(key: string): string {
+  const alphabet = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
+  const bytes = Buffer.concat([
+    createHash("sha256").update(`sig1.${key}`).digest(),
+    createHash("sha256").update(`sig2.${key}`).digest(),
+  ]);
+  let out = "";
+  for (const byte of bytes) out += alphabet[byte % 58];
+  return out + out.slice(0, 24);
+}
+
+/** A number in [0, 1) from a string, the same everywhere. */
+function unitInterval(text: string): number {
+  return createHash("sha256").update(text).digest().readUInt32BE(0) / 2 ** 32;
+}
+
+function abortOf(signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) resolve();
+    else signal.addEventListener("abort", () => resolve(), { once: true });
+  });
+}
+
+function delay(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener(
+      "abort",
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
+  });
+}
