@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import type { JsonObject } from "../agent/agent-store.ts";
 import type { TokenSource } from "../token/token-source.ts";
-import type { Execution, ExecutionResult, Executor } from "./executor.ts";
+import type { ExecutionResult, Executor } from "./executor.ts";
 
 export interface SimulatedFaults {
   /**
