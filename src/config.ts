@@ -33,6 +33,26 @@ export interface HttpLimits {
   readonly idleTimeoutMs: number;
 }
 
+/** The scheduler that activates and runs agents (see src/scheduler/scheduler.ts). */
+export interface SchedulerConfig {
+  readonly enabled: boolean;
+  /** Slots one replica runs at once. */
+  readonly concurrency: number;
+  readonly pollIntervalMs: number;
+  readonly leaseMs: number;
+  readonly attemptTimeoutMs: number;
+  readonly maxAttempts: number;
+  readonly retryBaseMs: number;
+  readonly retryMaxMs: number;
+  readonly maxConsecutiveFailures: number;
+  /** Schedule milliseconds per real millisecond (1: real time). */
+  readonly timeScale: number;
+  /** The simulated executor's faults, for demos and tests: shares of attempts that fail or hang. */
+  readonly simulatedFailureRate: number;
+  readonly simulatedHangRate: number;
+  readonly simulatedLatencyMs: number;
+}
+
 export interface Config {
   readonly host: string;
   readonly port: number;
@@ -44,6 +64,7 @@ export interface Config {
   /** How long calls in flight may take to finish after SIGTERM before connections are cut. */
   readonly shutdownTimeoutMs: number;
   readonly http: HttpLimits;
+  readonly scheduler: SchedulerConfig;
   /** Undefined: agents live in the in-process store (not persisted). */
   readonly mongo: MongoConfig | undefined;
 }
@@ -65,6 +86,19 @@ export const CONFIG_VARIABLES = {
   HEADERS_TIMEOUT_MS: "10000",
   REQUEST_TIMEOUT_MS: "30000",
   IDLE_TIMEOUT_MS: "60000",
+  SCHEDULER_ENABLED: "true",
+  SCHEDULER_CONCURRENCY: "16",
+  SCHEDULER_POLL_INTERVAL_MS: "1000",
+  SCHEDULER_LEASE_MS: "30000",
+  SCHEDULER_ATTEMPT_TIMEOUT_MS: "20000",
+  SCHEDULER_MAX_ATTEMPTS: "3",
+  SCHEDULER_RETRY_BASE_MS: "1000",
+  SCHEDULER_RETRY_MAX_MS: "60000",
+  SCHEDULER_MAX_CONSECUTIVE_FAILURES: "3",
+  SCHEDULE_TIME_SCALE: "1",
+  SIMULATED_FAILURE_RATE: "0",
+  SIMULATED_HANG_RATE: "0",
+  SIMULATED_LATENCY_MS: "0",
   MONGODB_URI: "",
   MONGODB_DB: "",
   MONGODB_MAX_POOL_SIZE: "20",
@@ -107,6 +141,32 @@ export function loadConfig(env: Env = process.env): Config {
     headersTimeoutMs: int("HEADERS_TIMEOUT_MS", 100, 600_000),
     requestTimeoutMs: int("REQUEST_TIMEOUT_MS", 100, 3_600_000),
     idleTimeoutMs: int("IDLE_TIMEOUT_MS", 100, 3_600_000),
+  };
+  const ratio = (name: keyof typeof CONFIG_VARIABLES): number => {
+    const text = read(name);
+    const value = Number(text);
+    if (!/^(0|1|0?\.\d+|1\.0*)$/.test(text))
+      problems.push(`${name} must be a number from 0 to 1 (got "${text}")`);
+    return value;
+  };
+  const enabledText = read("SCHEDULER_ENABLED").toLowerCase();
+  if (!["true", "false", "1", "0"].includes(enabledText)) {
+    problems.push(`SCHEDULER_ENABLED must be true or false (got "${enabledText}")`);
+  }
+  const scheduler: SchedulerConfig = {
+    enabled: enabledText === "true" || enabledText === "1",
+    concurrency: int("SCHEDULER_CONCURRENCY", 1, 1000),
+    pollIntervalMs: int("SCHEDULER_POLL_INTERVAL_MS", 10, 60_000),
+    leaseMs: int("SCHEDULER_LEASE_MS", 100, 3_600_000),
+    attemptTimeoutMs: int("SCHEDULER_ATTEMPT_TIMEOUT_MS", 10, 3_600_000),
+    maxAttempts: int("SCHEDULER_MAX_ATTEMPTS", 1, 100),
+    retryBaseMs: int("SCHEDULER_RETRY_BASE_MS", 0, 3_600_000),
+    retryMaxMs: int("SCHEDULER_RETRY_MAX_MS", 0, 86_400_000),
+    maxConsecutiveFailures: int("SCHEDULER_MAX_CONSECUTIVE_FAILURES", 1, 1000),
+    timeScale: int("SCHEDULE_TIME_SCALE", 1, 10_000_000),
+    simulatedFailureRate: ratio("SIMULATED_FAILURE_RATE"),
+    simulatedHangRate: ratio("SIMULATED_HANG_RATE"),
+    simulatedLatencyMs: int("SIMULATED_LATENCY_MS", 0, 600_000),
   };
   if (http.requestTimeoutMs < http.headersTimeoutMs) {
     // Node's HTTP/1.1 server refuses this combination; say so in our words.
@@ -153,6 +213,7 @@ export function loadConfig(env: Env = process.env): Config {
     maxRequestBytes,
     shutdownTimeoutMs,
     http,
+    scheduler,
     mongo,
   };
 }
