@@ -6,6 +6,12 @@ import { createMemoryAgentStore } from "./agent/memory-agent-store.ts";
 import { createMongoAgentStore } from "./agent/mongo-agent-store.ts";
 import { type Config, ConfigError, redactUri } from "./config.ts";
 import type { Logger } from "./logger.ts";
+import type { Executor } from "./scheduler/executor.ts";
+import { createMemoryRunStore } from "./scheduler/memory-run-store.ts";
+import { createMongoRunStore } from "./scheduler/mongo-run-store.ts";
+import type { RunStore } from "./scheduler/run-store.ts";
+import { createScheduleClock, type ScheduleClock } from "./scheduler/schedule-clock.ts";
+import { createSimulatedExecutor } from "./scheduler/simulated-executor.ts";
 import { createCatalogTokenSource } from "./token/catalog-token-source.ts";
 import { createTokenQueries, type TokenQueries } from "./token/token-queries.ts";
 import type { TokenSource } from "./token/token-source.ts";
@@ -21,6 +27,12 @@ export interface AppContext {
   readonly tokens: TokenQueries;
   readonly agentStore: AgentStore;
   readonly agents: AgentCommands;
+  /** Slot leases and run history, beside the agents (same database, or memory). */
+  readonly runStore: RunStore;
+  /** Carries out agent runs (simulated on the catalog today). */
+  readonly executor: Executor;
+  /** Schedule time (SCHEDULE_TIME_SCALE). */
+  readonly scheduleClock: ScheduleClock;
   /** "mongodb" or "memory": which agent store serves. */
   readonly storeKind: "mongodb" | "memory";
   /** The agent store's MongoDB client, for its connection pool metrics; undefined otherwise. */
@@ -33,6 +45,8 @@ export interface AppContext {
 export interface AppContextOverrides {
   readonly tokenSource?: TokenSource;
   readonly agentStore?: AgentStore;
+  readonly runStore?: RunStore;
+  readonly executor?: Executor;
   readonly now?: () => Date;
 }
 
@@ -43,6 +57,7 @@ export async function createAppContext(
 ): Promise<AppContext> {
   const tokenSource = overrides.tokenSource ?? createCatalogTokenSource();
   let store: AgentStore;
+  let runStore: RunStore | undefined = overrides.runStore;
   let storeKind: AppContext["storeKind"] = "memory";
   let mongoClient: MongoClient | undefined;
   if (overrides.agentStore !== undefined) {
@@ -65,6 +80,7 @@ export async function createAppContext(
       throw new ConfigError("invalid configuration: MONGODB_URI is not a valid MongoDB connection string");
     });
     store = mongoStore;
+    runStore ??= createMongoRunStore({ db: mongoStore.db, guard: mongoStore.guard });
     mongoClient = mongoStore.client;
     storeKind = "mongodb";
     logger.info({ mongodb: redactUri(mongo.uri), db: mongo.dbName }, "agents are stored in MongoDB");
@@ -72,9 +88,23 @@ export async function createAppContext(
     store = createMemoryAgentStore(overrides.now === undefined ? {} : { now: overrides.now });
     logger.warn("agents are kept in memory and are not persisted; set MONGODB_URI to keep them");
   }
+  const runs = runStore ?? createMemoryRunStore();
+  const scheduleClock = createScheduleClock({ scale: config.scheduler.timeScale });
+  const executor =
+    overrides.executor ??
+    createSimulatedExecutor({
+      tokens: tokenSource,
+      faults: {
+        failureRate: config.scheduler.simulatedFailureRate,
+        hangRate: config.scheduler.simulatedHangRate,
+        latencyMs: config.scheduler.simulatedLatencyMs,
+      },
+    });
   const tokens = createTokenQueries({ source: tokenSource });
   const agents = createAgentCommands({
     store,
+    runs,
+    clock: scheduleClock,
     lookupSymbol: (symbol) => tokenSource.canonicalSymbol(symbol),
     newId: newAgentId,
     ...(overrides.now === undefined ? {} : { now: overrides.now }),
@@ -86,6 +116,9 @@ export async function createAppContext(
     tokens,
     agentStore: store,
     agents,
+    runStore: runs,
+    executor,
+    scheduleClock,
     storeKind,
     mongoClient,
     async isReady() {
@@ -97,6 +130,7 @@ export async function createAppContext(
       }
     },
     async destroy() {
+      await runs.close();
       await store.close();
     },
   };

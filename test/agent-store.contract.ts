@@ -105,7 +105,7 @@ export function describeAgentStoreContract(name: string, makeStore: () => Promis
         expect(got?.createdAt).toBeInstanceOf(Date);
         expect(got?.nextRunAt).toBeInstanceOf(Date);
         expect(got?.createdAt.getTime()).toBe(r.createdAt.getTime());
-        expect(got?.nextRunAt.getTime()).toBe(r.nextRunAt.getTime());
+        expect(got?.nextRunAt?.getTime()).toBe(r.nextRunAt?.getTime());
       });
 
       it("round-trips lastRunAt when set", async () => {

@@ -3,22 +3,21 @@
  * stores, time is injected, and nothing waits for a schedule. Exactly once is checked from the run
  * history: every (agent, slot) has one succeeded run, none missing, none twice.
  */
-import { describe, expect, it } from "vitest";
-import type { JsonObject } from "../src/agent/agent-store.ts";
+import { randomBytes } from "node:crypto";
+import { describe, expect, inject, it } from "vitest";
+import type { AgentRecord, AgentStore, JsonObject } from "../src/agent/agent-store.ts";
+import { createMemoryAgentStore } from "../src/agent/memory-agent-store.ts";
+import { createMongoAgentStore } from "../src/agent/mongo-agent-store.ts";
 import type { Executor } from "../src/scheduler/executor.ts";
 import { createMemoryRunStore } from "../src/scheduler/memory-run-store.ts";
+import { createMongoRunStore } from "../src/scheduler/mongo-run-store.ts";
 import type { RunRecord, RunStore } from "../src/scheduler/run-store.ts";
 import { createScheduleClock } from "../src/scheduler/schedule-clock.ts";
-import {
-  createScheduler,
-  type SchedulableAgent,
-  type ScheduledAgents,
-  type Scheduler,
-  type SchedulerOptions,
-} from "../src/scheduler/scheduler.ts";
+import { createScheduler, type Scheduler, type SchedulerOptions } from "../src/scheduler/scheduler.ts";
 import { createSimulatedExecutor } from "../src/scheduler/simulated-executor.ts";
 import { slotAt } from "../src/scheduler/slots.ts";
 import { createCatalogTokenSource } from "../src/token/catalog-token-source.ts";
+import { useCleanups } from "./support/cleanups.ts";
 
 const HOUR = 3_600_000;
 const T0 = new Date("2031-06-01T00:00:00.000Z");
@@ -28,45 +27,21 @@ function movableClock(start: Date) {
   let current = start.getTime();
   return {
     now: () => new Date(current),
-    advance: (ms: number) => (current += ms),
-    set: (d: Date) => (current = d.getTime()),
-  };
-}
-
-/** Agents in a map, with the versioned update the stores provide. */
-function mapAgents(): ScheduledAgents & { all: Map<string, SchedulableAgent & { failureReason?: string }> } {
-  const all = new Map<string, SchedulableAgent & { failureReason?: string }>();
-  return {
-    all,
-    async due(now, limit) {
-      return [...all.values()]
-        .filter(
-          (a) =>
-            a.status === "pending" ||
-            (a.status === "active" && (a.nextRunAt?.getTime() ?? Infinity) <= now.getTime()),
-        )
-        .slice(0, limit);
+    advance: (ms: number) => {
+      current += ms;
     },
-    async update(_owner, agentId, change) {
-      const current = all.get(agentId);
-      if (current === undefined) return undefined;
-      const patch = change(current);
-      if (patch === undefined) return current;
-      const next: Record<string, unknown> = { ...current };
-      for (const [k, v] of Object.entries(patch)) {
-        if (v === null) delete next[k];
-        else next[k] = v;
-      }
-      all.set(agentId, next as unknown as SchedulableAgent);
-      return next as unknown as SchedulableAgent;
+    set: (d: Date) => {
+      current = d.getTime();
     },
   };
 }
 
-function transferAgent(i: number, schedule = "hourly"): SchedulableAgent {
+const OWNER = "owner-1";
+
+function transferAgent(i: number, config: Partial<JsonObject> = {}): AgentRecord {
   return {
-    agentId: `agent-${i}`,
-    owner: "owner-1",
+    agentId: `agent-${i}-${randomBytes(4).toString("hex")}`,
+    owner: OWNER,
     type: "transfer",
     status: "pending",
     config: {
@@ -74,16 +49,50 @@ function transferAgent(i: number, schedule = "hourly"): SchedulableAgent {
       destination: "2ojv9BAiHUrvsm9gxDe7fJSzbNZSJcxZvf8dqmWGHG8S",
       amount: 1.5,
       token: "USDC",
-      schedule,
+      schedule: "hourly",
+      ...config,
     } as JsonObject,
     createdAt: T0,
-    consecutiveFailures: 0,
+    nextRunAt: slotAt(T0, "hourly", 1),
   };
 }
 
+interface Stores {
+  readonly agents: AgentStore;
+  readonly runs: RunStore;
+  cleanup(): Promise<void>;
+}
+
+const uri = inject("mongoUri");
+let databases = 0;
+const STORES: [string, () => Promise<Stores>][] = [
+  [
+    "memory",
+    async () => ({ agents: createMemoryAgentStore(), runs: createMemoryRunStore(), cleanup: async () => {} }),
+  ],
+  [
+    "mongo",
+    async () => {
+      const dbName = `scheduler_test_${randomBytes(3).toString("hex")}_${++databases}`;
+      const agents = await createMongoAgentStore({ uri, dbName });
+      return {
+        agents,
+        runs: createMongoRunStore({ db: agents.db, guard: agents.guard }),
+        async cleanup() {
+          try {
+            await agents.db.dropDatabase();
+          } finally {
+            await agents.close();
+          }
+        },
+      };
+    },
+  ],
+];
+
 function replicas(
   count: number,
-  shared: { agents: ScheduledAgents; runs: RunStore; now: () => Date },
+  shared: { agents: AgentStore; runs: RunStore; now: () => Date },
   overrides: Partial<SchedulerOptions> = {},
 ): Scheduler[] {
   return Array.from({ length: count }, (_, i) =>
@@ -111,10 +120,20 @@ function replicas(
   );
 }
 
-async function allRuns(runs: RunStore, agents: Iterable<SchedulableAgent>): Promise<RunRecord[]> {
+async function allRuns(runs: RunStore, agents: Iterable<AgentRecord>): Promise<RunRecord[]> {
   const out: RunRecord[] = [];
   for (const a of agents) out.push(...(await runs.list(a.owner, a.agentId, { limit: 1000, offset: 0 })).runs);
   return out;
+}
+
+const defer = useCleanups();
+
+/** Fresh stores holding `records`. */
+async function storesWith(make: () => Promise<Stores>, records: AgentRecord[]): Promise<Stores> {
+  const stores = await make();
+  defer(() => stores.cleanup());
+  for (const record of records) await stores.agents.create({ record });
+  return stores;
 }
 
 /**
@@ -129,82 +148,78 @@ async function drain(schedulers: Scheduler[], rounds = 50, until?: () => Promise
   }
 }
 
-describe("activation", () => {
-  it("activates a pending agent on the next poll, with its first slot one period after creation", async () => {
+describe.each(STORES)("on the %s stores", (_name, make) => {
+  it("activates a pending agent on the next poll, keeping its first slot one period after creation", async () => {
+    const agent = transferAgent(1);
+    const { agents, runs } = await storesWith(make, [agent]);
     const clock = movableClock(new Date(T0.getTime() + 1000));
-    const agents = mapAgents();
-    agents.all.set("agent-1", transferAgent(1));
-    const [s] = replicas(1, { agents, runs: createMemoryRunStore(), now: clock.now });
+    const [s] = replicas(1, { agents, runs, now: clock.now });
     await s?.tick();
-    expect(agents.all.get("agent-1")).toMatchObject({
+    expect(await agents.get(OWNER, agent.agentId)).toMatchObject({
       status: "active",
       nextRunAt: new Date(T0.getTime() + HOUR),
     });
   });
 
-  it("fails an agent that cannot run, with the reason", async () => {
+  it("fails an agent that cannot run, with the reason, and never runs it", async () => {
+    const agent = transferAgent(1, { token: "GONE" });
+    const { agents, runs } = await storesWith(make, [agent]);
     const clock = movableClock(T0);
-    const agents = mapAgents();
-    agents.all.set("agent-1", { ...transferAgent(1), config: { ...transferAgent(1).config, token: "GONE" } });
-    const [s] = replicas(1, { agents, runs: createMemoryRunStore(), now: clock.now });
-    await s?.tick();
-    expect(agents.all.get("agent-1")).toMatchObject({
+    const schedulers = replicas(1, { agents, runs, now: clock.now });
+    await drain(schedulers, 1);
+    const failed = await agents.get(OWNER, agent.agentId);
+    expect(failed).toMatchObject({
       status: "failed",
       failureReason: "its token is no longer in the catalog",
     });
-    expect(agents.all.get("agent-1")?.nextRunAt).toBeUndefined();
+    expect(failed?.nextRunAt).toBeUndefined();
+    clock.set(slotAt(T0, "hourly", 2));
+    await drain(schedulers, 2);
+    expect(await allRuns(runs, [agent])).toEqual([]);
   });
-});
 
-describe("exactly once across replicas", () => {
-  it("three replicas, 60 agents, 5 slots each: one succeeded run per (agent, slot)", async () => {
+  it("three replicas, 40 agents, 5 slots each: one succeeded run per (agent, slot)", async () => {
+    const records = Array.from({ length: 40 }, (_, i) => transferAgent(i));
+    const { agents, runs } = await storesWith(make, records);
     const clock = movableClock(T0);
-    const agents = mapAgents();
-    for (let i = 0; i < 60; i++) agents.all.set(`agent-${i}`, transferAgent(i));
-    const runs = createMemoryRunStore();
     const schedulers = replicas(3, { agents, runs, now: clock.now });
-    await drain(schedulers, 2); // activation
+    const nothingDue = async () => (await agents.due(clock.now(), 1)).length === 0;
+    await drain(schedulers, 0, nothingDue); // activation
     for (let k = 1; k <= 5; k++) {
       clock.set(slotAt(T0, "hourly", k));
-      await drain(schedulers, 0, async () => (await agents.due(clock.now(), 1)).length === 0);
+      await drain(schedulers, 0, nothingDue);
     }
-    const history = await allRuns(runs, agents.all.values());
-    const succeeded = history.filter((r) => r.outcome === "succeeded");
+    const history = await allRuns(runs, records);
     const perSlot = new Map<string, number>();
-    for (const r of succeeded) {
+    for (const r of history.filter((r) => r.outcome === "succeeded")) {
       const key = `${r.agentId}@${r.scheduledAt.toISOString()}`;
       perSlot.set(key, (perSlot.get(key) ?? 0) + 1);
     }
-    expect(perSlot.size).toBe(60 * 5);
-    expect([...perSlot.values()].every((n) => n === 1)).toBe(true);
-    for (const agent of agents.all.values()) {
-      expect(agent.lastRunAt).toBeDefined();
-      expect(agent.nextRunAt?.toISOString()).toBe(slotAt(T0, "hourly", 6).toISOString());
+    expect(perSlot.size).toBe(40 * 5);
+    expect([...perSlot.values()].filter((n) => n !== 1)).toEqual([]);
+    for (const record of records) {
+      const agent = await agents.get(OWNER, record.agentId);
+      expect(agent?.lastRunAt).toBeDefined();
+      expect(agent?.nextRunAt?.toISOString()).toBe(slotAt(T0, "hourly", 6).toISOString());
     }
   });
 
   it("catches up on missed slots in order, each once", async () => {
+    const agent = transferAgent(1);
+    const { agents, runs } = await storesWith(make, [agent]);
     const clock = movableClock(T0);
-    const agents = mapAgents();
-    agents.all.set("agent-1", transferAgent(1));
-    const runs = createMemoryRunStore();
     const schedulers = replicas(2, { agents, runs, now: clock.now });
     await drain(schedulers, 1);
     clock.set(new Date(T0.getTime() + 4.5 * HOUR));
     await drain(schedulers, 6);
-    const slots = (await allRuns(runs, agents.all.values())).map(
-      (r) => r.scheduledAt.getTime() - T0.getTime(),
-    );
+    const slots = (await allRuns(runs, [agent])).map((r) => r.scheduledAt.getTime() - T0.getTime());
     expect(slots.sort((a, b) => a - b)).toEqual([1, 2, 3, 4].map((h) => h * HOUR));
   });
-});
 
-describe("failures", () => {
-  it("retries a failed attempt, then settles the slot failed after the last attempt; 3 such slots fail the agent", async () => {
+  it("retries a failed attempt, settles the slot failed after the last one, and fails the agent after 3 such slots", async () => {
+    const agent = transferAgent(1);
+    const { agents, runs } = await storesWith(make, [agent]);
     const clock = movableClock(T0);
-    const agents = mapAgents();
-    agents.all.set("agent-1", transferAgent(1));
-    const runs = createMemoryRunStore();
     const failing: Executor = { execute: async () => ({ ok: false, error: "simulated failure" }) };
     const schedulers = replicas(1, { agents, runs, now: clock.now }, { executor: failing });
     await drain(schedulers, 1);
@@ -212,24 +227,22 @@ describe("failures", () => {
       clock.set(slotAt(T0, "hourly", k));
       await drain(schedulers, 2);
     }
-    const history = await allRuns(runs, agents.all.values());
+    const history = await allRuns(runs, [agent]);
     expect(history).toHaveLength(9); // 3 slots x 3 attempts
-    expect(new Set(history.map((r) => r.attempt))).toEqual(new Set([1, 2, 3]));
-    const agent = agents.all.get("agent-1");
-    expect(agent?.status).toBe("failed");
-    expect(agent?.failureReason).toMatch(/3 consecutive runs failed/);
-    expect(agent?.nextRunAt).toBeUndefined();
-    // No more runs once failed.
+    expect(history.map((r) => r.attempt).sort()).toEqual([1, 1, 1, 2, 2, 2, 3, 3, 3]);
+    const failed = await agents.get(OWNER, agent.agentId);
+    expect(failed?.status).toBe("failed");
+    expect(failed?.failureReason).toMatch(/3 consecutive runs failed/);
+    expect(failed?.nextRunAt).toBeUndefined();
     clock.set(slotAt(T0, "hourly", 4));
     await drain(schedulers, 2);
-    expect(await allRuns(runs, agents.all.values())).toHaveLength(9);
+    expect(await allRuns(runs, [agent])).toHaveLength(9);
   });
 
   it("a success resets the consecutive failure count", async () => {
+    const agent = transferAgent(1);
+    const { agents, runs } = await storesWith(make, [agent]);
     const clock = movableClock(T0);
-    const agents = mapAgents();
-    agents.all.set("agent-1", transferAgent(1));
-    const runs = createMemoryRunStore();
     let calls = 0;
     // Slot 1 fails all 3 attempts, slot 2 succeeds, slots 3 and 4 fail: never 3 in a row.
     const executor: Executor = {
@@ -246,16 +259,16 @@ describe("failures", () => {
       await drain(schedulers, 2);
     }
     expect(calls).toBe(3 + 1 + 3 + 3);
-    expect(agents.all.get("agent-1")).toMatchObject({ status: "active", consecutiveFailures: 2 });
+    expect(await agents.get(OWNER, agent.agentId)).toMatchObject({
+      status: "active",
+      consecutiveFailures: 2,
+    });
   });
-});
 
-describe("leases", () => {
-  it("a run that hangs past its lease is taken over by another replica, and the hung one records nothing", async () => {
+  it("a run that hangs past its lease is taken over, and the hung replica records nothing", async () => {
+    const agent = transferAgent(1);
+    const { agents, runs } = await storesWith(make, [agent]);
     const clock = movableClock(T0);
-    const agents = mapAgents();
-    agents.all.set("agent-1", transferAgent(1));
-    const runs = createMemoryRunStore();
     let release: () => void = () => {};
     const hung = new Promise<void>((resolve) => {
       release = resolve;
@@ -277,29 +290,63 @@ describe("leases", () => {
     await b?.idle();
     release();
     await a?.idle();
-    const history = await allRuns(runs, agents.all.values());
+    const history = await allRuns(runs, [agent]);
     expect(history).toHaveLength(1);
     expect(history[0]?.result).toMatchObject({ kind: "transfer" });
-    expect(agents.all.get("agent-1")?.nextRunAt?.toISOString()).toBe(slotAt(T0, "hourly", 2).toISOString());
+    expect((await agents.get(OWNER, agent.agentId))?.nextRunAt?.toISOString()).toBe(
+      slotAt(T0, "hourly", 2).toISOString(),
+    );
   });
 
   it("stop() lets a run in flight finish and record, and claims nothing after", async () => {
+    const records = [transferAgent(1), transferAgent(2)];
+    const { agents, runs } = await storesWith(make, records);
     const clock = movableClock(T0);
-    const agents = mapAgents();
-    agents.all.set("agent-1", transferAgent(1));
-    agents.all.set("agent-2", transferAgent(2));
-    const runs = createMemoryRunStore();
     const slow = createSimulatedExecutor({ tokens, faults: { latencyMs: 50 } });
     const [s] = replicas(1, { agents, runs, now: clock.now }, { executor: slow, concurrency: 1 });
-    await s?.tick();
     await s?.tick(); // both activated
     clock.set(slotAt(T0, "hourly", 1));
     await s?.tick(); // one run in flight (concurrency 1)
     await s?.stop(5_000);
     await s?.tick(); // stopped: claims nothing
     await s?.idle();
-    const history = await allRuns(runs, agents.all.values());
+    const history = await allRuns(runs, records);
     expect(history).toHaveLength(1);
     expect(history[0]?.outcome).toBe("succeeded");
+  });
+
+  it("pause, resume and a finishing run racing on one agent lose no update", async () => {
+    const agent = transferAgent(1);
+    const { agents, runs } = await storesWith(make, [agent]);
+    const clock = movableClock(T0);
+    let finish: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      finish = resolve;
+    });
+    const gated: Executor = {
+      execute: async () => {
+        await gate;
+        return { ok: true, result: { ok: true } };
+      },
+    };
+    const [s] = replicas(1, { agents, runs, now: clock.now }, { executor: gated });
+    await s?.tick();
+    clock.set(slotAt(T0, "hourly", 1));
+    await s?.tick(); // the run for slot 1 is in flight
+    // The owner pauses while it runs; the run then finishes.
+    const paused = await agents.update(OWNER, agent.agentId, () => ({ status: "paused", nextRunAt: null }));
+    expect(paused?.status).toBe("paused");
+    finish();
+    await s?.idle();
+    const after = await agents.get(OWNER, agent.agentId);
+    // Both changes are there: paused (no next run), and the run's lastRunAt.
+    expect(after?.status).toBe("paused");
+    expect(after?.nextRunAt).toBeUndefined();
+    expect(after?.lastRunAt).toBeDefined();
+    // Nothing runs while paused.
+    clock.set(slotAt(T0, "hourly", 3));
+    await s?.tick();
+    await s?.idle();
+    expect(await allRuns(runs, [agent])).toHaveLength(1);
   });
 });

@@ -1,4 +1,10 @@
-import { alternatives, type FieldViolation, InvalidArgumentError, NotFoundError } from "../domain/errors.ts";
+import {
+  alternatives,
+  FailedPreconditionError,
+  type FieldViolation,
+  InvalidArgumentError,
+  NotFoundError,
+} from "../domain/errors.ts";
 import { pageLimit } from "../domain/page-limit.ts";
 import { type SymbolLookup, validateAgentConfig } from "./agent-config.ts";
 import {
@@ -10,7 +16,10 @@ import {
   type AgentStore,
   type JsonObject,
 } from "./agent-store.ts";
-import { nextRunAfter } from "./schedule.ts";
+import type { RunPage, RunStore } from "../scheduler/run-store.ts";
+import type { ScheduleClock } from "../scheduler/schedule-clock.ts";
+import { firstSlotAfter, slotAt } from "../scheduler/slots.ts";
+import type { Schedule } from "./schedule.ts";
 
 /** Empty strings mean "not given", as proto3 strings have no presence. */
 export interface CreateAgentInput {
@@ -33,11 +42,21 @@ export interface AgentPageResult extends AgentListPage {
   readonly offset: number;
 }
 
+export interface RunPageResult extends RunPage {
+  readonly limit: number;
+  readonly offset: number;
+}
+
 export interface AgentCommands {
   create(owner: string, input: CreateAgentInput): Promise<AgentRecord>;
   get(owner: string, agentId: string): Promise<AgentRecord>;
   delete(owner: string, agentId: string): Promise<boolean>;
   list(owner: string, input: ListAgentsInput): Promise<AgentPageResult>;
+  /** active → paused; paused stays paused. Others: FailedPreconditionError. */
+  pause(owner: string, agentId: string): Promise<AgentRecord>;
+  /** paused or failed → active at the first slot after now; active stays active. Pending: FailedPreconditionError. */
+  resume(owner: string, agentId: string): Promise<AgentRecord>;
+  listRuns(owner: string, agentId: string, page: { limit: number; offset: number }): Promise<RunPageResult>;
 }
 
 /** Longest idempotency key accepted; keys are stored, so they are bounded. */
@@ -51,12 +70,27 @@ const MAX_AGENT_ID_LENGTH = 128;
  */
 export function createAgentCommands(options: {
   store: AgentStore;
+  runs: RunStore;
   lookupSymbol: SymbolLookup;
   newId: () => string;
+  /** Schedule time (SCHEDULE_TIME_SCALE): slots are computed in it. */
+  clock: ScheduleClock;
   now?: () => Date;
 }): AgentCommands {
-  const { store, lookupSymbol, newId } = options;
+  const { store, runs, lookupSymbol, newId, clock } = options;
   const now = options.now ?? (() => new Date());
+  /** Slot k of an agent created at `createdAt`, in real time. */
+  const slot = (createdAt: Date, schedule: Schedule, k: number) =>
+    clock.toReal(slotAt(clock.toSchedule(createdAt), schedule, k));
+  /** The first slot of an agent strictly after `after`, in real time. */
+  const firstSlotAfterNow = (agent: AgentRecord, after: Date) =>
+    clock.toReal(
+      firstSlotAfter(clock.toSchedule(agent.createdAt), agent.config.schedule as Schedule, clock.toSchedule(after)),
+    );
+  async function existing(owner: string, agentId: string): Promise<void> {
+    requireAgentId(agentId);
+    if ((await store.get(owner, agentId)) === undefined) throw new NotFoundError(`agent ${agentId} not found`);
+  }
   return {
     async create(owner, input) {
       const violations: FieldViolation[] = [];
@@ -83,7 +117,7 @@ export function createAgentCommands(options: {
         status: "pending",
         config: valid.config,
         createdAt,
-        nextRunAt: nextRunAfter(createdAt, valid.schedule),
+        nextRunAt: slot(createdAt, valid.schedule, 1),
       };
       const result = await store.create(
         input.idempotencyKey === "" ? { record } : { record, idempotencyKey: input.idempotencyKey },
@@ -118,6 +152,54 @@ export function createAgentCommands(options: {
         limit,
         offset: input.offset,
       });
+      return { ...page, limit, offset: input.offset };
+    },
+
+    async pause(owner, agentId) {
+      requireAgentId(agentId);
+      const agent = await store.update(owner, agentId, (current) => {
+        if (current.status === "paused") return undefined;
+        if (current.status !== "active") {
+          throw new FailedPreconditionError(`agent ${agentId} is ${current.status} and only an active agent can be paused`);
+        }
+        return { status: "paused", nextRunAt: null };
+      });
+      if (agent === undefined) throw new NotFoundError(`agent ${agentId} not found`);
+      return agent;
+    },
+
+    async resume(owner, agentId) {
+      requireAgentId(agentId);
+      const agent = await store.update(owner, agentId, (current) => {
+        if (current.status === "active") return undefined;
+        if (current.status === "pending") {
+          throw new FailedPreconditionError(
+            `agent ${agentId} is pending and becomes active by itself once checked. Only a paused or failed agent can be resumed`,
+          );
+        }
+        // Missed slots are skipped: the next run is the first slot after now.
+        return {
+          status: "active",
+          nextRunAt: firstSlotAfterNow(current, now()),
+          failureReason: null,
+          consecutiveFailures: 0,
+        };
+      });
+      if (agent === undefined) throw new NotFoundError(`agent ${agentId} not found`);
+      return agent;
+    },
+
+    async listRuns(owner, agentId, input) {
+      const violations: FieldViolation[] = [];
+      const limit = pageLimit(input.limit, violations);
+      if (!Number.isInteger(input.offset) || input.offset < 0) {
+        violations.push({ field: "offset", description: `must be 0 or greater but is ${input.offset}` });
+      }
+      if (agentId === "") violations.push({ field: "agentId", description: "is required" });
+      if (violations.length > 0) throw new InvalidArgumentError(violations);
+      // Runs are the agent owner's: another owner's agent is as unknown as a missing one.
+      await existing(owner, agentId);
+      const page = await runs.list(owner, agentId, { limit, offset: input.offset });
       return { ...page, limit, offset: input.offset };
     },
   };

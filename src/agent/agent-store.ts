@@ -8,7 +8,7 @@
 export const AGENT_TYPES = ["transfer", "swap"] as const;
 export type AgentType = (typeof AGENT_TYPES)[number];
 
-export const AGENT_STATUSES = ["pending", "active", "paused"] as const;
+export const AGENT_STATUSES = ["pending", "active", "paused", "failed"] as const;
 export type AgentStatus = (typeof AGENT_STATUSES)[number];
 
 /** A JSON object, as an agent's config is stored and returned. */
@@ -25,7 +25,34 @@ export interface AgentRecord {
   readonly createdAt: Date;
   /** Absent until the agent has run once. */
   readonly lastRunAt?: Date;
-  readonly nextRunAt: Date;
+  /** Present while the agent is pending or active; absent while paused or failed. */
+  readonly nextRunAt?: Date;
+  /** Why the agent failed; only while its status is "failed". */
+  readonly failureReason?: string;
+  /** Failed runs (slots) in a row since the last success; absent means 0. */
+  readonly consecutiveFailures?: number;
+}
+
+/**
+ * A change to an agent's lifecycle fields. `null` removes a field. Everything else about an agent
+ * is fixed at creation.
+ */
+export interface AgentPatch {
+  readonly status?: AgentStatus;
+  readonly nextRunAt?: Date | null;
+  readonly lastRunAt?: Date;
+  readonly consecutiveFailures?: number;
+  readonly failureReason?: string | null;
+}
+
+/** Applies a patch to a record (a new record; the input is not changed). */
+export function patchedRecord(record: AgentRecord, patch: AgentPatch): AgentRecord {
+  const next: Record<string, unknown> = { ...record };
+  for (const [field, value] of Object.entries(patch)) {
+    if (value === null) delete next[field];
+    else if (value !== undefined) next[field] = value;
+  }
+  return next as unknown as AgentRecord;
 }
 
 /** What `create` needs: a full record, and optionally the caller's idempotency key. */
@@ -66,13 +93,29 @@ export interface AgentStore {
   /** True when this call deleted the agent; false when it did not exist (for this owner). */
   delete(owner: string, agentId: string): Promise<boolean>;
   list(owner: string, query: AgentListQuery): Promise<AgentListPage>;
+  /**
+   * Up to `limit` agents that need the scheduler, of every owner: pending ones, and active ones
+   * whose nextRunAt is at or before `now`, earliest first.
+   */
+  due(now: Date, limit: number): Promise<readonly AgentRecord[]>;
+  /**
+   * Changes an agent's lifecycle fields without losing a concurrent change: `change` is called
+   * with the newest state (again, if another change won a race) and returns the patch, or
+   * undefined to leave the agent as it is; what it throws propagates. Resolves with the agent
+   * after the change, or undefined when it does not exist (for this owner).
+   */
+  update(
+    owner: string,
+    agentId: string,
+    change: (current: AgentRecord) => AgentPatch | undefined,
+  ): Promise<AgentRecord | undefined>;
   /** Resolves when the store can serve; throws UnavailableError when it cannot (readiness). */
   ping(): Promise<void>;
   close(): Promise<void>;
 }
 
 /**
- * A deep copy with exactly the AgentRecord fields (`lastRunAt` only when set): what every adapter
+ * A deep copy with exactly the AgentRecord fields (optional ones only when set): what every adapter
  * returns, so callers can neither see storage fields nor mutate stored state.
  */
 export function copyAgentRecord(record: AgentRecord): AgentRecord {
@@ -84,7 +127,9 @@ export function copyAgentRecord(record: AgentRecord): AgentRecord {
     config: structuredClone(record.config),
     createdAt: new Date(record.createdAt.getTime()),
     ...(record.lastRunAt === undefined ? {} : { lastRunAt: new Date(record.lastRunAt.getTime()) }),
-    nextRunAt: new Date(record.nextRunAt.getTime()),
+    ...(record.nextRunAt === undefined ? {} : { nextRunAt: new Date(record.nextRunAt.getTime()) }),
+    ...(record.failureReason === undefined ? {} : { failureReason: record.failureReason }),
+    ...(record.consecutiveFailures === undefined ? {} : { consecutiveFailures: record.consecutiveFailures }),
   };
 }
 

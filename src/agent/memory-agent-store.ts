@@ -15,6 +15,7 @@ import {
   copyAgentRecord,
   IDEMPOTENCY_TTL_MS,
   type NewAgent,
+  patchedRecord,
 } from "./agent-store.ts";
 
 export interface MemoryAgentStoreOptions {
@@ -109,6 +110,29 @@ export function createMemoryAgentStore(options: MemoryAgentStoreOptions = {}): A
       return true;
     },
     list: async (owner, query) => list(owner, query),
+    due: async (now, limit) => {
+      const due: AgentRecord[] = [];
+      for (const agents of byOwner.values()) {
+        for (const agent of agents.values()) {
+          const pending = agent.status === "pending";
+          const active = agent.status === "active" && (agent.nextRunAt?.getTime() ?? Infinity) <= now.getTime();
+          if (pending || active) due.push(agent);
+        }
+      }
+      due.sort((a, b) => (a.nextRunAt?.getTime() ?? 0) - (b.nextRunAt?.getTime() ?? 0));
+      return due.slice(0, limit).map(copyAgentRecord);
+    },
+    update: async (owner, agentId, change) => {
+      // Synchronous from read to write, so no other change can come between (single process).
+      const agents = agentsOf(owner);
+      const current = agents?.get(agentId);
+      if (agents === undefined || current === undefined) return undefined;
+      const patch = change(copyAgentRecord(current));
+      if (patch === undefined) return copyAgentRecord(current);
+      const next = patchedRecord(current, patch);
+      agents.set(agentId, next);
+      return copyAgentRecord(next);
+    },
     ping: async () => {},
     close: async () => {},
   };

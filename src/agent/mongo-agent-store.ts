@@ -30,9 +30,11 @@ import {
   type WriteConcernSettings,
 } from "mongodb";
 import { UnavailableError } from "../domain/errors.ts";
+import { dropVersions, type FieldChange, versionedUpdate } from "./mongo-versioned-update.ts";
 import {
   type AgentListPage,
   type AgentListQuery,
+  type AgentPatch,
   type AgentRecord,
   type AgentStatus,
   type AgentStore,
@@ -64,7 +66,15 @@ export interface MongoAgentStoreOptions {
   readonly collectionPrefix?: string;
 }
 
-export type MongoAgentStore = AgentStore & { readonly client: MongoClient };
+export type MongoAgentStore = AgentStore & {
+  readonly client: MongoClient;
+  readonly db: Db;
+  /**
+   * Runs an operation the way the store runs its own (connected, bounded in time, unavailability
+   * mapped), so stores that share this database fail alike.
+   */
+  guard<T>(op: () => Promise<T>): Promise<T>;
+};
 
 const DEFAULT_DB_NAME = "token_agent_service";
 const DEFAULT_SERVER_SELECTION_TIMEOUT_MS = 2000;
@@ -88,7 +98,11 @@ interface AgentDoc {
   config: JsonObject;
   createdAt: Date;
   lastRunAt?: Date;
-  nextRunAt: Date;
+  nextRunAt?: Date;
+  failureReason?: string;
+  consecutiveFailures?: number;
+  /** Lifecycle changes so far (see mongo-versioned-update.ts); absent means 0. */
+  version?: number;
 }
 
 /** One generation of an idempotency key; see `createWithKey`. Never updated once inserted. */
@@ -213,6 +227,7 @@ export async function createMongoAgentStore(options: MongoAgentStoreOptions): Pr
   const keys: Collection<KeyDoc> = db.collection<KeyDoc>(`${prefix}agent_idempotency_keys`, {
     writeConcern: WRITE_CONCERN,
   });
+  const versions: Collection<Document> = db.collection(`${prefix}agent_versions`, { writeConcern: WRITE_CONCERN });
 
   /** Pending or done index creation; reset on failure so the next call tries again. */
   let indexes: Promise<void> | undefined;
@@ -345,6 +360,8 @@ export async function createMongoAgentStore(options: MongoAgentStoreOptions): Pr
 
   return {
     client,
+    db,
+    guard: guarded,
     create: ({ record, idempotencyKey }: NewAgent) =>
       run(async () => {
         if (idempotencyKey === undefined) {
@@ -361,7 +378,36 @@ export async function createMongoAgentStore(options: MongoAgentStoreOptions): Pr
     delete: (owner, agentId) =>
       run(async () => {
         const result = await agents.deleteOne({ _id: agentId, owner });
+        if (result.deletedCount === 1) await dropVersions(versions, agentId).catch(() => {});
         return result.deletedCount === 1;
+      }),
+    due: (nowDate, limit) =>
+      run(async () => {
+        // Two index range scans on {status, nextRunAt}; pending agents are few and brief.
+        const [pending, active] = await Promise.all([
+          agents.find({ status: "pending" }).limit(limit).toArray(),
+          agents
+            .find({ status: "active", nextRunAt: { $lte: nowDate } })
+            .sort({ nextRunAt: 1 })
+            .limit(limit)
+            .toArray(),
+        ]);
+        return [...pending, ...active].slice(0, limit).map(fromDoc);
+      }),
+    update: (owner, agentId, change) =>
+      run(async () => {
+        const doc = await versionedUpdate<AgentDoc>({
+          docs: agents,
+          versions,
+          filter: { _id: agentId, owner },
+          change: (current) => {
+            const patch = change(fromDoc(current));
+            return patch === undefined ? undefined : fieldChangeOf(patch);
+          },
+          now,
+          rollForwardAfterMs: Math.max(2 * operationTimeoutMS, 1_000),
+        });
+        return doc === undefined ? undefined : fromDoc(doc);
       }),
     list: (owner, query: AgentListQuery) =>
       run(async (): Promise<AgentListPage> => {
@@ -447,13 +493,26 @@ function toDoc(record: AgentRecord): AgentDoc {
     status: record.status,
     config: record.config,
     createdAt: record.createdAt,
-    nextRunAt: record.nextRunAt,
   };
   if (record.lastRunAt !== undefined) doc.lastRunAt = record.lastRunAt;
+  if (record.nextRunAt !== undefined) doc.nextRunAt = record.nextRunAt;
+  if (record.failureReason !== undefined) doc.failureReason = record.failureReason;
+  if (record.consecutiveFailures !== undefined) doc.consecutiveFailures = record.consecutiveFailures;
   return doc;
 }
 
-/** Exactly the AgentRecord fields, in the memory adapter's order; `lastRunAt` only when set. */
+/** An AgentPatch as the fields to set and to remove. */
+function fieldChangeOf(patch: AgentPatch): FieldChange {
+  const set: Record<string, unknown> = {};
+  const unset: string[] = [];
+  for (const [field, value] of Object.entries(patch)) {
+    if (value === null) unset.push(field);
+    else if (value !== undefined) set[field] = value;
+  }
+  return { set, unset };
+}
+
+/** Exactly the AgentRecord fields, in the memory adapter's order; optional ones only when set. */
 function fromDoc(doc: AgentDoc): AgentRecord {
   return {
     agentId: doc._id,
@@ -463,6 +522,8 @@ function fromDoc(doc: AgentDoc): AgentRecord {
     config: doc.config,
     createdAt: doc.createdAt,
     ...(doc.lastRunAt == null ? {} : { lastRunAt: doc.lastRunAt }),
-    nextRunAt: doc.nextRunAt,
+    ...(doc.nextRunAt == null ? {} : { nextRunAt: doc.nextRunAt }),
+    ...(doc.failureReason == null ? {} : { failureReason: doc.failureReason }),
+    ...(doc.consecutiveFailures == null ? {} : { consecutiveFailures: doc.consecutiveFailures }),
   };
 }

@@ -37,6 +37,14 @@ export function alternatives(values: readonly string[]): string {
   return values.map((value) => `"${value}"`).join(" or ");
 }
 
+/**
+ * The request is valid, but the state of the thing it is about does not allow it (pausing a
+ * pending agent, say). Maps to failed_precondition; the message names the current state.
+ */
+export class FailedPreconditionError extends Error {
+  override readonly name = "FailedPreconditionError";
+}
+
 /** The thing asked for does not exist (for this caller). Maps to not_found. */
 export class NotFoundError extends Error {
   override readonly name = "NotFoundError";

@@ -2,13 +2,17 @@ import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import {
+  AgentRunSchema,
   AgentSchema,
   type AgentService,
   AgentSummarySchema,
   CreateAgentResponseSchema,
   DeleteAgentResponseSchema,
   GetAgentResponseSchema,
+  ListAgentRunsResponseSchema,
   ListAgentsResponseSchema,
+  PauseAgentResponseSchema,
+  ResumeAgentResponseSchema,
 } from "../../gen/agent/v1/agent_pb.ts";
 import type { AgentCommands } from "../agent/agent-commands.ts";
 import type { AgentRecord } from "../agent/agent-store.ts";
@@ -41,6 +45,44 @@ export function createAgentService(options: { commands: AgentCommands }): Servic
     async deleteAgent(req, ctx) {
       const deleted = await commands.delete(ctx.values.get(principalKey), req.agentId);
       return create(DeleteAgentResponseSchema, { success: true, data: { deleted } });
+    },
+
+    async pauseAgent(req, ctx) {
+      const agent = await commands.pause(ctx.values.get(principalKey), req.agentId);
+      return create(PauseAgentResponseSchema, { success: true, data: agentDetail(agent) });
+    },
+
+    async resumeAgent(req, ctx) {
+      const agent = await commands.resume(ctx.values.get(principalKey), req.agentId);
+      return create(ResumeAgentResponseSchema, { success: true, data: agentDetail(agent) });
+    },
+
+    async listAgentRuns(req, ctx) {
+      const page = await commands.listRuns(ctx.values.get(principalKey), req.agentId, {
+        limit: req.limit,
+        offset: req.offset,
+      });
+      return create(ListAgentRunsResponseSchema, {
+        success: true,
+        data: {
+          runs: page.runs.map((run) =>
+            create(AgentRunSchema, {
+              runId: run.runId,
+              agentId: run.agentId,
+              scheduledAt: timestampFromDate(run.scheduledAt),
+              attempt: run.attempt,
+              startedAt: timestampFromDate(run.startedAt),
+              finishedAt: timestampFromDate(run.finishedAt),
+              outcome: run.outcome,
+              ...(run.result === undefined ? {} : { result: run.result }),
+              error: run.error ?? "",
+            }),
+          ),
+          total: page.total,
+          limit: page.limit,
+          offset: page.offset,
+        },
+      });
     },
 
     async listAgents(req, ctx) {
@@ -78,6 +120,7 @@ function agentDetail(agent: AgentRecord) {
     config: agent.config,
     createdAt: timestampFromDate(agent.createdAt),
     ...(agent.lastRunAt === undefined ? {} : { lastRunAt: timestampFromDate(agent.lastRunAt) }),
-    nextRunAt: timestampFromDate(agent.nextRunAt),
+    ...(agent.nextRunAt === undefined ? {} : { nextRunAt: timestampFromDate(agent.nextRunAt) }),
+    failureReason: agent.failureReason ?? "",
   });
 }

@@ -1,7 +1,12 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ContextValues, type Interceptor } from "@connectrpc/connect";
 import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.ts";
-import { InvalidArgumentError, NotFoundError, UnavailableError } from "../domain/errors.ts";
+import {
+  FailedPreconditionError,
+  InvalidArgumentError,
+  NotFoundError,
+  UnavailableError,
+} from "../domain/errors.ts";
 import { procedureOf } from "./call-labels.ts";
 
 /**
@@ -32,6 +37,7 @@ export function connectErrorFrom(
     ]);
   }
   if (reason instanceof NotFoundError) return new ConnectError(reason.message, Code.NotFound);
+  if (reason instanceof FailedPreconditionError) return new ConnectError(reason.message, Code.FailedPrecondition);
   if (reason instanceof UnavailableError) {
     onUnexpected(reason, procedure, values);
     return new ConnectError(reason.message, Code.Unavailable);

@@ -15,7 +15,7 @@
  *   only then releases their leases; a run whose executor is still busy is never released (that
  *   is Agenda's double-run bug), its lease simply expires.
  */
-import type { JsonObject } from "../agent/agent-store.ts";
+import type { AgentPatch, AgentRecord, AgentStore } from "../agent/agent-store.ts";
 import type { Schedule } from "../agent/schedule.ts";
 import { retryDelayMs } from "./backoff.ts";
 import { type Executor, executionKeyOf } from "./executor.ts";
@@ -24,48 +24,11 @@ import { runIdOf } from "./run-store.ts";
 import type { ScheduleClock } from "./schedule-clock.ts";
 import { firstSlotAfter } from "./slots.ts";
 
-/** What the scheduler reads of an agent. */
-export interface SchedulableAgent {
-  readonly agentId: string;
-  readonly owner: string;
-  readonly type: string;
-  readonly status: string;
-  readonly config: JsonObject;
-  readonly createdAt: Date;
-  /** Set while the agent is active; absent while paused or failed. */
-  readonly nextRunAt?: Date;
-  readonly lastRunAt?: Date;
-  readonly consecutiveFailures: number;
-}
-
-/** A change to an agent's scheduling state. `null` removes a field. */
-export interface SchedulePatch {
-  readonly status?: "active" | "failed";
-  readonly nextRunAt?: Date | null;
-  readonly lastRunAt?: Date;
-  readonly consecutiveFailures?: number;
-  readonly failureReason?: string | null;
-}
-
-/** The agent store as the scheduler uses it. */
-export interface ScheduledAgents {
-  /** Up to `limit` agents needing the scheduler, across owners: pending ones, and active ones due at `now`. */
-  due(now: Date, limit: number): Promise<readonly SchedulableAgent[]>;
-  /**
-   * Applies `change` to the agent's current state without losing a concurrent update: `change`
-   * sees the newest state (it may be called again if another update won a race) and returns the
-   * patch, or undefined to leave the agent as it is. Resolves with the agent after the change, or
-   * undefined when it no longer exists.
-   */
-  update(
-    owner: string,
-    agentId: string,
-    change: (current: SchedulableAgent) => SchedulePatch | undefined,
-  ): Promise<SchedulableAgent | undefined>;
-}
+/** The agent store as the scheduler uses it: due agents, and lifecycle changes that lose nothing. */
+export type ScheduledAgents = Pick<AgentStore, "due" | "update">;
 
 /** Why an agent cannot run; undefined when it can. Checked when a pending agent is activated. */
-export type RunnabilityCheck = (agent: SchedulableAgent) => Promise<string | undefined>;
+export type RunnabilityCheck = (agent: AgentRecord) => Promise<string | undefined>;
 
 export interface SchedulerEvents {
   /** One finished attempt, with the schedule lag (run start minus slot) in ms. */
@@ -73,7 +36,7 @@ export interface SchedulerEvents {
   /** A lease taken over from a replica that crashed or stalled. */
   onTakeover?(slot: SlotRef): void;
   /** An agent activated, or failed on activation or after too many failed runs. */
-  onStatus?(agent: SchedulableAgent, status: "active" | "failed", reason?: string): void;
+  onStatus?(agent: AgentRecord, status: "active" | "failed", reason?: string): void;
   /** A poll or a run failed for a reason outside the run itself (the database, say). */
   onError?(error: unknown, what: string): void;
 }
@@ -127,15 +90,15 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   let timer: NodeJS.Timeout | undefined;
   let polling: Promise<void> | undefined;
 
-  const scheduleOf = (agent: SchedulableAgent) => agent.config.schedule as Schedule;
+  const scheduleOf = (agent: AgentRecord) => agent.config.schedule as Schedule;
 
   /** The first slot of `agent` strictly after real instant `after`, in real time. */
-  function nextSlotAfter(agent: SchedulableAgent, after: Date): Date {
+  function nextSlotAfter(agent: AgentRecord, after: Date): Date {
     const anchor = clock.toSchedule(agent.createdAt);
     return clock.toReal(firstSlotAfter(anchor, scheduleOf(agent), clock.toSchedule(after)));
   }
 
-  async function activate(agent: SchedulableAgent): Promise<void> {
+  async function activate(agent: AgentRecord): Promise<void> {
     const reason = await options.checkRunnable(agent);
     const updated = await agents.update(agent.owner, agent.agentId, (current) => {
       if (current.status !== "pending") return undefined;
@@ -149,7 +112,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   }
 
   /** Moves the agent past a settled slot; harmless when it has moved already. */
-  async function advance(agent: SchedulableAgent, run: RunRecord): Promise<void> {
+  async function advance(agent: AgentRecord, run: RunRecord): Promise<void> {
     const slotMs = run.scheduledAt.getTime();
     let failedNow: string | undefined;
     const updated = await agents.update(agent.owner, agent.agentId, (current) => {
@@ -158,7 +121,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       const ranMeanwhile =
         current.status !== "active" && (current.lastRunAt?.getTime() ?? 0) < run.finishedAt.getTime();
       if (!atThisSlot && !ranMeanwhile) return undefined;
-      const failures = run.outcome === "succeeded" ? 0 : current.consecutiveFailures + 1;
+      const failures = run.outcome === "succeeded" ? 0 : (current.consecutiveFailures ?? 0) + 1;
       if (atThisSlot && failures >= options.maxConsecutiveFailures) {
         failedNow = `${failures} consecutive runs failed, the last with: ${run.error ?? "an error"}`;
         return {
@@ -169,14 +132,14 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
           failureReason: failedNow,
         };
       }
-      const patch: SchedulePatch = { lastRunAt: run.finishedAt, consecutiveFailures: failures };
+      const patch: AgentPatch = { lastRunAt: run.finishedAt, consecutiveFailures: failures };
       // Every slot runs, in order, missed ones included: the next slot after this one.
       return atThisSlot ? { ...patch, nextRunAt: nextSlotAfter(current, run.scheduledAt) } : patch;
     });
     if (updated !== undefined && failedNow !== undefined) events.onStatus?.(updated, "failed", failedNow);
   }
 
-  async function runSlot(agent: SchedulableAgent, first: Lease, abort: AbortController): Promise<void> {
+  async function runSlot(agent: AgentRecord, first: Lease, abort: AbortController): Promise<void> {
     let lease: Lease | undefined = first;
     let finished = false;
     const slot: SlotRef = first;
@@ -195,7 +158,8 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       Math.max(10, Math.floor(options.leaseMs / 3)),
     );
     try {
-      let attempt = (await runs.attempts(slot)) + 1;
+      // A first claim starts at attempt 1; a taken-over or released slot continues the count.
+      let attempt = first.generation === 0 ? 1 : (await runs.attempts(slot)) + 1;
       while (!abort.signal.aborted) {
         const startedAt = now();
         const attemptAbort = AbortSignal.any([abort.signal, AbortSignal.timeout(options.attemptTimeoutMs)]);
@@ -227,9 +191,9 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
         if (recorded !== "recorded") return;
         events.onRun?.(run, startedAt.getTime() - slot.scheduledAt.getTime(), worker);
         if (settles) {
+          // A settled slot cannot be claimed again, so its lease needs no release.
           finished = true;
           await advance(agent, run);
-          await runs.release(lease);
           return;
         }
         const delay = retryDelayMs(attempt, {
@@ -250,7 +214,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     }
   }
 
-  function startRun(agent: SchedulableAgent, lease: Lease): void {
+  function startRun(agent: AgentRecord, lease: Lease): void {
     const abort = new AbortController();
     const done = runSlot(agent, lease, abort)
       .catch((error: unknown) => events.onError?.(error, "running a slot"))
@@ -261,27 +225,37 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   async function poll(): Promise<void> {
     const free = options.concurrency - running.size;
     if (stopping || free <= 0) return;
-    const at = now();
-    const due = await agents.due(at, free * 2);
-    for (const agent of due) {
-      if (stopping || running.size >= options.concurrency) return;
-      if (running.has(agent.agentId)) continue;
-      if (agent.status === "pending") {
-        await activate(agent);
-        continue;
-      }
-      if (agent.status !== "active" || agent.nextRunAt === undefined) continue;
-      const slot: SlotRef = { agentId: agent.agentId, owner: agent.owner, scheduledAt: agent.nextRunAt };
-      const settled = await runs.settled(slot);
-      if (settled !== undefined) {
-        await advance(agent, settled); // a crash came between settling and advancing
-        continue;
-      }
-      const lease = await runs.claim(slot, { worker, now: now(), leaseMs: options.leaseMs });
-      if (lease === undefined) continue;
-      if (lease.generation > 0) events.onTakeover?.(slot);
-      startRun(agent, lease);
-    }
+    const due = await agents.due(now(), free * 2);
+    /** Claims under way, so that concurrent claims cannot overfill `concurrency`. */
+    let claiming = 0;
+    // Agents are handled concurrently: a poll costs a few round trips, not a few per agent.
+    await Promise.all(
+      due.map(async (agent) => {
+        if (stopping || running.has(agent.agentId)) return;
+        if (agent.status === "pending") return activate(agent);
+        if (agent.status !== "active" || agent.nextRunAt === undefined) return;
+        if (running.size + claiming >= options.concurrency) return;
+        claiming++;
+        try {
+          const slot: SlotRef = { agentId: agent.agentId, owner: agent.owner, scheduledAt: agent.nextRunAt };
+          const lease = await runs.claim(slot, { worker, now: now(), leaseMs: options.leaseMs });
+          if (lease === undefined) {
+            // Held by another replica, or settled: then a crash came between settling and advancing.
+            const settled = await runs.settled(slot);
+            if (settled !== undefined) await advance(agent, settled);
+            return;
+          }
+          if (lease.generation > 0) events.onTakeover?.(slot);
+          if (stopping) {
+            await runs.release(lease);
+            return;
+          }
+          startRun(agent, lease);
+        } finally {
+          claiming--;
+        }
+      }),
+    );
   }
 
   function tick(): Promise<void> {

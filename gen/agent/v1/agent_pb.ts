@@ -12,7 +12,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agent/v1/agent.proto.
  */
 export const file_agent_v1_agent: GenFile = /*@__PURE__*/
-  fileDesc("ChRhZ2VudC92MS9hZ2VudC5wcm90bxIIYWdlbnQudjEi8gEKBUFnZW50EhAKCGFnZW50X2lkGAEgASgJEgwKBHR5cGUYAiABKAkSDgoGc3RhdHVzGAMgASgJEicKBmNvbmZpZxgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLbGFzdF9ydW5fYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC25leHRfcnVuX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJuCgxBZ2VudFN1bW1hcnkSEAoIYWdlbnRfaWQYASABKAkSDAoEdHlwZRgCIAEoCRIOCgZzdGF0dXMYAyABKAkSLgoKY3JlYXRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiSwoSQ3JlYXRlQWdlbnRSZXF1ZXN0EgwKBHR5cGUYASABKAkSJwoGY29uZmlnGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJgCgxDcmVhdGVkQWdlbnQSEAoIYWdlbnRfaWQYASABKAkSDgoGc3RhdHVzGAIgASgJEi4KCmNyZWF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIkwKE0NyZWF0ZUFnZW50UmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoCBIkCgRkYXRhGAIgASgLMhYuYWdlbnQudjEuQ3JlYXRlZEFnZW50IiMKD0dldEFnZW50UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCSJCChBHZXRBZ2VudFJlc3BvbnNlEg8KB3N1Y2Nlc3MYASABKAgSHQoEZGF0YRgCIAEoCzIPLmFnZW50LnYxLkFnZW50IiYKEkRlbGV0ZUFnZW50UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCSIkChFEZWxldGVBZ2VudFJlc3VsdBIPCgdkZWxldGVkGAEgASgIIlEKE0RlbGV0ZUFnZW50UmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoCBIpCgRkYXRhGAIgASgLMhsuYWdlbnQudjEuRGVsZXRlQWdlbnRSZXN1bHQiUAoRTGlzdEFnZW50c1JlcXVlc3QSDAoEdHlwZRgBIAEoCRIOCgZzdGF0dXMYAiABKAkSDQoFbGltaXQYAyABKAUSDgoGb2Zmc2V0GAQgASgFImEKCUFnZW50UGFnZRImCgZhZ2VudHMYASADKAsyFi5hZ2VudC52MS5BZ2VudFN1bW1hcnkSDQoFdG90YWwYAiABKAUSDQoFbGltaXQYAyABKAUSDgoGb2Zmc2V0GAQgASgFIkgKEkxpc3RBZ2VudHNSZXNwb25zZRIPCgdzdWNjZXNzGAEgASgIEiEKBGRhdGEYAiABKAsyEy5hZ2VudC52MS5BZ2VudFBhZ2UywQIKDEFnZW50U2VydmljZRJKCgtDcmVhdGVBZ2VudBIcLmFnZW50LnYxLkNyZWF0ZUFnZW50UmVxdWVzdBodLmFnZW50LnYxLkNyZWF0ZUFnZW50UmVzcG9uc2USRgoIR2V0QWdlbnQSGS5hZ2VudC52MS5HZXRBZ2VudFJlcXVlc3QaGi5hZ2VudC52MS5HZXRBZ2VudFJlc3BvbnNlIgOQAgESTwoLRGVsZXRlQWdlbnQSHC5hZ2VudC52MS5EZWxldGVBZ2VudFJlcXVlc3QaHS5hZ2VudC52MS5EZWxldGVBZ2VudFJlc3BvbnNlIgOQAgISTAoKTGlzdEFnZW50cxIbLmFnZW50LnYxLkxpc3RBZ2VudHNSZXF1ZXN0GhwuYWdlbnQudjEuTGlzdEFnZW50c1Jlc3BvbnNlIgOQAgFiBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChRhZ2VudC92MS9hZ2VudC5wcm90bxIIYWdlbnQudjEiigIKBUFnZW50EhAKCGFnZW50X2lkGAEgASgJEgwKBHR5cGUYAiABKAkSDgoGc3RhdHVzGAMgASgJEicKBmNvbmZpZxgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLbGFzdF9ydW5fYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC25leHRfcnVuX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIWCg5mYWlsdXJlX3JlYXNvbhgIIAEoCSJuCgxBZ2VudFN1bW1hcnkSEAoIYWdlbnRfaWQYASABKAkSDAoEdHlwZRgCIAEoCRIOCgZzdGF0dXMYAyABKAkSLgoKY3JlYXRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiSwoSQ3JlYXRlQWdlbnRSZXF1ZXN0EgwKBHR5cGUYASABKAkSJwoGY29uZmlnGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJgCgxDcmVhdGVkQWdlbnQSEAoIYWdlbnRfaWQYASABKAkSDgoGc3RhdHVzGAIgASgJEi4KCmNyZWF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIkwKE0NyZWF0ZUFnZW50UmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoCBIkCgRkYXRhGAIgASgLMhYuYWdlbnQudjEuQ3JlYXRlZEFnZW50IiMKD0dldEFnZW50UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCSJCChBHZXRBZ2VudFJlc3BvbnNlEg8KB3N1Y2Nlc3MYASABKAgSHQoEZGF0YRgCIAEoCzIPLmFnZW50LnYxLkFnZW50IiYKEkRlbGV0ZUFnZW50UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCSIkChFEZWxldGVBZ2VudFJlc3VsdBIPCgdkZWxldGVkGAEgASgIIlEKE0RlbGV0ZUFnZW50UmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoCBIpCgRkYXRhGAIgASgLMhsuYWdlbnQudjEuRGVsZXRlQWdlbnRSZXN1bHQiUAoRTGlzdEFnZW50c1JlcXVlc3QSDAoEdHlwZRgBIAEoCRIOCgZzdGF0dXMYAiABKAkSDQoFbGltaXQYAyABKAUSDgoGb2Zmc2V0GAQgASgFImEKCUFnZW50UGFnZRImCgZhZ2VudHMYASADKAsyFi5hZ2VudC52MS5BZ2VudFN1bW1hcnkSDQoFdG90YWwYAiABKAUSDQoFbGltaXQYAyABKAUSDgoGb2Zmc2V0GAQgASgFIkgKEkxpc3RBZ2VudHNSZXNwb25zZRIPCgdzdWNjZXNzGAEgASgIEiEKBGRhdGEYAiABKAsyEy5hZ2VudC52MS5BZ2VudFBhZ2UiJQoRUGF1c2VBZ2VudFJlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkiRAoSUGF1c2VBZ2VudFJlc3BvbnNlEg8KB3N1Y2Nlc3MYASABKAgSHQoEZGF0YRgCIAEoCzIPLmFnZW50LnYxLkFnZW50IiYKElJlc3VtZUFnZW50UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCSJFChNSZXN1bWVBZ2VudFJlc3BvbnNlEg8KB3N1Y2Nlc3MYASABKAgSHQoEZGF0YRgCIAEoCzIPLmFnZW50LnYxLkFnZW50IpkCCghBZ2VudFJ1bhIOCgZydW5faWQYASABKAkSEAoIYWdlbnRfaWQYAiABKAkSMAoMc2NoZWR1bGVkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdhdHRlbXB0GAQgASgFEi4KCnN0YXJ0ZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC2ZpbmlzaGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdvdXRjb21lGAcgASgJEicKBnJlc3VsdBgIIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDQoFZXJyb3IYCSABKAkiRwoUTGlzdEFnZW50UnVuc1JlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSDQoFbGltaXQYAiABKAUSDgoGb2Zmc2V0GAMgASgFIl4KDEFnZW50UnVuUGFnZRIgCgRydW5zGAEgAygLMhIuYWdlbnQudjEuQWdlbnRSdW4SDQoFdG90YWwYAiABKAUSDQoFbGltaXQYAyABKAUSDgoGb2Zmc2V0GAQgASgFIk4KFUxpc3RBZ2VudFJ1bnNSZXNwb25zZRIPCgdzdWNjZXNzGAEgASgIEiQKBGRhdGEYAiABKAsyFi5hZ2VudC52MS5BZ2VudFJ1blBhZ2UytwQKDEFnZW50U2VydmljZRJKCgtDcmVhdGVBZ2VudBIcLmFnZW50LnYxLkNyZWF0ZUFnZW50UmVxdWVzdBodLmFnZW50LnYxLkNyZWF0ZUFnZW50UmVzcG9uc2USRgoIR2V0QWdlbnQSGS5hZ2VudC52MS5HZXRBZ2VudFJlcXVlc3QaGi5hZ2VudC52MS5HZXRBZ2VudFJlc3BvbnNlIgOQAgESTwoLRGVsZXRlQWdlbnQSHC5hZ2VudC52MS5EZWxldGVBZ2VudFJlcXVlc3QaHS5hZ2VudC52MS5EZWxldGVBZ2VudFJlc3BvbnNlIgOQAgISTAoKTGlzdEFnZW50cxIbLmFnZW50LnYxLkxpc3RBZ2VudHNSZXF1ZXN0GhwuYWdlbnQudjEuTGlzdEFnZW50c1Jlc3BvbnNlIgOQAgESTAoKUGF1c2VBZ2VudBIbLmFnZW50LnYxLlBhdXNlQWdlbnRSZXF1ZXN0GhwuYWdlbnQudjEuUGF1c2VBZ2VudFJlc3BvbnNlIgOQAgISTwoLUmVzdW1lQWdlbnQSHC5hZ2VudC52MS5SZXN1bWVBZ2VudFJlcXVlc3QaHS5hZ2VudC52MS5SZXN1bWVBZ2VudFJlc3BvbnNlIgOQAgISVQoNTGlzdEFnZW50UnVucxIeLmFnZW50LnYxLkxpc3RBZ2VudFJ1bnNSZXF1ZXN0Gh8uYWdlbnQudjEuTGlzdEFnZW50UnVuc1Jlc3BvbnNlIgOQAgFiBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * Agent is the detail view of an automation agent.
@@ -35,7 +35,8 @@ export type Agent = Message<"agent.v1.Agent"> & {
   type: string;
 
   /**
-   * Agent status: "pending", "active" or "paused".
+   * Agent status: "pending" (just created), "active" (running on its schedule), "paused" (by its
+   * owner) or "failed" (it cannot run, or too many runs in a row failed; see failure_reason).
    *
    * @generated from field: string status = 3;
    */
@@ -63,11 +64,18 @@ export type Agent = Message<"agent.v1.Agent"> & {
   lastRunAt?: Timestamp | undefined;
 
   /**
-   * When the agent runs next.
+   * When the agent runs next; absent while it is paused or failed.
    *
    * @generated from field: google.protobuf.Timestamp next_run_at = 7;
    */
   nextRunAt?: Timestamp | undefined;
+
+  /**
+   * Why the agent failed; empty unless its status is "failed".
+   *
+   * @generated from field: string failure_reason = 8;
+   */
+  failureReason: string;
 };
 
 /**
@@ -343,7 +351,7 @@ export type ListAgentsRequest = Message<"agent.v1.ListAgentsRequest"> & {
   type: string;
 
   /**
-   * Keep only agents of this status ("pending", "active" or "paused").
+   * Keep only agents of this status ("pending", "active", "paused" or "failed").
    *
    * @generated from field: string status = 2;
    */
@@ -442,6 +450,287 @@ export const ListAgentsResponseSchema: GenMessage<ListAgentsResponse> = /*@__PUR
   messageDesc(file_agent_v1_agent, 12);
 
 /**
+ * PauseAgentRequest names the agent to pause.
+ *
+ * @generated from message agent.v1.PauseAgentRequest
+ */
+export type PauseAgentRequest = Message<"agent.v1.PauseAgentRequest"> & {
+  /**
+   * Agent identifier. Required.
+   *
+   * @generated from field: string agent_id = 1;
+   */
+  agentId: string;
+};
+
+/**
+ * Describes the message agent.v1.PauseAgentRequest.
+ * Use `create(PauseAgentRequestSchema)` to create a new message.
+ */
+export const PauseAgentRequestSchema: GenMessage<PauseAgentRequest> = /*@__PURE__*/
+  messageDesc(file_agent_v1_agent, 13);
+
+/**
+ * PauseAgentResponse is the envelope around the paused agent.
+ *
+ * @generated from message agent.v1.PauseAgentResponse
+ */
+export type PauseAgentResponse = Message<"agent.v1.PauseAgentResponse"> & {
+  /**
+   * True when the operation succeeded.
+   *
+   * @generated from field: bool success = 1;
+   */
+  success: boolean;
+
+  /**
+   * The agent's detail view after the change.
+   *
+   * @generated from field: agent.v1.Agent data = 2;
+   */
+  data?: Agent | undefined;
+};
+
+/**
+ * Describes the message agent.v1.PauseAgentResponse.
+ * Use `create(PauseAgentResponseSchema)` to create a new message.
+ */
+export const PauseAgentResponseSchema: GenMessage<PauseAgentResponse> = /*@__PURE__*/
+  messageDesc(file_agent_v1_agent, 14);
+
+/**
+ * ResumeAgentRequest names the agent to resume.
+ *
+ * @generated from message agent.v1.ResumeAgentRequest
+ */
+export type ResumeAgentRequest = Message<"agent.v1.ResumeAgentRequest"> & {
+  /**
+   * Agent identifier. Required.
+   *
+   * @generated from field: string agent_id = 1;
+   */
+  agentId: string;
+};
+
+/**
+ * Describes the message agent.v1.ResumeAgentRequest.
+ * Use `create(ResumeAgentRequestSchema)` to create a new message.
+ */
+export const ResumeAgentRequestSchema: GenMessage<ResumeAgentRequest> = /*@__PURE__*/
+  messageDesc(file_agent_v1_agent, 15);
+
+/**
+ * ResumeAgentResponse is the envelope around the resumed agent.
+ *
+ * @generated from message agent.v1.ResumeAgentResponse
+ */
+export type ResumeAgentResponse = Message<"agent.v1.ResumeAgentResponse"> & {
+  /**
+   * True when the operation succeeded.
+   *
+   * @generated from field: bool success = 1;
+   */
+  success: boolean;
+
+  /**
+   * The agent's detail view after the change.
+   *
+   * @generated from field: agent.v1.Agent data = 2;
+   */
+  data?: Agent | undefined;
+};
+
+/**
+ * Describes the message agent.v1.ResumeAgentResponse.
+ * Use `create(ResumeAgentResponseSchema)` to create a new message.
+ */
+export const ResumeAgentResponseSchema: GenMessage<ResumeAgentResponse> = /*@__PURE__*/
+  messageDesc(file_agent_v1_agent, 16);
+
+/**
+ * AgentRun is one attempt at running an agent for one of its scheduled slots.
+ *
+ * @generated from message agent.v1.AgentRun
+ */
+export type AgentRun = Message<"agent.v1.AgentRun"> & {
+  /**
+   * Run identifier: unique per agent, slot and attempt.
+   *
+   * @generated from field: string run_id = 1;
+   */
+  runId: string;
+
+  /**
+   * The agent that ran.
+   *
+   * @generated from field: string agent_id = 2;
+   */
+  agentId: string;
+
+  /**
+   * The slot this run was for.
+   *
+   * @generated from field: google.protobuf.Timestamp scheduled_at = 3;
+   */
+  scheduledAt?: Timestamp | undefined;
+
+  /**
+   * 1 for the first attempt at the slot; a failed attempt is retried with backoff.
+   *
+   * @generated from field: int32 attempt = 4;
+   */
+  attempt: number;
+
+  /**
+   * When the attempt started.
+   *
+   * @generated from field: google.protobuf.Timestamp started_at = 5;
+   */
+  startedAt?: Timestamp | undefined;
+
+  /**
+   * When the attempt finished.
+   *
+   * @generated from field: google.protobuf.Timestamp finished_at = 6;
+   */
+  finishedAt?: Timestamp | undefined;
+
+  /**
+   * "succeeded" or "failed".
+   *
+   * @generated from field: string outcome = 7;
+   */
+  outcome: string;
+
+  /**
+   * What the run did, when it succeeded (for a transfer: amount, token, signature; for a swap: the
+   * quoted and minimum output).
+   *
+   * @generated from field: google.protobuf.Struct result = 8;
+   */
+  result?: JsonObject | undefined;
+
+  /**
+   * Why the attempt failed, when it failed.
+   *
+   * @generated from field: string error = 9;
+   */
+  error: string;
+};
+
+/**
+ * Describes the message agent.v1.AgentRun.
+ * Use `create(AgentRunSchema)` to create a new message.
+ */
+export const AgentRunSchema: GenMessage<AgentRun> = /*@__PURE__*/
+  messageDesc(file_agent_v1_agent, 17);
+
+/**
+ * ListAgentRunsRequest names the agent and the page.
+ *
+ * @generated from message agent.v1.ListAgentRunsRequest
+ */
+export type ListAgentRunsRequest = Message<"agent.v1.ListAgentRunsRequest"> & {
+  /**
+   * Agent identifier. Required.
+   *
+   * @generated from field: string agent_id = 1;
+   */
+  agentId: string;
+
+  /**
+   * Number of runs to return: 0 (omitted) means 10; at most 100.
+   *
+   * @generated from field: int32 limit = 2;
+   */
+  limit: number;
+
+  /**
+   * Number of runs to skip; 0 when omitted.
+   *
+   * @generated from field: int32 offset = 3;
+   */
+  offset: number;
+};
+
+/**
+ * Describes the message agent.v1.ListAgentRunsRequest.
+ * Use `create(ListAgentRunsRequestSchema)` to create a new message.
+ */
+export const ListAgentRunsRequestSchema: GenMessage<ListAgentRunsRequest> = /*@__PURE__*/
+  messageDesc(file_agent_v1_agent, 18);
+
+/**
+ * AgentRunPage is one page of an agent's runs.
+ *
+ * @generated from message agent.v1.AgentRunPage
+ */
+export type AgentRunPage = Message<"agent.v1.AgentRunPage"> & {
+  /**
+   * The runs on this page, newest first.
+   *
+   * @generated from field: repeated agent.v1.AgentRun runs = 1;
+   */
+  runs: AgentRun[];
+
+  /**
+   * Number of the agent's runs.
+   *
+   * @generated from field: int32 total = 2;
+   */
+  total: number;
+
+  /**
+   * The limit applied.
+   *
+   * @generated from field: int32 limit = 3;
+   */
+  limit: number;
+
+  /**
+   * The offset applied.
+   *
+   * @generated from field: int32 offset = 4;
+   */
+  offset: number;
+};
+
+/**
+ * Describes the message agent.v1.AgentRunPage.
+ * Use `create(AgentRunPageSchema)` to create a new message.
+ */
+export const AgentRunPageSchema: GenMessage<AgentRunPage> = /*@__PURE__*/
+  messageDesc(file_agent_v1_agent, 19);
+
+/**
+ * ListAgentRunsResponse is the envelope around a page of runs.
+ *
+ * @generated from message agent.v1.ListAgentRunsResponse
+ */
+export type ListAgentRunsResponse = Message<"agent.v1.ListAgentRunsResponse"> & {
+  /**
+   * True when the operation succeeded.
+   *
+   * @generated from field: bool success = 1;
+   */
+  success: boolean;
+
+  /**
+   * The page.
+   *
+   * @generated from field: agent.v1.AgentRunPage data = 2;
+   */
+  data?: AgentRunPage | undefined;
+};
+
+/**
+ * Describes the message agent.v1.ListAgentRunsResponse.
+ * Use `create(ListAgentRunsResponseSchema)` to create a new message.
+ */
+export const ListAgentRunsResponseSchema: GenMessage<ListAgentRunsResponse> = /*@__PURE__*/
+  messageDesc(file_agent_v1_agent, 20);
+
+/**
  * AgentService manages automation agents: recurring transfers and swaps run on a schedule.
  * Agents belong to the calling principal; another caller's agents are invisible.
  *
@@ -488,6 +777,39 @@ export const AgentService: GenService<{
     methodKind: "unary";
     input: typeof ListAgentsRequestSchema;
     output: typeof ListAgentsResponseSchema;
+  },
+  /**
+   * PauseAgent stops an agent's runs until it is resumed; its next run time goes away. Pausing a
+   * paused agent changes nothing. A pending or failed agent cannot be paused (failed_precondition).
+   *
+   * @generated from rpc agent.v1.AgentService.PauseAgent
+   */
+  pauseAgent: {
+    methodKind: "unary";
+    input: typeof PauseAgentRequestSchema;
+    output: typeof PauseAgentResponseSchema;
+  },
+  /**
+   * ResumeAgent makes a paused or failed agent active again, next running at its first slot after
+   * now: slots missed while it was paused are skipped, not replayed. Resuming an active agent
+   * changes nothing. A pending agent cannot be resumed (failed_precondition).
+   *
+   * @generated from rpc agent.v1.AgentService.ResumeAgent
+   */
+  resumeAgent: {
+    methodKind: "unary";
+    input: typeof ResumeAgentRequestSchema;
+    output: typeof ResumeAgentResponseSchema;
+  },
+  /**
+   * ListAgentRuns returns a page of an agent's runs, newest first (by slot, then attempt).
+   *
+   * @generated from rpc agent.v1.AgentService.ListAgentRuns
+   */
+  listAgentRuns: {
+    methodKind: "unary";
+    input: typeof ListAgentRunsRequestSchema;
+    output: typeof ListAgentRunsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_agent_v1_agent, 0);
