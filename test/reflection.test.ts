@@ -53,9 +53,10 @@ async function bufCurl(...args: string[]): Promise<string> {
 }
 
 describe("buf curl", () => {
-  it("lists every method, the contract's seven and health's, by reflection", async () => {
+  it("lists every method of the contract, and health's, by reflection", async () => {
     const listed = (await bufCurl("--list-methods", server.baseUrl)).trim().split("\n");
-    expect(CONTRACT_METHODS).toHaveLength(7);
+    // The seed's seven at least; the list itself comes from the descriptors.
+    expect(CONTRACT_METHODS.length).toBeGreaterThanOrEqual(7);
     for (const method of CONTRACT_METHODS) expect(listed).toContain(method);
     for (const method of ["Check", "Watch"]) expect(listed).toContain(`grpc.health.v1.Health/${method}`);
     expect(listed).toContain("grpc.reflection.v1.ServerReflection/ServerReflectionInfo");

@@ -6,6 +6,9 @@ import {
   NotFoundError,
 } from "../domain/errors.ts";
 import { pageLimit } from "../domain/page-limit.ts";
+import type { RunPage, RunStore } from "../scheduler/run-store.ts";
+import type { ScheduleClock } from "../scheduler/schedule-clock.ts";
+import { firstSlotAfter, slotAt } from "../scheduler/slots.ts";
 import { type SymbolLookup, validateAgentConfig } from "./agent-config.ts";
 import {
   AGENT_STATUSES,
@@ -16,9 +19,6 @@ import {
   type AgentStore,
   type JsonObject,
 } from "./agent-store.ts";
-import type { RunPage, RunStore } from "../scheduler/run-store.ts";
-import type { ScheduleClock } from "../scheduler/schedule-clock.ts";
-import { firstSlotAfter, slotAt } from "../scheduler/slots.ts";
 import type { Schedule } from "./schedule.ts";
 
 /** Empty strings mean "not given", as proto3 strings have no presence. */
@@ -85,11 +85,16 @@ export function createAgentCommands(options: {
   /** The first slot of an agent strictly after `after`, in real time. */
   const firstSlotAfterNow = (agent: AgentRecord, after: Date) =>
     clock.toReal(
-      firstSlotAfter(clock.toSchedule(agent.createdAt), agent.config.schedule as Schedule, clock.toSchedule(after)),
+      firstSlotAfter(
+        clock.toSchedule(agent.createdAt),
+        agent.config.schedule as Schedule,
+        clock.toSchedule(after),
+      ),
     );
   async function existing(owner: string, agentId: string): Promise<void> {
     requireAgentId(agentId);
-    if ((await store.get(owner, agentId)) === undefined) throw new NotFoundError(`agent ${agentId} not found`);
+    if ((await store.get(owner, agentId)) === undefined)
+      throw new NotFoundError(`agent ${agentId} not found`);
   }
   return {
     async create(owner, input) {
@@ -160,7 +165,9 @@ export function createAgentCommands(options: {
       const agent = await store.update(owner, agentId, (current) => {
         if (current.status === "paused") return undefined;
         if (current.status !== "active") {
-          throw new FailedPreconditionError(`agent ${agentId} is ${current.status} and only an active agent can be paused`);
+          throw new FailedPreconditionError(
+            `agent ${agentId} is ${current.status} and only an active agent can be paused`,
+          );
         }
         return { status: "paused", nextRunAt: null };
       });

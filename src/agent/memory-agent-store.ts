@@ -115,7 +115,8 @@ export function createMemoryAgentStore(options: MemoryAgentStoreOptions = {}): A
       for (const agents of byOwner.values()) {
         for (const agent of agents.values()) {
           const pending = agent.status === "pending";
-          const active = agent.status === "active" && (agent.nextRunAt?.getTime() ?? Infinity) <= now.getTime();
+          const active =
+            agent.status === "active" && (agent.nextRunAt?.getTime() ?? Infinity) <= now.getTime();
           if (pending || active) due.push(agent);
         }
       }

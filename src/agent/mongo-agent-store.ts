@@ -30,7 +30,6 @@ import {
   type WriteConcernSettings,
 } from "mongodb";
 import { UnavailableError } from "../domain/errors.ts";
-import { dropVersions, type FieldChange, versionedUpdate } from "./mongo-versioned-update.ts";
 import {
   type AgentListPage,
   type AgentListQuery,
@@ -45,6 +44,7 @@ import {
   type JsonObject,
   type NewAgent,
 } from "./agent-store.ts";
+import { dropVersions, type FieldChange, versionedUpdate } from "./mongo-versioned-update.ts";
 
 export interface MongoAgentStoreOptions {
   readonly uri: string;
@@ -227,7 +227,9 @@ export async function createMongoAgentStore(options: MongoAgentStoreOptions): Pr
   const keys: Collection<KeyDoc> = db.collection<KeyDoc>(`${prefix}agent_idempotency_keys`, {
     writeConcern: WRITE_CONCERN,
   });
-  const versions: Collection<Document> = db.collection(`${prefix}agent_versions`, { writeConcern: WRITE_CONCERN });
+  const versions: Collection<Document> = db.collection(`${prefix}agent_versions`, {
+    writeConcern: WRITE_CONCERN,
+  });
 
   /** Pending or done index creation; reset on failure so the next call tries again. */
   let indexes: Promise<void> | undefined;

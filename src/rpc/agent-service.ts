@@ -75,7 +75,7 @@ export function createAgentService(options: { commands: AgentCommands }): Servic
               finishedAt: timestampFromDate(run.finishedAt),
               outcome: run.outcome,
               ...(run.result === undefined ? {} : { result: run.result }),
-              error: run.error ?? "",
+              ...(run.error === undefined ? {} : { error: run.error }),
             }),
           ),
           total: page.total,
@@ -121,6 +121,6 @@ function agentDetail(agent: AgentRecord) {
     createdAt: timestampFromDate(agent.createdAt),
     ...(agent.lastRunAt === undefined ? {} : { lastRunAt: timestampFromDate(agent.lastRunAt) }),
     ...(agent.nextRunAt === undefined ? {} : { nextRunAt: timestampFromDate(agent.nextRunAt) }),
-    failureReason: agent.failureReason ?? "",
+    ...(agent.failureReason === undefined ? {} : { failureReason: agent.failureReason }),
   });
 }

@@ -37,7 +37,8 @@ export function connectErrorFrom(
     ]);
   }
   if (reason instanceof NotFoundError) return new ConnectError(reason.message, Code.NotFound);
-  if (reason instanceof FailedPreconditionError) return new ConnectError(reason.message, Code.FailedPrecondition);
+  if (reason instanceof FailedPreconditionError)
+    return new ConnectError(reason.message, Code.FailedPrecondition);
   if (reason instanceof UnavailableError) {
     onUnexpected(reason, procedure, values);
     return new ConnectError(reason.message, Code.Unavailable);
