@@ -11,6 +11,7 @@ import { createErrorInterceptor } from "./rpc/connect-error-from.ts";
 import { createLoggingInterceptor, createUnexpectedErrorLogger } from "./rpc/logging-interceptor.ts";
 import { createReadinessPoller } from "./rpc/readiness-poller.ts";
 import { createRoutes } from "./rpc/routes.ts";
+import { createServiceScheduler } from "./scheduler/service-scheduler.ts";
 
 export interface Server {
   /** The listening socket (connection events, addresses); `listen` starts it. */
@@ -39,6 +40,7 @@ export function build(context: AppContext): Server {
   });
   const metrics = createMetrics({ mongoClient: context.mongoClient });
   const metricsEndpoint = createMetricsEndpoint({ registry: metrics.registry });
+  const scheduler = config.scheduler.enabled ? createServiceScheduler(context, metrics.registry) : undefined;
   const routes = createRoutes(context, { shutdownSignal: shutdown.signal, isReady: readiness.check });
   /** Paths of RPCs whose request is a stream: REQUEST_TIMEOUT_MS does not cut them off. */
   const streamingPaths = new Set<string>();
@@ -88,6 +90,7 @@ export function build(context: AppContext): Server {
         dual.server.once("error", reject);
         dual.server.listen(config.port, config.host, () => {
           dual.server.off("error", reject);
+          scheduler?.start();
           resolve(dual.server.address() as AddressInfo);
         });
       });
@@ -95,7 +98,8 @@ export function build(context: AppContext): Server {
     async close() {
       // Readiness and health turn NOT_SERVING, and health watches end, before the drain begins.
       shutdown.abort();
-      await dual.close(config.shutdownTimeoutMs);
+      // The scheduler stops claiming at once and finishes (or releases) its runs while calls drain.
+      await Promise.all([dual.close(config.shutdownTimeoutMs), scheduler?.stop(config.shutdownTimeoutMs)]);
     },
   };
 }

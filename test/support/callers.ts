@@ -224,3 +224,35 @@ function valueJson(value: unknown): JsonValue {
       return null;
   }
 }
+
+/**
+ * `protocol` with a request's `config` object (a google.protobuf.Struct) turned into the message
+ * form grpc-js (proto-loader) takes; the Connect clients take the JSON object as it is.
+ */
+export function withStructConfig(protocol: Protocol): Protocol {
+  if (!protocol.name.startsWith("grpc-js")) return protocol;
+  const isObject = (value: unknown): value is Record<string, unknown> =>
+    typeof value === "object" && value !== null && !Array.isArray(value);
+  const toValue = (value: unknown): Record<string, unknown> => {
+    if (value === null) return { nullValue: "NULL_VALUE" };
+    if (typeof value === "number") return { numberValue: value };
+    if (typeof value === "string") return { stringValue: value };
+    if (typeof value === "boolean") return { boolValue: value };
+    if (Array.isArray(value)) return { listValue: { values: value.map(toValue) } };
+    if (isObject(value)) return { structValue: toStruct(value) };
+    throw new Error(`no Struct value for ${String(value)}`);
+  };
+  const toStruct = (object: Record<string, unknown>) => ({
+    fields: Object.fromEntries(Object.entries(object).map(([k, v]) => [k, toValue(v)])),
+  });
+  return {
+    ...protocol,
+    call: (service, method, request, headers) =>
+      protocol.call(
+        service,
+        method,
+        isObject(request.config) ? { ...request, config: toStruct(request.config) } : request,
+        headers,
+      ),
+  };
+}

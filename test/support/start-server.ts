@@ -23,7 +23,15 @@ export interface RunningServer {
 export async function startServer(
   options: { env?: Record<string, string>; overrides?: AppContextOverrides } = {},
 ): Promise<RunningServer> {
-  const config = loadConfig({ HOST: "127.0.0.1", PORT: "0", LOG_LEVEL: "info", ...options.env });
+  // The scheduler would activate agents behind the back of tests about other things; the tests
+  // about it turn it on.
+  const config = loadConfig({
+    HOST: "127.0.0.1",
+    PORT: "0",
+    LOG_LEVEL: "info",
+    SCHEDULER_ENABLED: "false",
+    ...options.env,
+  });
   const logs: Record<string, unknown>[] = [];
   const destination = new Writable({
     write(chunk, _encoding, callback) {
