@@ -112,15 +112,16 @@ export function createMongoRunStore(options: MongoRunStoreOptions): RunStore {
   return {
     claim: (slot, { worker, now, leaseMs }) =>
       run(async () => {
-        if ((await runs.findOne({ _id: runKey(slot, "settled") }, { projection: { _id: 1 } })) !== null) {
-          return undefined;
-        }
         const latest = await claims.findOne(
           { agentId: slot.agentId, scheduledAt: slot.scheduledAt },
           { sort: { generation: -1 } },
         );
-        if (latest !== null && now.getTime() < latest.leaseUntil.getTime() + CLOCK_SKEW_ALLOWANCE_MS) {
-          return undefined;
+        if (latest !== null) {
+          // Only a slot that was claimed before can be settled or held.
+          if (now.getTime() < latest.leaseUntil.getTime() + CLOCK_SKEW_ALLOWANCE_MS) return undefined;
+          if ((await runs.findOne({ _id: runKey(slot, "settled") }, { projection: { _id: 1 } })) !== null) {
+            return undefined;
+          }
         }
         const lease: Lease = {
           agentId: slot.agentId,

@@ -228,34 +228,33 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     const due = await agents.due(now(), free * 2);
     /** Claims under way, so that concurrent claims cannot overfill `concurrency`. */
     let claiming = 0;
-    // Agents are handled concurrently: a poll costs a few round trips, not a few per agent.
-    await Promise.all(
-      due.map(async (agent) => {
-        if (stopping || running.has(agent.agentId)) return;
-        if (agent.status === "pending") return activate(agent);
-        if (agent.status !== "active" || agent.nextRunAt === undefined) return;
-        if (running.size + claiming >= options.concurrency) return;
-        claiming++;
-        try {
-          const slot: SlotRef = { agentId: agent.agentId, owner: agent.owner, scheduledAt: agent.nextRunAt };
-          const lease = await runs.claim(slot, { worker, now: now(), leaseMs: options.leaseMs });
-          if (lease === undefined) {
-            // Held by another replica, or settled: then a crash came between settling and advancing.
-            const settled = await runs.settled(slot);
-            if (settled !== undefined) await advance(agent, settled);
-            return;
-          }
-          if (lease.generation > 0) events.onTakeover?.(slot);
-          if (stopping) {
-            await runs.release(lease);
-            return;
-          }
-          startRun(agent, lease);
-        } finally {
-          claiming--;
+    // Agents are handled a few at a time: a poll costs a few round trips rather than a few per
+    // agent, without flooding the database with every due agent's claims at once.
+    await forEachConcurrently(due, POLL_PARALLELISM, async (agent) => {
+      if (stopping || running.has(agent.agentId)) return;
+      if (agent.status === "pending") return activate(agent);
+      if (agent.status !== "active" || agent.nextRunAt === undefined) return;
+      if (running.size + claiming >= options.concurrency) return;
+      claiming++;
+      try {
+        const slot: SlotRef = { agentId: agent.agentId, owner: agent.owner, scheduledAt: agent.nextRunAt };
+        const lease = await runs.claim(slot, { worker, now: now(), leaseMs: options.leaseMs });
+        if (lease === undefined) {
+          // Held by another replica, or settled: then a crash came between settling and advancing.
+          const settled = await runs.settled(slot);
+          if (settled !== undefined) await advance(agent, settled);
+          return;
         }
-      }),
-    );
+        if (lease.generation > 0) events.onTakeover?.(slot);
+        if (stopping) {
+          await runs.release(lease);
+          return;
+        }
+        startRun(agent, lease);
+      } finally {
+        claiming--;
+      }
+    });
   }
 
   function tick(): Promise<void> {
@@ -298,6 +297,22 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       await Promise.race([all, new Promise((resolve) => setTimeout(resolve, 1_000))]);
     },
   };
+}
+
+/** Due agents handled at once by one poll. */
+const POLL_PARALLELISM = 8;
+
+/** Runs `work` on every item, at most `parallelism` at a time. */
+async function forEachConcurrently<T>(
+  items: readonly T[],
+  parallelism: number,
+  work: (item: T) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) await work(items[next++] as T);
+  };
+  await Promise.all(Array.from({ length: Math.min(parallelism, items.length) }, lane));
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
