@@ -18,6 +18,7 @@ import { createSimulatedExecutor } from "../src/scheduler/simulated-executor.ts"
 import { slotAt } from "../src/scheduler/slots.ts";
 import { createCatalogTokenSource } from "../src/token/catalog-token-source.ts";
 import { useCleanups } from "./support/cleanups.ts";
+import { startFerretdb } from "./support/ferretdb.ts";
 
 const HOUR = 3_600_000;
 const T0 = new Date("2031-06-01T00:00:00.000Z");
@@ -348,5 +349,102 @@ describe.each(STORES)("on the %s stores", (_name, make) => {
     await s?.tick();
     await s?.idle();
     expect(await allRuns(runs, [agent])).toHaveLength(1);
+  });
+});
+
+describe("faults", () => {
+  it.each(STORES)(
+    "%s: an agent deleted while its run is in flight stays deleted; the run is still recorded",
+    async (_n, make) => {
+      const agent = transferAgent(1);
+      const { agents, runs } = await storesWith(make, [agent]);
+      const clock = movableClock(T0);
+      let finish: () => void = () => {};
+      const gate = new Promise<void>((resolve) => {
+        finish = resolve;
+      });
+      const gated: Executor = {
+        execute: async () => {
+          await gate;
+          return { ok: true, result: { ok: true } };
+        },
+      };
+      const [s] = replicas(1, { agents, runs, now: clock.now }, { executor: gated });
+      await s?.tick();
+      clock.set(slotAt(T0, "hourly", 1));
+      await s?.tick();
+      expect(await agents.delete(OWNER, agent.agentId)).toBe(true);
+      finish();
+      await s?.idle();
+      expect(await agents.get(OWNER, agent.agentId)).toBeUndefined();
+      expect(await allRuns(runs, [agent])).toHaveLength(1);
+      clock.set(slotAt(T0, "hourly", 3));
+      await s?.tick();
+      await s?.idle();
+      expect(await allRuns(runs, [agent])).toHaveLength(1);
+    },
+  );
+
+  it("the database stopped and restarted during a run: the slot still gets exactly one succeeded run", async () => {
+    const db = await startFerretdb();
+    defer(() => db.stop());
+    const agentStore = await createMongoAgentStore({
+      uri: db.uri,
+      dbName: "scheduler_restart",
+      serverSelectionTimeoutMS: 300,
+      operationTimeoutMS: 1_000,
+    });
+    defer(() => agentStore.close());
+    const runs = createMongoRunStore({ db: agentStore.db, guard: agentStore.guard });
+    const agent = transferAgent(1);
+    await agentStore.create({ record: agent });
+    const clock = movableClock(T0);
+    let started: () => void = () => {};
+    const running = new Promise<void>((resolve) => {
+      started = resolve;
+    });
+    let finish: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      finish = resolve;
+    });
+    let calls = 0;
+    const gated: Executor = {
+      execute: async () => {
+        calls++;
+        started();
+        await gate;
+        return { ok: true, result: { ok: true } };
+      },
+    };
+    const [s] = replicas(
+      1,
+      { agents: agentStore, runs, now: clock.now },
+      { executor: gated, retryBaseMs: 1 },
+    );
+    await s?.tick();
+    clock.set(slotAt(T0, "hourly", 1));
+    await s?.tick();
+    await running;
+    // The database crashes while the executor works, and comes back.
+    await db.kill();
+    finish();
+    // Recording fails while it is down (the run's outcome is lost with it); polls fail too.
+    await s?.idle();
+    await s?.tick();
+    await db.restart();
+    // The lease of the lost outcome expires; the slot is run again and settled once.
+    clock.advance(30_000 + 1_000);
+    const deadline = performance.now() + 20_000;
+    while ((await agentStore.get(OWNER, agent.agentId).catch(() => undefined))?.lastRunAt === undefined) {
+      expect(performance.now()).toBeLessThan(deadline);
+      await s?.tick();
+      await s?.idle();
+    }
+    const history = await allRuns(runs, [agent]);
+    expect(history.filter((r) => r.outcome === "succeeded")).toHaveLength(1);
+    expect(calls).toBeGreaterThanOrEqual(2);
+    expect((await agentStore.get(OWNER, agent.agentId))?.nextRunAt?.toISOString()).toBe(
+      slotAt(T0, "hourly", 2).toISOString(),
+    );
   });
 });
