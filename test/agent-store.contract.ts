@@ -359,11 +359,46 @@ export function describeAgentStoreContract(name: string, makeStore: () => Promis
         await expectOneNewAgent("k", [first.agentId]);
       });
 
-      it("takes a key over exactly once under 10 concurrent creates when its agent was deleted", async () => {
+      it("never brings a deleted agent back, even under 10 concurrent repeats of its key", async () => {
         const first = record();
         await store.create({ record: first, idempotencyKey: "k" });
         await store.delete(first.owner, first.agentId);
-        await expectOneNewAgent("k", []);
+        const results = await Promise.all(
+          Array.from({ length: 10 }, () => store.create({ record: record(), idempotencyKey: "k" })),
+        );
+        for (const result of results) expect(result).toEqual({ agent: first, created: false });
+        expect(await listAll("owner-1", {})).toEqual({ agents: [], total: 0 });
+        expect(await store.get(first.owner, first.agentId)).toBeUndefined();
+      });
+
+      it("refuses a repeat of a key with a different request, naming the header", async () => {
+        const first = record();
+        await store.create({ record: first, idempotencyKey: "fp", fingerprint: "transfer of 1.5" });
+        await expect(
+          store.create({ record: record(), idempotencyKey: "fp", fingerprint: "swap of 99999" }),
+        ).rejects.toThrow(/idempotency-key was first used with a different request/);
+        // The same request is still answered with the first agent; other owners' keys are theirs.
+        expect(
+          await store.create({ record: record(), idempotencyKey: "fp", fingerprint: "transfer of 1.5" }),
+        ).toMatchObject({ agent: { agentId: first.agentId }, created: false });
+        const other = record({ owner: "owner-2" });
+        expect(
+          await store.create({ record: other, idempotencyKey: "fp", fingerprint: "swap of 99999" }),
+        ).toEqual({
+          agent: other,
+          created: true,
+        });
+      });
+
+      it("50 concurrent creates with one key: one agent, every caller gets it", async () => {
+        const records = Array.from({ length: 50 }, () => record());
+        const results = await Promise.all(
+          records.map((r) => store.create({ record: r, idempotencyKey: "burst", fingerprint: "same" })),
+        );
+        const ids50 = new Set(results.map((r) => r.agent.agentId));
+        expect(ids50.size).toBe(1);
+        expect(results.filter((r) => r.created)).toHaveLength(1);
+        expect((await listAll("owner-1", {})).total).toBe(1);
       });
 
       /** 10 concurrent creates with `key`: one creates, all return its agent; `before` are kept. */
@@ -424,21 +459,15 @@ export function describeAgentStoreContract(name: string, makeStore: () => Promis
         expect(new Set(ids(page.agents))).toEqual(new Set([first.agentId, fresh.agentId]));
       });
 
-      it("creates again when the first agent was deleted, and keeps the key for the new one", async () => {
+      it("replays the first answer when the first agent was deleted, and keeps it deleted", async () => {
         const first = record();
         await store.create({ record: first, idempotencyKey: "gone" });
         expect(await store.delete(first.owner, first.agentId)).toBe(true);
-
-        const second = record();
-        expect(await store.create({ record: second, idempotencyKey: "gone" })).toEqual({
-          agent: second,
-          created: true,
-        });
         expect(await store.create({ record: record(), idempotencyKey: "gone" })).toEqual({
-          agent: second,
+          agent: first,
           created: false,
         });
-        expect(await listAll("owner-1", {})).toEqual({ agents: [second], total: 1 });
+        expect(await listAll("owner-1", {})).toEqual({ agents: [], total: 0 });
       });
     });
 

@@ -150,7 +150,9 @@ describe("mongo agent store", () => {
     try {
       const keys = raw.db(dbName).collection<{ _id: string }>("agent_idempotency_keys");
       const r = sampleRecord({ owner: "a:b" });
-      await store.create({ record: r, idempotencyKey: "c" });
+      await store.create({ record: r, idempotencyKey: "c", fingerprint: "f1" });
+      // The key carries the agent it stands for and the request's fingerprint: it is written
+      // first, so a retry after a crash between the two writes completes the same agent.
       expect(await keys.find().toArray()).toEqual([
         {
           _id: '["a:b","c",0]',
@@ -158,12 +160,14 @@ describe("mongo agent store", () => {
           key: "c",
           gen: 0,
           agentId: r.agentId,
+          fingerprint: "f1",
+          record: expect.objectContaining({ _id: r.agentId, owner: "a:b", status: r.status }),
           expiresAt: new Date("2030-01-02T00:00:00.000Z"),
         },
       ]);
       clock.set(new Date("2030-01-02T00:00:00.000Z"));
       const next = sampleRecord({ owner: "a:b" });
-      expect(await store.create({ record: next, idempotencyKey: "c" })).toEqual({
+      expect(await store.create({ record: next, idempotencyKey: "c", fingerprint: "f2" })).toEqual({
         agent: next,
         created: true,
       });
@@ -174,6 +178,8 @@ describe("mongo agent store", () => {
           key: "c",
           gen: 1,
           agentId: next.agentId,
+          fingerprint: "f2",
+          record: expect.objectContaining({ _id: next.agentId }),
           expiresAt: new Date("2030-01-03T00:00:00.000Z"),
         },
       ]);
@@ -181,6 +187,26 @@ describe("mongo agent store", () => {
       await raw.db(dbName).dropDatabase();
       await store.close();
     }
+  });
+
+  it("a create whose agent write failed after its key was written is completed by the retry, as the same agent", async () => {
+    await withStore(async (store, dbName) => {
+      const r = sampleRecord();
+      // The state a crash leaves between the two writes: the key names the agent, the agent is missing.
+      await store.create({ record: r, idempotencyKey: "crash", fingerprint: "f" });
+      await raw
+        .db(dbName)
+        .collection("agents")
+        .deleteOne({ _id: r.agentId } as never);
+      const retried = await store.create({
+        record: sampleRecord(),
+        idempotencyKey: "crash",
+        fingerprint: "f",
+      });
+      expect(retried.agent.agentId).toBe(r.agentId);
+      expect(await store.get(r.owner, r.agentId)).toEqual(r);
+      expect(await raw.db(dbName).collection("agents").countDocuments()).toBe(1);
+    });
   });
 
   it("creates the list and scheduler indexes on first use", async () => {

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import {
   alternatives,
   FailedPreconditionError,
@@ -125,7 +126,9 @@ export function createAgentCommands(options: {
         nextRunAt: slot(createdAt, valid.schedule, 1),
       };
       const result = await store.create(
-        input.idempotencyKey === "" ? { record } : { record, idempotencyKey: input.idempotencyKey },
+        input.idempotencyKey === ""
+          ? { record }
+          : { record, idempotencyKey: input.idempotencyKey, fingerprint: fingerprintOf(type, valid.config) },
       );
       return result.agent;
     },
@@ -210,6 +213,27 @@ export function createAgentCommands(options: {
       return { ...page, limit, offset: input.offset };
     },
   };
+}
+
+/**
+ * What identifies a create request for its idempotency key: the type and the validated config
+ * (defaults applied, symbols in catalog spelling), hashed over canonical JSON (keys sorted), so
+ * that the same request spelled differently is still the same request.
+ */
+function fingerprintOf(type: string, config: JsonObject): string {
+  const canonical = (value: unknown): unknown =>
+    value !== null && typeof value === "object" && !Array.isArray(value)
+      ? Object.fromEntries(
+          Object.keys(value)
+            .sort()
+            .map((k) => [k, canonical((value as Record<string, unknown>)[k])]),
+        )
+      : Array.isArray(value)
+        ? value.map(canonical)
+        : value;
+  return createHash("sha256")
+    .update(JSON.stringify([type, canonical(config)]))
+    .digest("base64url");
 }
 
 function oneOf<T extends string>(

@@ -63,6 +63,11 @@ export interface NewAgent {
    * old returns the agent created first instead of storing `record`, also under concurrent repeats.
    */
   readonly idempotencyKey?: string;
+  /**
+   * With a key: what identifies the request (type and config). A repeat of the key with another
+   * fingerprint is refused (FailedPreconditionError) instead of answered with the first agent.
+   */
+  readonly fingerprint?: string;
 }
 
 export interface CreateResult {

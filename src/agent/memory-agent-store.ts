@@ -6,6 +6,8 @@
  * concurrent repeats of one idempotency key are serialised for free. Records go in and come out as
  * deep copies (structuredClone), so callers can never mutate stored state.
  */
+
+import { FailedPreconditionError } from "../domain/errors.ts";
 import {
   type AgentListPage,
   type AgentListQuery,
@@ -24,7 +26,9 @@ export interface MemoryAgentStoreOptions {
 }
 
 interface KeyEntry {
-  readonly agentId: string;
+  /** The agent as first created: replayed if its owner deleted it since. */
+  readonly record: AgentRecord;
+  readonly fingerprint: string;
   /** Epoch ms; the key returns its agent while now < expiresAt. */
   readonly expiresAt: number;
 }
@@ -64,7 +68,7 @@ export function createMemoryAgentStore(options: MemoryAgentStoreOptions = {}): A
     nextSweepAt = Math.max(MIN_SWEEP_SIZE, keys.size * 2);
   }
 
-  function create({ record, idempotencyKey }: NewAgent): CreateResult {
+  function create({ record, idempotencyKey, fingerprint = "" }: NewAgent): CreateResult {
     if (idempotencyKey === undefined) {
       insert(record);
       return { agent: copyAgentRecord(record), created: true };
@@ -74,14 +78,17 @@ export function createMemoryAgentStore(options: MemoryAgentStoreOptions = {}): A
     const keyId = JSON.stringify([record.owner, idempotencyKey]);
     const entry = keys.get(keyId);
     if (entry !== undefined && nowMs < entry.expiresAt) {
-      const first = agentsOf(record.owner)?.get(entry.agentId);
-      if (first !== undefined) {
-        return { agent: structuredClone(first), created: false };
+      if (entry.fingerprint !== fingerprint) {
+        throw new FailedPreconditionError(
+          "idempotency-key was first used with a different request. Use a new key for a new request",
+        );
       }
-      // The first agent was deleted by its owner: this create takes the key over.
+      const first = agentsOf(record.owner)?.get(entry.record.agentId);
+      // Deleted by its owner since: the first answer is replayed, the agent stays deleted.
+      return { agent: copyAgentRecord(first ?? entry.record), created: false };
     }
     insert(record);
-    keys.set(keyId, { agentId: record.agentId, expiresAt: nowMs + IDEMPOTENCY_TTL_MS });
+    keys.set(keyId, { record: copyAgentRecord(record), fingerprint, expiresAt: nowMs + IDEMPOTENCY_TTL_MS });
     return { agent: copyAgentRecord(record), created: true };
   }
 

@@ -29,7 +29,7 @@ import {
   MongoTopologyClosedError,
   type WriteConcernSettings,
 } from "mongodb";
-import { UnavailableError } from "../domain/errors.ts";
+import { FailedPreconditionError, NotFoundError, UnavailableError } from "../domain/errors.ts";
 import {
   type AgentListPage,
   type AgentListQuery,
@@ -103,6 +103,15 @@ interface AgentDoc {
   consecutiveFailures?: number;
   /** Lifecycle changes so far (see mongo-versioned-update.ts); absent means 0. */
   version?: number;
+  /** [key, generation] of the idempotency key it was created under, if any. */
+  idempotencyKeyGen?: [string, number];
+}
+
+/** The deletion of an agent made under an idempotency key; see `createWithKey`. */
+interface TombstoneDoc {
+  _id: string;
+  owner: string;
+  deletedAt: Date;
 }
 
 /** One generation of an idempotency key; see `createWithKey`. Never updated once inserted. */
@@ -116,6 +125,10 @@ interface KeyDoc {
   agentId: string;
   /** The generation returns its agent while now < expiresAt (its first use + IDEMPOTENCY_TTL_MS). */
   expiresAt: Date;
+  /** The request it was first used with (absent on keys written before fingerprints existed). */
+  fingerprint?: string;
+  /** The agent as first created (absent on keys written before keys carried it). */
+  record?: AgentDoc;
 }
 
 /**
@@ -230,6 +243,9 @@ export async function createMongoAgentStore(options: MongoAgentStoreOptions): Pr
   const versions: Collection<Document> = db.collection(`${prefix}agent_versions`, {
     writeConcern: WRITE_CONCERN,
   });
+  const tombstones: Collection<TombstoneDoc> = db.collection<TombstoneDoc>(`${prefix}agent_tombstones`, {
+    writeConcern: WRITE_CONCERN,
+  });
 
   /** Pending or done index creation; reset on failure so the next call tries again. */
   let indexes: Promise<void> | undefined;
@@ -300,39 +316,26 @@ export async function createMongoAgentStore(options: MongoAgentStoreOptions): Pr
   }
 
   /**
-   * A create with an idempotency key. The key's history is a series of generations, each an
-   * immutable document whose `_id` is JSON [owner, key, gen]; the newest generation is the key's
-   * current state. Only inserts decide races: of concurrent creates that want generation n, the
-   * unique `_id` lets exactly one insert it, and the others read again. (FerretDB v1 cannot arbitrate
-   * with a conditional update: its findOneAndUpdate/updateOne are not atomic under concurrency.)
+   * A create with an idempotency key: the key and the agent are decided together. The key's history
+   * is a series of generations, each an immutable document whose `_id` is JSON [owner, key, gen]
+   * and which carries the whole agent it stands for, and the request's fingerprint. Only inserts
+   * decide races (FerretDB's conditional updates are not atomic).
    *
-   * 1. Read the newest generation. If it is live (now < expiresAt) and its agent exists, return that
-   *    agent (created: false); nothing of ours is stored, or it is deleted again.
-   * 2. Otherwise (no key yet, expired, or its agent deleted by the owner) store our agent first, so a
-   *    key never points at an agent that does not exist yet, then insert generation n + 1 pointing at
-   *    it. Success: ours is the key's agent now. Duplicate `_id`: someone else got there; go to 1.
+   * - No live generation: insert generation n + 1 carrying our agent FIRST, then the agent. Of
+   *   concurrent creates, the unique `_id` lets one insert it; the others read again. If the agent
+   *   insert then fails (the database went down), the key already names it: a retry completes it.
+   * - A live generation with another fingerprint: the key was used for a different request
+   *   (FailedPreconditionError), as the IETF Idempotency-Key draft and Stripe answer.
+   * - A live generation with our fingerprint: its agent is returned; created (materialised) from
+   *   the key document if its insert never happened, unless the owner deleted it since (a
+   *   tombstone says so), in which case the original answer is replayed and nothing comes back.
    */
-  async function createWithKey(record: AgentRecord, key: string): Promise<CreateResult> {
-    const { owner, agentId } = record;
-    let stored = false;
-    try {
-      for (let attempt = 0; attempt < MAX_KEY_ATTEMPTS; attempt++) {
-        const nowDate = now();
-        const latest = await keys.findOne({ owner, key }, { sort: { gen: -1 } });
-        if (latest !== null && latest.agentId === agentId)
-          return { agent: copyAgentRecord(record), created: true };
-        if (latest !== null && latest.expiresAt.getTime() > nowDate.getTime()) {
-          const first = await agents.findOne({ _id: latest.agentId, owner });
-          if (first !== null) {
-            if (stored) await agents.deleteOne({ _id: agentId });
-            stored = false;
-            return { agent: fromDoc(first), created: false };
-          }
-        }
-        if (!stored) {
-          await agents.insertOne(toDoc(record));
-          stored = true;
-        }
+  async function createWithKey(record: AgentRecord, key: string, fingerprint: string): Promise<CreateResult> {
+    const { owner } = record;
+    for (let attempt = 0; attempt < MAX_KEY_ATTEMPTS; attempt++) {
+      const nowDate = now();
+      const latest = await keys.findOne({ owner, key }, { sort: { gen: -1 } });
+      if (latest === null || latest.expiresAt.getTime() <= nowDate.getTime()) {
         const gen = latest === null ? 0 : latest.gen + 1;
         try {
           await keys.insertOne({
@@ -340,37 +343,60 @@ export async function createMongoAgentStore(options: MongoAgentStoreOptions): Pr
             owner,
             key,
             gen,
-            agentId,
+            agentId: record.agentId,
+            fingerprint,
+            record: toDoc(record),
             expiresAt: new Date(nowDate.getTime() + IDEMPOTENCY_TTL_MS),
           });
         } catch (err) {
-          if (isDuplicateKey(err)) continue;
+          if (isDuplicateKey(err)) continue; // a concurrent repeat won; read what it stored
           throw err;
         }
-        // Earlier generations are dead now; dropping them is housekeeping only.
+        await agents.insertOne({ ...toDoc(record), idempotencyKeyGen: [key, gen] });
         if (gen > 0) await keys.deleteMany({ owner, key, gen: { $lt: gen } }).catch(() => {});
         return { agent: copyAgentRecord(record), created: true };
       }
-      throw new Error("idempotency key kept changing; gave up settling it");
-    } catch (err) {
-      // Best effort: leave no agent of ours behind when the key could not be settled. Should the key
-      // document have been written after all, the next repeat finds its agent gone and moves on.
-      if (stored) await agents.deleteOne({ _id: agentId }).catch(() => {});
-      throw err;
+      if (latest.fingerprint !== undefined && latest.fingerprint !== fingerprint) {
+        throw new FailedPreconditionError(
+          "idempotency-key was first used with a different request. Use a new key for a new request",
+        );
+      }
+      const existing = await agents.findOne({ _id: latest.agentId, owner });
+      if (existing !== null) return { agent: fromDoc(existing), created: false };
+      const original = latest.record === undefined ? undefined : fromDoc(latest.record);
+      if (original === undefined || (await tombstones.findOne({ _id: latest.agentId })) !== null) {
+        // Deleted by its owner since: replay the first answer, never bring it back.
+        if (original === undefined) throw new NotFoundError(`agent ${latest.agentId} was deleted`);
+        return { agent: original, created: false };
+      }
+      // The first create stored the key but not the agent (the database went away): complete it.
+      try {
+        await agents.insertOne({ ...latest.record, idempotencyKeyGen: [key, latest.gen] } as AgentDoc);
+      } catch (err) {
+        if (isDuplicateKey(err)) continue; // completed by a concurrent repeat
+        throw err;
+      }
+      if ((await tombstones.findOne({ _id: latest.agentId })) !== null) {
+        // A delete raced the completion; it wins.
+        await agents.deleteOne({ _id: latest.agentId });
+        return { agent: original, created: false };
+      }
+      return { agent: original, created: false };
     }
+    throw new Error("idempotency key kept changing; gave up settling it");
   }
 
   return {
     client,
     db,
     guard: guarded,
-    create: ({ record, idempotencyKey }: NewAgent) =>
+    create: ({ record, idempotencyKey, fingerprint }: NewAgent) =>
       run(async () => {
         if (idempotencyKey === undefined) {
           await agents.insertOne(toDoc(record));
           return { agent: copyAgentRecord(record), created: true };
         }
-        return createWithKey(record, idempotencyKey);
+        return createWithKey(record, idempotencyKey, fingerprint ?? "");
       }),
     get: (owner, agentId) =>
       run(async () => {
@@ -379,6 +405,15 @@ export async function createMongoAgentStore(options: MongoAgentStoreOptions): Pr
       }),
     delete: (owner, agentId) =>
       run(async () => {
+        const doc = await agents.findOne({ _id: agentId, owner }, { projection: { idempotencyKeyGen: 1 } });
+        if (doc === null) return false;
+        // An agent made under an idempotency key leaves a tombstone first, so that a late repeat
+        // of its create replays the first answer instead of bringing the agent back.
+        if (doc.idempotencyKeyGen !== undefined) {
+          await tombstones.insertOne({ _id: agentId, owner, deletedAt: now() }).catch((err: unknown) => {
+            if (!isDuplicateKey(err)) throw err;
+          });
+        }
         const result = await agents.deleteOne({ _id: agentId, owner });
         if (result.deletedCount === 1) await dropVersions(versions, agentId).catch(() => {});
         return result.deletedCount === 1;
