@@ -7,6 +7,7 @@ import { createMetricsEndpoint } from "./http/metrics-endpoint.ts";
 import { createProbeHandler } from "./http/probes.ts";
 import { createMetrics } from "./observability/metrics.ts";
 import { createRateLimitedLog } from "./observability/rate-limited-log.ts";
+import { createDocsHandler } from "./rest/docs-handler.ts";
 import { createRestHandler } from "./rest/rest-handler.ts";
 import { createErrorInterceptor } from "./rpc/connect-error-from.ts";
 import { createLoggingInterceptor, createUnexpectedErrorLogger } from "./rpc/logging-interceptor.ts";
@@ -40,6 +41,7 @@ export function build(context: AppContext): Server {
   });
   const metrics = createMetrics({ mongoClient: context.mongoClient });
   const metricsEndpoint = createMetricsEndpoint({ registry: metrics.registry });
+  const docs = createDocsHandler();
   const routes = createRoutes(context, { shutdownSignal: shutdown.signal, isReady: readiness.check });
   /** Paths of RPCs whose request is a stream: REQUEST_TIMEOUT_MS does not cut them off. */
   const streamingPaths = new Set<string>();
@@ -65,7 +67,7 @@ export function build(context: AppContext): Server {
       createErrorInterceptor(createUnexpectedErrorLogger(logger)),
     ],
     fallback(req, res) {
-      if (rest(req, res) || probes(req, res) || metricsEndpoint(req, res)) return;
+      if (rest(req, res) || docs(req, res) || probes(req, res) || metricsEndpoint(req, res)) return;
       res.statusCode = 404;
       res.setHeader("content-type", "application/json");
       res.end(JSON.stringify({ code: "not_found", message: `no route for ${req.method} ${req.url}` }));
