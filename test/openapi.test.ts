@@ -138,6 +138,43 @@ describe("the OpenAPI document", () => {
   });
 });
 
+describe("/docs", () => {
+  it("serves its page and Swagger UI's files with their types and caching, and nothing else", async () => {
+    const page = await fetch(`${server.baseUrl}/docs`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get("content-type")).toBe("text/html; charset=utf-8");
+    expect(page.headers.get("cache-control")).toBe("no-cache");
+    expect(page.headers.get("content-security-policy")).toContain("script-src 'self'");
+    const html = await page.text();
+    const assets = [...html.matchAll(/(?:href|src)="([^"]+)"/g)].map((m) => m[1] as string);
+    expect(assets.length).toBe(4);
+    const types: Record<string, string> = {
+      css: "text/css; charset=utf-8",
+      js: "text/javascript; charset=utf-8",
+      png: "image/png",
+    };
+    for (const asset of assets) {
+      const response = await fetch(new URL(asset, `${server.baseUrl}/docs`), {
+        headers: { "accept-encoding": "gzip" },
+      });
+      expect(response.status, asset).toBe(200);
+      expect(response.headers.get("content-type"), asset).toBe(types[asset.split(".").pop() as string]);
+      // Swagger UI's files sit under its version: cached for good. The page's own script is revalidated.
+      const immutable = asset.includes("/swagger-ui/");
+      expect(response.headers.get("cache-control"), asset).toBe(
+        immutable ? "public, max-age=31536000, immutable" : "no-cache",
+      );
+      expect((await response.arrayBuffer()).byteLength, asset).toBeGreaterThan(0);
+    }
+    for (const path of [
+      "/docs/swagger-ui/0.0.0/swagger-ui.css",
+      "/docs/swagger-ui/5.35.0/package.json",
+      "/docs/x",
+    ])
+      expect((await fetch(`${server.baseUrl}${path}`)).status, path).toBe(404);
+  });
+});
+
 describe("every documented operation answers as documented", () => {
   const ajv = addFormats(new Ajv2020({ allErrors: true, strict: true }));
   // The document's references point at #/components/schemas; give ajv those as one schema's $defs.

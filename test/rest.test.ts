@@ -1,3 +1,4 @@
+import * as http2 from "node:http2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadCatalog } from "../src/token/catalog-token-source.ts";
 import { type RunningServer, startServer } from "./support/start-server.ts";
@@ -102,6 +103,32 @@ describe("token REST paths answer exactly what Connect answers", () => {
     const malformed = await rest("GET", "/v1/tokens/not-a-mint/metadata");
     expect(malformed.status).toBe(400);
     expect(violations(malformed.json)).toEqual([expect.objectContaining({ field: "mint" })]);
+  });
+});
+
+describe("REST over HTTP/2 (h2c)", () => {
+  it("answers as over HTTP/1.1", async () => {
+    const session = http2.connect(server.baseUrl);
+    try {
+      const { status, text } = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+        const req = session.request({ ":method": "GET", ":path": "/v1/tokens/prices?symbol=usdc" });
+        let status = 0;
+        let text = "";
+        req.on("response", (headers) => {
+          status = Number(headers[":status"]);
+        });
+        req.setEncoding("utf8");
+        req.on("data", (chunk: string) => {
+          text += chunk;
+        });
+        req.on("end", () => resolve({ status, text }));
+        req.on("error", reject);
+      });
+      expect(status).toBe(200);
+      expect(text).toBe((await connect("token.v1.TokenService/GetTokenPrices", { symbol: "usdc" })).text);
+    } finally {
+      session.close();
+    }
   });
 });
 
