@@ -7,6 +7,8 @@ import { createMetricsEndpoint } from "./http/metrics-endpoint.ts";
 import { createProbeHandler } from "./http/probes.ts";
 import { createMetrics } from "./observability/metrics.ts";
 import { createRateLimitedLog } from "./observability/rate-limited-log.ts";
+import { createDocsHandler } from "./rest/docs-handler.ts";
+import { createRestHandler } from "./rest/rest-handler.ts";
 import { createErrorInterceptor } from "./rpc/connect-error-from.ts";
 import { createLoggingInterceptor, createUnexpectedErrorLogger } from "./rpc/logging-interceptor.ts";
 import { createReadinessPoller } from "./rpc/readiness-poller.ts";
@@ -41,9 +43,12 @@ export function build(context: AppContext): Server {
   const metrics = createMetrics({ mongoClient: context.mongoClient });
   const metricsEndpoint = createMetricsEndpoint({ registry: metrics.registry });
   const scheduler = config.scheduler.enabled ? createServiceScheduler(context, metrics.registry) : undefined;
+  const docs = createDocsHandler();
   const routes = createRoutes(context, { shutdownSignal: shutdown.signal, isReady: readiness.check });
   /** Paths of RPCs whose request is a stream: REQUEST_TIMEOUT_MS does not cut them off. */
   const streamingPaths = new Set<string>();
+  /** REST paths from the contract's google.api.http rules, served by the same Connect handlers. */
+  let rest: ReturnType<typeof createRestHandler> = () => false;
   const connect = connectNodeAdapter({
     routes(router) {
       routes(router);
@@ -51,6 +56,7 @@ export function build(context: AppContext): Server {
         const kind = handler.method.methodKind;
         if (kind === "client_streaming" || kind === "bidi_streaming") streamingPaths.add(handler.requestPath);
       }
+      rest = createRestHandler({ handlers: router.handlers, maxRequestBytes: config.maxRequestBytes });
     },
     readMaxBytes: config.maxRequestBytes,
     // Browsers always see the seed's envelope: `success`, empty lists, zeros and false included.
@@ -63,7 +69,7 @@ export function build(context: AppContext): Server {
       createErrorInterceptor(createUnexpectedErrorLogger(logger)),
     ],
     fallback(req, res) {
-      if (probes(req, res) || metricsEndpoint(req, res)) return;
+      if (rest(req, res) || docs(req, res) || probes(req, res) || metricsEndpoint(req, res)) return;
       res.statusCode = 404;
       res.setHeader("content-type", "application/json");
       res.end(JSON.stringify({ code: "not_found", message: `no route for ${req.method} ${req.url}` }));

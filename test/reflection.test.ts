@@ -198,6 +198,10 @@ describe.each(Object.keys(versions) as (keyof typeof versions)[])("reflection cl
     expect(files[0]?.name).toBe("agent/v1/agent.proto");
     expect(files.map((f) => f.name).sort()).toEqual([
       "agent/v1/agent.proto",
+      // The REST paths' google.api.http option, and the descriptor.proto it extends.
+      "google/api/annotations.proto",
+      "google/api/http.proto",
+      "google/protobuf/descriptor.proto",
       "google/protobuf/struct.proto",
       "google/protobuf/timestamp.proto",
     ]);

@@ -41,7 +41,11 @@ if (kind === "http") {
   server.listen(port, "127.0.0.1", () => console.log("ready"));
 } else if (kind === "grpcjs") {
   const definition = protoLoader.loadSync("token/v1/token.proto", {
-    includeDirs: [new URL("../../proto", import.meta.url).pathname],
+    includeDirs: [
+      new URL("../../proto", import.meta.url).pathname,
+      // google/api/annotations.proto, imported by the contract for its REST rules.
+      new URL("../../node_modules/google-proto-files", import.meta.url).pathname,
+    ],
   });
   const loaded = grpc.loadPackageDefinition(definition) as unknown as {
     token: { v1: { TokenService: { service: grpc.ServiceDefinition } } };

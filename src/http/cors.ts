@@ -4,6 +4,8 @@ import type { RequestHandler } from "./dual-protocol-server.ts";
 /** Headers of this service that browsers may send and read, beyond Connect's own. */
 const APP_REQUEST_HEADERS = ["Idempotency-Key", "X-Request-Id", "Authorization"];
 const APP_RESPONSE_HEADERS = ["X-Request-Id"];
+/** Methods of the REST paths (google.api.http rules) beyond Connect's GET and POST. */
+const REST_METHODS = ["PUT", "PATCH", "DELETE"];
 
 /**
  * CORS for browser callers, with Connect's published header lists, for the origins the operator
@@ -16,7 +18,7 @@ export function createCorsHandler(options: {
 }): (...args: Parameters<RequestHandler>) => boolean {
   const origins = new Set(options.origins);
   const any = origins.has("*");
-  const allowMethods = cors.allowedMethods.join(", ");
+  const allowMethods = [...cors.allowedMethods, ...REST_METHODS].join(", ");
   const allowHeaders = [...cors.allowedHeaders, ...APP_REQUEST_HEADERS].join(", ");
   const exposeHeaders = [...cors.exposedHeaders, ...APP_RESPONSE_HEADERS].join(", ");
   return (req, res) => {

@@ -1,5 +1,5 @@
 import type { DescMethod } from "@bufbuild/protobuf";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError, type ContextValues, createContextKey } from "@connectrpc/connect";
 
 /**
  * Labels that describe a call in logs and metrics. Each is one of a small fixed set (the served
@@ -22,10 +22,22 @@ const PROTOCOLS: ReadonlyMap<string, string> = new Map([
 ]);
 
 /**
- * "connect+json", "grpc+proto", "grpc-web+proto", ...: the protocol and encoding of a call, from
- * its content type. Connect GET requests carry no body and say their encoding in the query.
+ * Set on calls that arrived on a REST path (google.api.http) and were handed to the Connect
+ * handler as Connect JSON, so logs and metrics tell them apart as "rest+json".
  */
-export function protocolOf(req: { requestMethod: string; header: Headers; url: string }): string {
+export const restCallKey = createContextKey(false, { description: "call arrived on a REST path" });
+
+/**
+ * "connect+json", "grpc+proto", "grpc-web+proto", "rest+json", ...: the protocol and encoding of a
+ * call, from its content type. Connect GET requests carry no body and say their encoding in the query.
+ */
+export function protocolOf(req: {
+  requestMethod: string;
+  header: Headers;
+  url: string;
+  contextValues: ContextValues;
+}): string {
+  if (req.contextValues.get(restCallKey)) return "rest+json";
   if (req.requestMethod === "GET")
     return req.url.includes("encoding=proto") ? "connect+proto" : "connect+json";
   const type = req.header.get("content-type") ?? "";

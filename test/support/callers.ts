@@ -93,11 +93,13 @@ export function connectProtocol(name: string, transport: Transport): Protocol {
 }
 
 const protoDir = fileURLToPath(new URL("../../proto", import.meta.url));
+/** google/api/annotations.proto (the REST rules), imported by the contract, from its published package. */
+const googleProtoDir = fileURLToPath(new URL("../../node_modules/google-proto-files", import.meta.url));
 
 /** An independent gRPC client: grpc-js with the contract loaded from proto/ by proto-loader. */
 export function grpcJsProtocol(baseUrl: string): Protocol {
   const definition = protoLoader.loadSync(["token/v1/token.proto", "agent/v1/agent.proto"], {
-    includeDirs: [protoDir],
+    includeDirs: [protoDir, googleProtoDir],
     keepCase: false,
     longs: Number,
     defaults: true,
