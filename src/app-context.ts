@@ -106,6 +106,10 @@ export async function createAppContext(
     runs,
     clock: scheduleClock,
     lookupSymbol: (symbol) => tokenSource.canonicalSymbol(symbol),
+    async lookupDecimals(symbol) {
+      const entry = (await tokenSource.listPrices()).find((p) => p.symbol === symbol);
+      return entry === undefined ? undefined : (await tokenSource.getMetadata(entry.mint))?.decimals;
+    },
     newId: newAgentId,
     ...(overrides.now === undefined ? {} : { now: overrides.now }),
   });

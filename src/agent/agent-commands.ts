@@ -5,12 +5,13 @@ import {
   type FieldViolation,
   InvalidArgumentError,
   NotFoundError,
+  quote,
 } from "../domain/errors.ts";
 import { pageLimit } from "../domain/page-limit.ts";
 import type { RunPage, RunStore } from "../scheduler/run-store.ts";
 import type { ScheduleClock } from "../scheduler/schedule-clock.ts";
 import { firstSlotAfter, slotAt } from "../scheduler/slots.ts";
-import { type SymbolLookup, validateAgentConfig } from "./agent-config.ts";
+import { type DecimalsLookup, type SymbolLookup, validateAgentConfig } from "./agent-config.ts";
 import {
   AGENT_STATUSES,
   AGENT_TYPES,
@@ -73,6 +74,8 @@ export function createAgentCommands(options: {
   store: AgentStore;
   runs: RunStore;
   lookupSymbol: SymbolLookup;
+  /** Decimals of a catalog token: an amount is a whole number of its smallest units. */
+  lookupDecimals?: DecimalsLookup;
   newId: () => string;
   /** Schedule time (SCHEDULE_TIME_SCALE): slots are computed in it. */
   clock: ScheduleClock;
@@ -110,7 +113,7 @@ export function createAgentCommands(options: {
       if (input.config === undefined) violations.push({ field: "config", description: "is required" });
       const valid =
         type !== undefined && input.config !== undefined
-          ? await validateAgentConfig(type, input.config, lookupSymbol, violations)
+          ? await validateAgentConfig(type, input.config, lookupSymbol, violations, options.lookupDecimals)
           : undefined;
       if (violations.length > 0 || type === undefined || valid === undefined) {
         throw new InvalidArgumentError(violations);
@@ -249,7 +252,7 @@ function oneOf<T extends string>(
     return undefined;
   }
   if ((allowed as readonly string[]).includes(value)) return value as T;
-  violations.push({ field, description: `must be one of ${alternatives(allowed)} but is "${value}"` });
+  violations.push({ field, description: `must be one of ${alternatives(allowed)} but is ${quote(value)}` });
   return undefined;
 }
 

@@ -1,10 +1,13 @@
 import { ADDRESS_RULE, isAddress } from "../domain/base58.ts";
-import { alternatives, type FieldViolation } from "../domain/errors.ts";
+import { alternatives, type FieldViolation, quote } from "../domain/errors.ts";
 import type { AgentType, JsonObject, JsonValue } from "./agent-store.ts";
 import { SCHEDULES, type Schedule } from "./schedule.ts";
 
 /** Looks a token symbol up in the catalog, case-insensitively, and returns its catalog spelling. */
 export type SymbolLookup = (symbol: string) => Promise<string | undefined>;
+
+/** The number of decimals of a catalog token, by its catalog symbol. */
+export type DecimalsLookup = (symbol: string) => Promise<number | undefined>;
 
 export interface ValidConfig {
   readonly config: JsonObject;
@@ -12,6 +15,10 @@ export interface ValidConfig {
 }
 
 const DEFAULT_SLIPPAGE_BPS = 50;
+/** Unknown settings named one by one; the rest are counted, so errors stay small. */
+const MAX_UNKNOWN_REPORTED = 10;
+/** Longest setting name echoed as it is. */
+const MAX_FIELD_NAME_ECHO = 40;
 const MAX_SLIPPAGE_BPS = 5000;
 
 type FieldRule = (value: JsonValue | undefined, field: string) => Promise<string | undefined>;
@@ -26,6 +33,7 @@ export async function validateAgentConfig(
   config: JsonObject,
   lookupSymbol: SymbolLookup,
   violations: FieldViolation[],
+  lookupDecimals: DecimalsLookup = async () => undefined,
 ): Promise<ValidConfig | undefined> {
   const address: FieldRule = async (v) => (typeof v === "string" && isAddress(v) ? undefined : ADDRESS_RULE);
   const positive: FieldRule = async (v) =>
@@ -59,14 +67,20 @@ export async function validateAgentConfig(
   const optional = new Set(["slippageBps"]);
 
   const before = violations.length;
-  for (const key of Object.keys(config)) {
-    // Own keys only: `in` would take "constructor", "toString" or "__proto__" for settings.
-    if (!Object.hasOwn(rules, key)) {
-      violations.push({
-        field: `config.${key}`,
-        description: `is not a ${type} agent setting (use ${alternatives(Object.keys(rules))})`,
-      });
-    }
+  // Own keys only: `in` would take "constructor", "toString" or "__proto__" for settings.
+  const unknown = Object.keys(config).filter((key) => !Object.hasOwn(rules, key));
+  for (const key of unknown.slice(0, MAX_UNKNOWN_REPORTED)) {
+    violations.push({
+      // The caller's key is quoted short: a field name can be as long as any value.
+      field: key.length <= MAX_FIELD_NAME_ECHO ? `config.${key}` : `config.${quote(key)}`,
+      description: `is not a ${type} agent setting (use ${alternatives(Object.keys(rules))})`,
+    });
+  }
+  if (unknown.length > MAX_UNKNOWN_REPORTED) {
+    violations.push({
+      field: "config",
+      description: `has ${unknown.length - MAX_UNKNOWN_REPORTED} more settings that are not ${type} agent settings`,
+    });
   }
   for (const [key, rule] of Object.entries(rules)) {
     const value = config[key];
@@ -90,6 +104,15 @@ export async function validateAgentConfig(
   if (inputToken !== undefined && inputToken === outputToken) {
     violations.push({ field: "config.outputToken", description: "must differ from config.inputToken" });
   }
+  // The amount is in units of the token moved (a swap's input): at least its smallest unit, with
+  // no more decimal places than it has, and within a u64 count of smallest units (as on chain).
+  const { amount } = config;
+  const moved = type === "swap" ? inputToken : await canonical(config.token, lookupSymbol);
+  const decimals = moved === undefined ? undefined : await lookupDecimals(moved);
+  if (typeof amount === "number" && Number.isFinite(amount) && amount > 0 && decimals !== undefined) {
+    const problem = amountProblem(amount, decimals, moved as string);
+    if (problem !== undefined) violations.push({ field: "config.amount", description: problem });
+  }
   if (violations.length > before) return undefined;
 
   if (type === "transfer") {
@@ -107,6 +130,22 @@ export async function validateAgentConfig(
       slippageBps: config.slippageBps ?? DEFAULT_SLIPPAGE_BPS,
     },
   };
+}
+
+/** Largest count of smallest units a token amount can have (a u64 on chain). */
+const MAX_UNITS = 2 ** 64 - 1;
+
+/** Why `amount` of a token with `decimals` decimals cannot be moved, or undefined when it can. */
+function amountProblem(amount: number, decimals: number, symbol: string): string | undefined {
+  const units = amount * 10 ** decimals;
+  const smallest = (10 ** -decimals).toFixed(decimals);
+  // Float noise (0.1 * 10^6 = 100000.00000000001) is not a fraction of a unit.
+  const whole = Math.abs(units - Math.round(units)) <= 1e-6 * Math.max(1, Math.abs(units) / 1e12);
+  if (units < 1 - 1e-9 || !whole) {
+    return `must be a whole number of ${symbol} smallest units (a multiple of ${smallest} and at least that) since ${symbol} has ${decimals} decimals`;
+  }
+  if (units > MAX_UNITS) return `must be at most ${(MAX_UNITS / 10 ** decimals).toPrecision(6)} ${symbol}`;
+  return undefined;
 }
 
 /** The catalog spelling of a symbol value, or undefined when it is not a catalog symbol. */

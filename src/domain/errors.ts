@@ -32,6 +32,19 @@ export class InvalidArgumentError extends Error {
   }
 }
 
+/** Longest piece of a caller's value quoted back in a message. */
+const QUOTE_MAX_CHARS = 40;
+
+/**
+ * A caller's value as it may appear in an error message: quoted, and cut to a short prefix with
+ * its length when long. Errors never echo input at full length: a 900 KB value would make a 900 KB
+ * error (and, over gRPC, trailers too large to deliver at all).
+ */
+export function quote(value: string): string {
+  if (value.length <= QUOTE_MAX_CHARS) return `"${value}"`;
+  return `"${value.slice(0, QUOTE_MAX_CHARS)}…" (${value.length} characters)`;
+}
+
 /** `"a" or "b" or "c"`: allowed values in a message (see InvalidArgumentError on punctuation). */
 export function alternatives(values: readonly string[]): string {
   return values.map((value) => `"${value}"`).join(" or ");
