@@ -80,7 +80,11 @@ export async function createAppContext(
       throw new ConfigError("invalid configuration: MONGODB_URI is not a valid MongoDB connection string");
     });
     store = mongoStore;
-    runStore ??= createMongoRunStore({ db: mongoStore.db, guard: mongoStore.guard });
+    runStore ??= createMongoRunStore({
+      db: mongoStore.db,
+      guard: mongoStore.guard,
+      maxTimeMS: mongo.operationTimeoutMs,
+    });
     mongoClient = mongoStore.client;
     storeKind = "mongodb";
     logger.info({ mongodb: redactUri(mongo.uri), db: mongo.dbName }, "agents are stored in MongoDB");

@@ -64,6 +64,8 @@ export interface MongoAgentStoreOptions {
   readonly now?: () => Date;
   /** Prepended to the collection names (`agents`, `agent_idempotency_keys`). */
   readonly collectionPrefix?: string;
+  /** Emit the driver's command events on `client` (tests check what reaches the server). */
+  readonly monitorCommands?: boolean;
 }
 
 export type MongoAgentStore = AgentStore & {
@@ -227,6 +229,7 @@ export async function createMongoAgentStore(options: MongoAgentStoreOptions): Pr
   if (options.maxPoolSize !== undefined) clientOptions.maxPoolSize = options.maxPoolSize;
   if (options.connectTimeoutMS !== undefined) clientOptions.connectTimeoutMS = options.connectTimeoutMS;
   if (options.socketTimeoutMS !== undefined) clientOptions.socketTimeoutMS = options.socketTimeoutMS;
+  if (options.monitorCommands === true) clientOptions.monitorCommands = true;
   // Constructing the client parses the URI but opens no connection: the store starts with the
   // database down, and the driver connects on the first operation.
   const client = new MongoClient(options.uri, clientOptions);
@@ -275,6 +278,11 @@ export async function createMongoAgentStore(options: MongoAgentStoreOptions): Pr
   }
 
   const operationTimeoutMS = options.operationTimeoutMS ?? DEFAULT_OPERATION_TIMEOUT_MS;
+  /**
+   * Server-side bound for the queries that can scan (lists, counts, due agents, key lookups): a
+   * call that gives up after operationTimeoutMS must not leave its query running on the database.
+   */
+  const bounded = { maxTimeMS: operationTimeoutMS };
 
   /**
    * Runs `op` connected, mapping unavailability to UnavailableError, within `operationTimeoutMS`.
@@ -334,7 +342,7 @@ export async function createMongoAgentStore(options: MongoAgentStoreOptions): Pr
     const { owner } = record;
     for (let attempt = 0; attempt < MAX_KEY_ATTEMPTS; attempt++) {
       const nowDate = now();
-      const latest = await keys.findOne({ owner, key }, { sort: { gen: -1 } });
+      const latest = await keys.findOne({ owner, key }, { sort: { gen: -1 }, ...bounded });
       if (latest === null || latest.expiresAt.getTime() <= nowDate.getTime()) {
         const gen = latest === null ? 0 : latest.gen + 1;
         try {
@@ -422,9 +430,9 @@ export async function createMongoAgentStore(options: MongoAgentStoreOptions): Pr
       run(async () => {
         // Two index range scans on {status, nextRunAt}; pending agents are few and brief.
         const [pending, active] = await Promise.all([
-          agents.find({ status: "pending" }).limit(limit).toArray(),
+          agents.find({ status: "pending" }, bounded).limit(limit).toArray(),
           agents
-            .find({ status: "active", nextRunAt: { $lte: nowDate } })
+            .find({ status: "active", nextRunAt: { $lte: nowDate } }, bounded)
             .sort({ nextRunAt: 1 })
             .limit(limit)
             .toArray(),
@@ -453,12 +461,12 @@ export async function createMongoAgentStore(options: MongoAgentStoreOptions): Pr
         if (query.status !== undefined) filter.status = query.status;
         const [docs, total] = await Promise.all([
           agents
-            .find(filter)
+            .find(filter, bounded)
             .sort({ createdAt: -1, _id: -1 })
             .skip(query.offset)
             .limit(query.limit)
             .toArray(),
-          agents.countDocuments(filter),
+          agents.countDocuments(filter, bounded),
         ]);
         return { agents: docs.map(fromDoc), total };
       }),

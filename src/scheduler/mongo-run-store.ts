@@ -54,10 +54,13 @@ export interface MongoRunStoreOptions {
    * domain's UnavailableError. The agent store's guard, so both stores fail alike.
    */
   readonly guard: <T>(op: () => Promise<T>) => Promise<T>;
+  /** Server-side bound on the queries that can scan (history pages, counts). */
+  readonly maxTimeMS?: number;
 }
 
 export function createMongoRunStore(options: MongoRunStoreOptions): RunStore {
   const { db, guard } = options;
+  const bounded = { maxTimeMS: options.maxTimeMS ?? 5_000 };
   const prefix = options.collectionPrefix ?? "";
   const claims: Collection<ClaimDoc> = db.collection(`${prefix}agent_run_claims`, {
     writeConcern: WRITE_CONCERN,
@@ -114,7 +117,7 @@ export function createMongoRunStore(options: MongoRunStoreOptions): RunStore {
       run(async () => {
         const latest = await claims.findOne(
           { agentId: slot.agentId, scheduledAt: slot.scheduledAt },
-          { sort: { generation: -1 } },
+          { sort: { generation: -1 }, ...bounded },
         );
         if (latest !== null) {
           // Only a slot that was claimed before can be settled or held.
@@ -150,7 +153,10 @@ export function createMongoRunStore(options: MongoRunStoreOptions): RunStore {
       }),
     attempts: (slot) =>
       run(() =>
-        runs.countDocuments({ agentId: slot.agentId, owner: slot.owner, scheduledAt: slot.scheduledAt }),
+        runs.countDocuments(
+          { agentId: slot.agentId, owner: slot.owner, scheduledAt: slot.scheduledAt },
+          bounded,
+        ),
       ),
     settled: (slot) =>
       run(async () => {
@@ -180,8 +186,13 @@ export function createMongoRunStore(options: MongoRunStoreOptions): RunStore {
       run(async () => {
         const filter = { owner, agentId };
         const [docs, total] = await Promise.all([
-          runs.find(filter).sort({ scheduledAt: -1, attempt: -1 }).skip(offset).limit(limit).toArray(),
-          runs.countDocuments(filter),
+          runs
+            .find(filter, bounded)
+            .sort({ scheduledAt: -1, attempt: -1 })
+            .skip(offset)
+            .limit(limit)
+            .toArray(),
+          runs.countDocuments(filter, bounded),
         ]);
         return { runs: docs.map(fromDoc), total };
       }),
