@@ -10,6 +10,7 @@ import { createRateLimitedLog } from "./observability/rate-limited-log.ts";
 import { createDocsHandler } from "./rest/docs-handler.ts";
 import { createRestHandler } from "./rest/rest-handler.ts";
 import { createErrorInterceptor } from "./rpc/connect-error-from.ts";
+import { clampDeadlineHeaders, createDeadlineInterceptor } from "./rpc/deadline.ts";
 import { createLoggingInterceptor, createUnexpectedErrorLogger } from "./rpc/logging-interceptor.ts";
 import { createReadinessPoller } from "./rpc/readiness-poller.ts";
 import { createRoutes } from "./rpc/routes.ts";
@@ -66,6 +67,7 @@ export function build(context: AppContext): Server {
     interceptors: [
       createLoggingInterceptor({ logger }),
       metrics.interceptor,
+      createDeadlineInterceptor(),
       createErrorInterceptor(createUnexpectedErrorLogger(logger)),
     ],
     fallback(req, res) {
@@ -79,6 +81,7 @@ export function build(context: AppContext): Server {
   const dual = createDualProtocolServer({
     handler(req, res) {
       if (cors(req, res)) return;
+      clampDeadlineHeaders(req.headers);
       connect(req, res);
     },
     limits: config.http,
