@@ -360,7 +360,12 @@ export async function createMongoAgentStore(options: MongoAgentStoreOptions): Pr
           if (isDuplicateKey(err)) continue; // a concurrent repeat won; read what it stored
           throw err;
         }
-        await agents.insertOne({ ...toDoc(record), idempotencyKeyGen: [key, gen] });
+        try {
+          await agents.insertOne({ ...toDoc(record), idempotencyKeyGen: [key, gen] });
+        } catch (err) {
+          // A concurrent repeat found the key before this insert and completed the agent itself.
+          if (!isDuplicateKey(err)) throw err;
+        }
         if (gen > 0) await keys.deleteMany({ owner, key, gen: { $lt: gen } }).catch(() => {});
         return { agent: copyAgentRecord(record), created: true };
       }

@@ -105,7 +105,7 @@ it("three replicas, SIGKILL one and SIGTERM another: every (agent, slot) has exa
   expect((await b.exited).code).toBe(0);
 
   // The survivor catches up to the cutoff.
-  const deadline = Date.now() + 120_000;
+  const deadline = Date.now() + 180_000;
   for (;;) {
     const behind = await agents.countDocuments({ nextRunAt: { $lte: new Date(cutoff) } });
     if (behind === 0) break;
@@ -115,7 +115,7 @@ it("three replicas, SIGKILL one and SIGTERM another: every (agent, slot) has exa
         `${Math.round((Date.now() - lastCreated) / 1000)} s: ${behind} agents behind, ${done} runs`,
       );
     }
-    expect(Date.now(), "the survivor catches up within 120 s").toBeLessThan(deadline);
+    expect(Date.now(), "the survivor catches up within 180 s").toBeLessThan(deadline);
     await sleep(DEBUG ? 5_000 : 500);
   }
 
@@ -157,4 +157,4 @@ it("three replicas, SIGKILL one and SIGTERM another: every (agent, slot) has exa
   expect(expected).toBeGreaterThanOrEqual(AGENTS * SLOTS);
   expect(missing).toBe(0);
   expect(duplicated).toBe(0);
-}, 240_000);
+}, 300_000);
