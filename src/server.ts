@@ -1,6 +1,7 @@
 import type { AddressInfo, Server as NetServer } from "node:net";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { AppContext } from "./app-context.ts";
+import { quote } from "./domain/errors.ts";
 import { createCorsHandler } from "./http/cors.ts";
 import { createDualProtocolServer } from "./http/dual-protocol-server.ts";
 import { createMetricsEndpoint } from "./http/metrics-endpoint.ts";
@@ -11,6 +12,7 @@ import { createDocsHandler } from "./rest/docs-handler.ts";
 import { createRestHandler } from "./rest/rest-handler.ts";
 import { createErrorInterceptor } from "./rpc/connect-error-from.ts";
 import { clampDeadlineHeaders, createDeadlineInterceptor } from "./rpc/deadline.ts";
+import { withDecodeErrorsAsInvalidArgument } from "./rpc/decode-errors.ts";
 import { createLoggingInterceptor, createUnexpectedErrorLogger } from "./rpc/logging-interceptor.ts";
 import { createReadinessPoller } from "./rpc/readiness-poller.ts";
 import { createRoutes } from "./rpc/routes.ts";
@@ -46,6 +48,12 @@ export function build(context: AppContext): Server {
   const scheduler = config.scheduler.enabled ? createServiceScheduler(context, metrics.registry) : undefined;
   const docs = createDocsHandler();
   const routes = createRoutes(context, { shutdownSignal: shutdown.signal, isReady: readiness.check });
+  // Requests turned away before any service sees them: counted by reason, logged at a bounded rate.
+  const rejectionLog = createRateLimitedLog({ logger, level: "info", perSecond: 10 });
+  const rejected = (reason: string) => {
+    metrics.rejected(reason);
+    rejectionLog({ reason }, "request rejected");
+  };
   /** Paths of RPCs whose request is a stream: REQUEST_TIMEOUT_MS does not cut them off. */
   const streamingPaths = new Set<string>();
   /** REST paths from the contract's google.api.http rules, served by the same Connect handlers. */
@@ -53,6 +61,9 @@ export function build(context: AppContext): Server {
   const connect = connectNodeAdapter({
     routes(router) {
       routes(router);
+      router.handlers.forEach((handler, i) => {
+        router.handlers[i] = withDecodeErrorsAsInvalidArgument(handler, rejected);
+      });
       for (const handler of router.handlers) {
         const kind = handler.method.methodKind;
         if (kind === "client_streaming" || kind === "bidi_streaming") streamingPaths.add(handler.requestPath);
@@ -72,12 +83,14 @@ export function build(context: AppContext): Server {
     ],
     fallback(req, res) {
       if (rest(req, res) || docs(req, res) || probes(req, res) || metricsEndpoint(req, res)) return;
+      rejected("unknown_route");
       res.statusCode = 404;
       res.setHeader("content-type", "application/json");
-      res.end(JSON.stringify({ code: "not_found", message: `no route for ${req.method} ${req.url}` }));
+      // The path is the caller's: quoted short, as any echoed input.
+      const path = (req.url ?? "").split("?", 1)[0] ?? "";
+      res.end(JSON.stringify({ code: "not_found", message: `no route for ${req.method} ${quote(path)}` }));
     },
   });
-  const rejectionLog = createRateLimitedLog({ logger, level: "info", perSecond: 10 });
   const dual = createDualProtocolServer({
     handler(req, res) {
       if (cors(req, res)) return;
@@ -85,10 +98,7 @@ export function build(context: AppContext): Server {
       connect(req, res);
     },
     limits: config.http,
-    onRejected(reason) {
-      metrics.rejected(reason);
-      rejectionLog({ reason }, "request rejected");
-    },
+    onRejected: rejected,
     isStreamingRequest: (path) => streamingPaths.has(path),
   });
 

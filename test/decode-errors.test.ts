@@ -1,0 +1,148 @@
+/**
+ * Input the server cannot decode is the caller's mistake, on every protocol: invalid_argument
+ * (HTTP 400 for Connect), never internal; and every request turned away before the service (decode
+ * errors, unknown routes, unsupported content types) is counted in the metrics.
+ */
+import * as http from "node:http";
+import * as http2 from "node:http2";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type RunningServer, startServer } from "./support/start-server.ts";
+
+const PRICES = "/token.v1.TokenService/GetTokenPrices";
+/** A field with wire type 7, which does not exist: no protobuf decoder accepts it. */
+const GARBAGE = Buffer.from([0x0f, 0xff, 0xff, 0xff]);
+
+let server: RunningServer;
+beforeAll(async () => {
+  server = await startServer();
+});
+afterAll(() => server.close());
+
+function frame(payload: Buffer, flags = 0): Buffer {
+  const out = Buffer.alloc(5 + payload.length);
+  out[0] = flags;
+  out.writeUInt32BE(payload.length, 1);
+  payload.copy(out, 5);
+  return out;
+}
+
+async function counter(series: string): Promise<number> {
+  const text = await (await fetch(`${server.baseUrl}/metrics`)).text();
+  const line = text.split("\n").find((l) => l.startsWith(`${series} `));
+  return line === undefined ? 0 : Number(line.split(" ")[1]);
+}
+
+function grpcCall(body: Buffer, headers: Record<string, string> = {}) {
+  const client = http2.connect(server.baseUrl);
+  return new Promise<{ status?: string; message?: string }>((resolve, reject) => {
+    const stream = client.request({
+      ":method": "POST",
+      ":path": PRICES,
+      "content-type": "application/grpc",
+      te: "trailers",
+      ...headers,
+    });
+    const result: { status?: string; message?: string } = {};
+    stream.on("response", (h) => {
+      if (h["grpc-status"] !== undefined) result.status = String(h["grpc-status"]);
+    });
+    stream.on("trailers", (t) => {
+      result.status = String(t["grpc-status"]);
+      result.message = decodeURIComponent(String(t["grpc-message"] ?? ""));
+    });
+    stream.resume();
+    stream.on("close", () => {
+      client.close();
+      resolve(result);
+    });
+    stream.on("error", reject);
+    stream.end(body);
+  });
+}
+
+function grpcWebCall(body: Buffer): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      `${server.baseUrl}${PRICES}`,
+      { method: "POST", headers: { "content-type": "application/grpc-web+proto" } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () =>
+          resolve(`${res.headers["grpc-status"] ?? ""}|${Buffer.concat(chunks).toString("latin1")}`),
+        );
+      },
+    );
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+describe("undecodable input is invalid_argument", () => {
+  it("Connect GET with a malformed proto message", async () => {
+    const before = await counter('http_rejections_total{reason="decode_error"}');
+    const res = await fetch(`${server.baseUrl}${PRICES}?encoding=proto&message=lgduj7la`);
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { code: string }).code).toBe("invalid_argument");
+    expect(await counter('http_rejections_total{reason="decode_error"}')).toBe(before + 1);
+  });
+
+  it("Connect binary POST with bytes that are no message", async () => {
+    const res = await fetch(`${server.baseUrl}${PRICES}`, {
+      method: "POST",
+      headers: { "content-type": "application/proto" },
+      body: GARBAGE,
+    });
+    expect(res.status).toBe(400);
+    const error = (await res.json()) as { code: string; message: string };
+    expect(error.code).toBe("invalid_argument");
+    expect(error.message).toContain("token.v1.GetTokenPricesRequest");
+  });
+
+  it("gRPC with a malformed frame payload", async () => {
+    const result = await grpcCall(frame(GARBAGE));
+    expect(result.status).toBe("3");
+    expect(result.message).toContain("could not be decoded");
+  });
+
+  it("gRPC with a compressed frame but no grpc-encoding", async () => {
+    expect((await grpcCall(frame(Buffer.from([1, 2, 3]), 1))).status).toBe("3");
+  });
+
+  it("gRPC-Web with a malformed frame payload", async () => {
+    const answer = await grpcWebCall(frame(GARBAGE));
+    expect(answer).toMatch(/grpc-status: ?3/);
+    expect(answer).not.toMatch(/grpc-status: ?13/);
+  });
+
+  it("an error the service raises is untouched (a malformed mint stays its own invalid_argument)", async () => {
+    const res = await fetch(`${server.baseUrl}${PRICES}`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ mint: "nope" }),
+    });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { message: string }).message).toContain("mint");
+  });
+});
+
+describe("requests turned away before the service are counted", () => {
+  it("unknown routes and unsupported content types", async () => {
+    const routes = await counter('http_rejections_total{reason="unknown_route"}');
+    const media = await counter('http_rejections_total{reason="unsupported_media_type"}');
+    expect((await fetch(`${server.baseUrl}/no/such/${"x".repeat(5000)}`)).status).toBe(404);
+    const wrongType = await fetch(`${server.baseUrl}${PRICES}`, {
+      method: "POST",
+      headers: { "content-type": "text/plain" },
+      body: "{}",
+    });
+    expect(wrongType.status).toBe(415);
+    expect(await counter('http_rejections_total{reason="unknown_route"}')).toBe(routes + 1);
+    expect(await counter('http_rejections_total{reason="unsupported_media_type"}')).toBe(media + 1);
+  });
+
+  it("a 404 quotes only a short prefix of the path", async () => {
+    const res = await fetch(`${server.baseUrl}/${"y".repeat(8000)}`);
+    expect((await res.text()).length).toBeLessThan(300);
+  });
+});
