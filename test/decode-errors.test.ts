@@ -5,6 +5,7 @@
  */
 import * as http from "node:http";
 import * as http2 from "node:http2";
+import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningServer, startServer } from "./support/start-server.ts";
 
@@ -97,6 +98,17 @@ describe("undecodable input is invalid_argument", () => {
     const error = (await res.json()) as { code: string; message: string };
     expect(error.code).toBe("invalid_argument");
     expect(error.message).toContain("token.v1.GetTokenPricesRequest");
+  });
+
+  it("Connect with a truncated gzip body", async () => {
+    const gzipped = gzipSync(Buffer.from(JSON.stringify({ symbol: "SOL" })));
+    const res = await fetch(`${server.baseUrl}${PRICES}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "content-encoding": "gzip" },
+      body: gzipped.subarray(0, gzipped.length - 6),
+    });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { code: string }).code).toBe("invalid_argument");
   });
 
   it("gRPC with a malformed frame payload", async () => {

@@ -2,10 +2,15 @@ import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/conn
 
 /**
  * connect answers a request body it cannot decode (bad protobuf bytes, a compressed frame without
- * an encoding) with `internal`, before any interceptor runs: the caller is told the server failed,
+ * an encoding, a truncated compressed body) with `internal`, before any interceptor runs: the caller is told the server failed,
  * and nothing is logged or counted. These are the messages it uses for such input.
  */
-const DECODE_FAILURES = ["parse binary", "received compressed envelope, but do not know how to decompress"];
+const DECODE_FAILURES = [
+  "parse binary",
+  "received compressed envelope, but do not know how to decompress",
+  // connect-node leaves a truncated gzip or brotli body (Z_BUF_ERROR) as internal.
+  "decompression failed",
+];
 
 const INTERNAL = "13";
 const INVALID_ARGUMENT = "3";
