@@ -5,7 +5,7 @@
  * the service offers, as test/conformance/config.yaml declares them. A case that fails and is not
  * on test/conformance/known-failing.txt (or known-flaky.txt) fails this test.
  */
-import { execFile } from "node:child_process";
+import { spawn } from "node:child_process";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -56,33 +56,46 @@ describe("Connect conformance suite, server mode", () => {
   });
 });
 
+/**
+ * Runs the suite to its end, or for at most RUN_TIMEOUT_MS. The runner gets a process group of its
+ * own, and on timeout the whole group is killed: the runner does not stop the servers it started
+ * when it is itself stopped, and they must not outlive the test.
+ */
 function runSuite(binary: string): Promise<{ code: number | null; output: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      binary,
-      [
-        "--mode",
-        "server",
-        "--conf",
-        join(HERE, "config.yaml"),
-        "--known-failing",
-        `@${join(HERE, "known-failing.txt")}`,
-        "--known-flaky",
-        `@${join(HERE, "known-flaky.txt")}`,
-        "--parallel",
-        String(PARALLEL),
-        "-v",
-        "--",
-        // The project's Node 24, whatever node is on PATH.
-        join(ROOT, "node_modules/.bin/node"),
-        join(HERE, "server.ts"),
-      ],
-      // SIGTERM: the runner stops the servers it started before it exits.
-      { cwd: ROOT, timeout: RUN_TIMEOUT_MS, killSignal: "SIGTERM", maxBuffer: 64 * 1024 * 1024 },
-      (error, stdout, stderr) => {
-        const code = error === null ? 0 : typeof error.code === "number" ? error.code : null;
-        resolve({ code, output: `${stdout}${stderr}` });
-      },
-    );
+  const args = [
+    "--mode",
+    "server",
+    "--conf",
+    join(HERE, "config.yaml"),
+    "--known-failing",
+    `@${join(HERE, "known-failing.txt")}`,
+    "--known-flaky",
+    `@${join(HERE, "known-flaky.txt")}`,
+    "--parallel",
+    String(PARALLEL),
+    "-v",
+    "--",
+    // The project's Node 24, whatever node is on PATH.
+    join(ROOT, "node_modules/.bin/node"),
+    join(HERE, "server.ts"),
+  ];
+  return new Promise((resolve, reject) => {
+    const child = spawn(binary, args, { cwd: ROOT, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+    let output = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+      output += chunk;
+    });
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+      output += chunk;
+    });
+    const timer = setTimeout(() => {
+      output += `\nkilled after ${RUN_TIMEOUT_MS} ms\n`;
+      if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
+    }, RUN_TIMEOUT_MS);
+    child.on("error", reject);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, output });
+    });
   });
 }
