@@ -1,11 +1,14 @@
 import type { AddressInfo, Server as NetServer } from "node:net";
+import type { Registry } from "@bufbuild/protobuf";
+import type { ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { AppContext } from "./app-context.ts";
-import { quote } from "./domain/errors.ts";
 import { createCorsHandler } from "./http/cors.ts";
+import { drainUnreadBody } from "./http/drain-unread-body.ts";
 import { createDualProtocolServer } from "./http/dual-protocol-server.ts";
 import { createMetricsEndpoint } from "./http/metrics-endpoint.ts";
 import { createProbeHandler } from "./http/probes.ts";
+import { answerUnknownRoute } from "./http/unknown-route.ts";
 import { createMetrics } from "./observability/metrics.ts";
 import { createRateLimitedLog } from "./observability/rate-limited-log.ts";
 import { createDocsHandler } from "./rest/docs-handler.ts";
@@ -27,13 +30,22 @@ export interface Server {
   close(): Promise<void>;
 }
 
+export interface BuildOptions {
+  /**
+   * Services served beside the service's own, through the same stack (listener, interceptors,
+   * fallback): the Connect conformance suite's service in test/conformance/. `registry` names the
+   * messages their google.protobuf.Any fields carry, which the JSON codec must know.
+   */
+  readonly extraServices?: { readonly routes: (router: ConnectRouter) => void; readonly registry?: Registry };
+}
+
 /**
  * Builds the server without listening, so tests start it on port 0 and `main.ts` on PORT. Every
  * RPC is served over the Connect protocol (JSON and binary, GET for side-effect-free methods),
  * gRPC and gRPC-Web, on HTTP/1.1 and h2c alike, with gRPC health checking and server reflection
  * beside the contract's services, and plain HTTP probes and Prometheus metrics beside the RPCs.
  */
-export function build(context: AppContext): Server {
+export function build(context: AppContext, options: BuildOptions = {}): Server {
   const { config, logger } = context;
   const shutdown = new AbortController();
   // One database ping answers every readiness question asked while it runs (/readyz, health
@@ -61,6 +73,7 @@ export function build(context: AppContext): Server {
   const connect = connectNodeAdapter({
     routes(router) {
       routes(router);
+      options.extraServices?.routes(router);
       router.handlers.forEach((handler, i) => {
         router.handlers[i] = withDecodeErrorsAsInvalidArgument(handler, rejected);
       });
@@ -72,7 +85,7 @@ export function build(context: AppContext): Server {
     },
     readMaxBytes: config.maxRequestBytes,
     // Browsers always see the seed's envelope: `success`, empty lists, zeros and false included.
-    jsonOptions: { alwaysEmitImplicit: true },
+    jsonOptions: { alwaysEmitImplicit: true, registry: options.extraServices?.registry },
     // Outermost first. Logging and metrics see every call as its caller does, so they sit outside
     // the conversion of errors to the codes callers receive.
     interceptors: [
@@ -84,17 +97,14 @@ export function build(context: AppContext): Server {
     fallback(req, res) {
       if (rest(req, res) || docs(req, res) || probes(req, res) || metricsEndpoint(req, res)) return;
       rejected("unknown_route");
-      res.statusCode = 404;
-      res.setHeader("content-type", "application/json");
-      // The path is the caller's: quoted short, as any echoed input.
-      const path = (req.url ?? "").split("?", 1)[0] ?? "";
-      res.end(JSON.stringify({ code: "not_found", message: `no route for ${req.method} ${quote(path)}` }));
+      answerUnknownRoute(req, res);
     },
   });
   const dual = createDualProtocolServer({
     handler(req, res) {
       if (cors(req, res)) return;
       clampDeadlineHeaders(req.headers);
+      drainUnreadBody(req);
       connect(req, res);
     },
     limits: config.http,
