@@ -117,8 +117,8 @@ describe("undecodable input is invalid_argument", () => {
     expect(result.message).toContain("could not be decoded");
   });
 
-  it("gRPC with a compressed frame but no grpc-encoding", async () => {
-    expect((await grpcCall(frame(Buffer.from([1, 2, 3]), 1))).status).toBe("3");
+  it("gRPC with a compressed frame but no grpc-encoding: INTERNAL, as the gRPC spec prescribes", async () => {
+    expect((await grpcCall(frame(Buffer.from([1, 2, 3]), 1))).status).toBe("13");
   });
 
   it("gRPC-Web with a malformed frame payload", async () => {

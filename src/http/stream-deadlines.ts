@@ -25,6 +25,8 @@ export function createStreamDeadlines(options: {
   const { timeoutMs, exempt, onExpired } = options;
   /** Streams still receiving their request, with the time they started (streaming: never). */
   const receiving = new Map<ServerHttp2Stream, number>();
+  /** Streams seen answered while still receiving, reset on the next sweep if still receiving. */
+  const answered = new WeakSet<ServerHttp2Stream>();
   let sweep: NodeJS.Timeout | undefined;
 
   function check(): void {
@@ -36,9 +38,14 @@ export function createStreamDeadlines(options: {
       } else if (state.localClose === 1) {
         // Answered (an oversized upload refused, say) while the client is still sending: reset
         // the stream (RFC 9113, section 8.1: NO_ERROR) so the client stops instead of uploading
-        // into a stream nobody reads until the idle timeout.
-        receiving.delete(stream);
-        stream.close(constants.NGHTTP2_NO_ERROR);
+        // into a stream nobody reads until the idle timeout. Not at once: nghttp2 sends RST_STREAM
+        // ahead of queued DATA, which would cut the answer short; one sweep later it has gone out.
+        if (answered.has(stream)) {
+          receiving.delete(stream);
+          stream.close(constants.NGHTTP2_NO_ERROR);
+        } else {
+          answered.add(stream);
+        }
       } else if (now - started > timeoutMs) {
         receiving.delete(stream);
         onExpired();

@@ -1,15 +1,16 @@
 import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
 
 /**
- * connect answers a request body it cannot decode (bad protobuf bytes, a compressed frame without
- * an encoding, a truncated compressed body) with `internal`, before any interceptor runs: the caller is told the server failed,
+ * connect answers a request body it cannot decode (bad protobuf bytes, a truncated compressed
+ * body) with `internal`, before any interceptor runs: the caller is told the server failed,
  * and nothing is logged or counted. These are the messages it uses for such input.
  */
 const DECODE_FAILURES = [
   "parse binary",
-  "received compressed envelope, but do not know how to decompress",
   // connect-node leaves a truncated gzip or brotli body (Z_BUF_ERROR) as internal.
   "decompression failed",
+  // Not "received compressed envelope, but do not know how to decompress": for a compressed frame
+  // sent without grpc-encoding, the gRPC spec prescribes INTERNAL (the conformance suite checks).
 ];
 
 const INTERNAL = "13";
