@@ -19,6 +19,7 @@ import {
   type NewAgent,
   patchedRecord,
 } from "./agent-store.ts";
+import { createOwnerAgentIndex, type OwnerAgentIndex } from "./owner-agent-index.ts";
 
 export interface MemoryAgentStoreOptions {
   /** The clock for idempotency-key expiry; tests move it. */
@@ -38,26 +39,23 @@ const MIN_SWEEP_SIZE = 1024;
 
 export function createMemoryAgentStore(options: MemoryAgentStoreOptions = {}): AgentStore {
   const now = options.now ?? (() => new Date());
-  /** owner -> agentId -> record (canonical, never handed out). */
-  const byOwner = new Map<string, Map<string, AgentRecord>>();
+  /** owner -> that owner's agents (canonical records, never handed out), in list order. */
+  const byOwner = new Map<string, OwnerAgentIndex>();
   /** JSON.stringify([owner, key]) -> entry; the encoding keeps ("a:b","c") and ("a","b:c") apart. */
   const keys = new Map<string, KeyEntry>();
   let nextSweepAt = MIN_SWEEP_SIZE;
 
-  function agentsOf(owner: string): Map<string, AgentRecord> | undefined {
+  function agentsOf(owner: string): OwnerAgentIndex | undefined {
     return byOwner.get(owner);
   }
 
   function insert(record: AgentRecord): void {
     let agents = byOwner.get(record.owner);
     if (agents === undefined) {
-      agents = new Map();
+      agents = createOwnerAgentIndex();
       byOwner.set(record.owner, agents);
     }
-    if (agents.has(record.agentId)) {
-      throw new Error("duplicate agentId");
-    }
-    agents.set(record.agentId, copyAgentRecord(record));
+    agents.add(copyAgentRecord(record));
   }
 
   function sweepKeys(nowMs: number): void {
@@ -93,15 +91,8 @@ export function createMemoryAgentStore(options: MemoryAgentStoreOptions = {}): A
   }
 
   function list(owner: string, query: AgentListQuery): AgentListPage {
-    const matching: AgentRecord[] = [];
-    for (const agent of agentsOf(owner)?.values() ?? []) {
-      if (query.type !== undefined && agent.type !== query.type) continue;
-      if (query.status !== undefined && agent.status !== query.status) continue;
-      matching.push(agent);
-    }
-    matching.sort(newestFirst);
-    const page = matching.slice(query.offset, query.offset + query.limit);
-    return { agents: page.map((a) => structuredClone(a)), total: matching.length };
+    const page = agentsOf(owner)?.page(query) ?? { agents: [], total: 0 };
+    return { agents: page.agents.map((a) => structuredClone(a)), total: page.total };
   }
 
   return {
@@ -112,7 +103,7 @@ export function createMemoryAgentStore(options: MemoryAgentStoreOptions = {}): A
     },
     delete: async (owner, agentId) => {
       const agents = agentsOf(owner);
-      if (agents === undefined || !agents.delete(agentId)) return false;
+      if (agents === undefined || !agents.remove(agentId)) return false;
       if (agents.size === 0) byOwner.delete(owner);
       return true;
     },
@@ -138,17 +129,10 @@ export function createMemoryAgentStore(options: MemoryAgentStoreOptions = {}): A
       const patch = change(copyAgentRecord(current));
       if (patch === undefined) return copyAgentRecord(current);
       const next = patchedRecord(current, patch);
-      agents.set(agentId, next);
+      agents.replace(next);
       return copyAgentRecord(next);
     },
     ping: async () => {},
     close: async () => {},
   };
-}
-
-/** createdAt descending, then agentId descending by code unit (as MongoDB's binary string order). */
-function newestFirst(a: AgentRecord, b: AgentRecord): number {
-  const byTime = b.createdAt.getTime() - a.createdAt.getTime();
-  if (byTime !== 0) return byTime;
-  return a.agentId < b.agentId ? 1 : a.agentId > b.agentId ? -1 : 0;
 }
