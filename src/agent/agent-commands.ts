@@ -37,11 +37,15 @@ export interface ListAgentsInput {
   readonly status: string;
   readonly limit: number;
   readonly offset: number;
+  /** Undefined: offset paging. "" or a token: keyset paging (see nextPageToken). */
+  readonly pageToken?: string;
 }
 
 export interface AgentPageResult extends AgentListPage {
   readonly limit: number;
   readonly offset: number;
+  /** With keyset paging: the next page's token, "" after the last page. */
+  readonly nextPageToken?: string;
 }
 
 export interface RunPageResult extends RunPage {
@@ -156,14 +160,29 @@ export function createAgentCommands(options: {
       if (!Number.isInteger(input.offset) || input.offset < 0) {
         violations.push({ field: "offset", description: `must be 0 or greater but is ${input.offset}` });
       }
+      const filterKey = `${input.type}|${input.status}`;
+      const after =
+        input.pageToken === undefined ? undefined : cursorOf(input.pageToken, filterKey, violations);
+      if (input.pageToken !== undefined && input.offset !== 0) {
+        violations.push({ field: "offset", description: "must be 0 when page_token is given" });
+      }
       if (violations.length > 0) throw new InvalidArgumentError(violations);
       const page = await store.list(owner, {
         ...(type === undefined ? {} : { type }),
         ...(status === undefined ? {} : { status }),
         limit,
         offset: input.offset,
+        ...(after === undefined ? {} : { after }),
       });
-      return { ...page, limit, offset: input.offset };
+      if (input.pageToken === undefined) return { ...page, limit, offset: input.offset };
+      const last = page.agents.at(-1);
+      const more = last !== undefined && page.agents.length === limit;
+      return {
+        ...page,
+        limit,
+        offset: input.offset,
+        nextPageToken: more ? tokenOf(last.createdAt, last.agentId, filterKey) : "",
+      };
     },
 
     async pause(owner, agentId) {
@@ -216,6 +235,46 @@ export function createAgentCommands(options: {
       return { ...page, limit, offset: input.offset };
     },
   };
+}
+
+/**
+ * A keyset page token: the last agent of a page (its createdAt and id) and the filter it was made
+ * for, as base64url JSON. Opaque to callers; checked, so a token cannot be replayed on another
+ * filter or forged into a malformed query.
+ */
+function tokenOf(createdAt: Date, agentId: string, filterKey: string): string {
+  return Buffer.from(JSON.stringify([createdAt.getTime(), agentId, filterKey])).toString("base64url");
+}
+
+function cursorOf(
+  token: string,
+  filterKey: string,
+  violations: FieldViolation[],
+): { createdAt: Date; agentId: string } | undefined {
+  if (token === "") return undefined;
+  let parsed: unknown[] | undefined;
+  try {
+    parsed = token.length <= 512 ? JSON.parse(Buffer.from(token, "base64url").toString("utf8")) : undefined;
+  } catch {
+    parsed = undefined;
+  }
+  if (!Array.isArray(parsed)) parsed = undefined;
+  const valid =
+    parsed !== undefined &&
+    parsed.length === 3 &&
+    Number.isSafeInteger(parsed[0]) &&
+    typeof parsed[1] === "string" &&
+    parsed[1].length <= MAX_AGENT_ID_LENGTH &&
+    typeof parsed[2] === "string";
+  if (!valid || parsed === undefined) {
+    violations.push({ field: "page_token", description: "is not a token this service issued" });
+    return undefined;
+  }
+  if (parsed[2] !== filterKey) {
+    violations.push({ field: "page_token", description: "was issued for other type and status filters" });
+    return undefined;
+  }
+  return { createdAt: new Date(parsed[0] as number), agentId: parsed[1] as string };
 }
 
 /**

@@ -83,6 +83,8 @@ export interface AgentListQuery {
   readonly limit: number;
   /** >= 0, already validated. */
   readonly offset: number;
+  /** Keyset paging: only agents after this one in list order (newest first). */
+  readonly after?: { readonly createdAt: Date; readonly agentId: string };
 }
 
 export interface AgentListPage {

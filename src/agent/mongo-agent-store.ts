@@ -464,9 +464,21 @@ export async function createMongoAgentStore(options: MongoAgentStoreOptions): Pr
         const filter: { owner: string; type?: AgentType; status?: AgentStatus } = { owner };
         if (query.type !== undefined) filter.type = query.type;
         if (query.status !== undefined) filter.status = query.status;
+        const { after } = query;
+        // Keyset paging: strictly after the cursor in (createdAt, _id) descending order.
+        const page =
+          after === undefined
+            ? filter
+            : {
+                ...filter,
+                $or: [
+                  { createdAt: { $lt: after.createdAt } },
+                  { createdAt: after.createdAt, _id: { $lt: after.agentId } },
+                ],
+              };
         const [docs, total] = await Promise.all([
           agents
-            .find(filter, bounded)
+            .find(page, bounded)
             .sort({ createdAt: -1, _id: -1 })
             .skip(query.offset)
             .limit(query.limit)

@@ -30,13 +30,17 @@ export function createOwnerAgentIndex(): OwnerAgentIndex {
     const key = `${record.type}|${record.status}`;
     counts.set(key, (counts.get(key) ?? 0) + delta);
   };
-  /** The index of `record` in `ordered`, or where it would go. */
-  const position = (record: AgentRecord): number => {
+  /**
+   * The index of `record` in `ordered`, or where it would go; with `after`, the first index past
+   * it. Only createdAt and agentId are read, so a cursor works as well as a record.
+   */
+  const position = (record: Pick<AgentRecord, "createdAt" | "agentId">, after = false): number => {
     let low = 0;
     let high = ordered.length;
     while (low < high) {
       const mid = (low + high) >>> 1;
-      if (newestFirst(ordered[mid] as AgentRecord, record) < 0) low = mid + 1;
+      const order = newestFirst(ordered[mid] as AgentRecord, record as AgentRecord);
+      if (order < 0 || (after && order === 0)) low = mid + 1;
       else high = mid;
     }
     return low;
@@ -83,12 +87,15 @@ export function createOwnerAgentIndex(): OwnerAgentIndex {
           total += n;
         }
       }
+      // Keyset paging starts right after the cursor's place in the order.
+      const from = query.after === undefined ? 0 : position(query.after, true);
       if (query.type === undefined && query.status === undefined) {
-        return { agents: ordered.slice(query.offset, query.offset + query.limit), total };
+        return { agents: ordered.slice(from + query.offset, from + query.offset + query.limit), total };
       }
       const agents: AgentRecord[] = [];
       let skipped = 0;
-      for (const record of ordered) {
+      for (let i = from; i < ordered.length; i++) {
+        const record = ordered[i] as AgentRecord;
         if (agents.length === query.limit) break;
         if (!matches(record, query)) continue;
         if (skipped < query.offset) skipped++;

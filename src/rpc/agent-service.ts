@@ -91,6 +91,7 @@ export function createAgentService(options: { commands: AgentCommands }): Servic
         status: req.status,
         limit: req.limit,
         offset: req.offset,
+        ...(req.pageToken === undefined ? {} : { pageToken: req.pageToken }),
       });
       return create(ListAgentsResponseSchema, {
         success: true,
@@ -106,6 +107,7 @@ export function createAgentService(options: { commands: AgentCommands }): Servic
           total: page.total,
           limit: page.limit,
           offset: page.offset,
+          ...(page.nextPageToken === undefined ? {} : { nextPageToken: page.nextPageToken }),
         },
       });
     },
