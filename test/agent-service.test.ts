@@ -14,7 +14,7 @@ import { MongoClient } from "mongodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { AgentService } from "../gen/agent/v1/agent_pb.ts";
 import type { AppContextOverrides } from "../src/app-context.ts";
-import { createProtocols, type Outcome, type Protocol } from "./support/callers.ts";
+import { createProtocols, type Outcome, type Protocol, withStructConfig } from "./support/callers.ts";
 import { type RunningServer, startServer } from "./support/start-server.ts";
 
 // --- fixtures ---------------------------------------------------------------------------------
@@ -101,30 +101,8 @@ type Call = (method: Method, request: Json, headers?: Record<string, string>) =>
  * that grpc-js's decodeURI of connect-node's encodeURIComponent leaves no escapes behind.
  */
 function agentCaller(protocol: Protocol): Call {
-  const grpcJs = protocol.name.startsWith("grpc-js");
-  return async (method, request, headers) => {
-    const req =
-      grpcJs && isObject(request.config) ? { ...request, config: toStruct(request.config) } : request;
-    return protocol.call(AgentService, method, req, headers);
-  };
-}
-
-function isObject(value: unknown): value is Json {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-function toStruct(object: Json): Json {
-  return { fields: Object.fromEntries(Object.entries(object).map(([k, v]) => [k, toValue(v)])) };
-}
-
-function toValue(value: unknown): Json {
-  if (value === null) return { nullValue: "NULL_VALUE" };
-  if (typeof value === "number") return { numberValue: value };
-  if (typeof value === "string") return { stringValue: value };
-  if (typeof value === "boolean") return { boolValue: value };
-  if (Array.isArray(value)) return { listValue: { values: value.map(toValue) } };
-  if (isObject(value)) return { structValue: toStruct(value) };
-  throw new Error(`no Struct value for ${String(value)}`);
+  const caller = withStructConfig(protocol);
+  return (method, request, headers) => caller.call(AgentService, method, request, headers);
 }
 
 /** The response's `data`, failing the test with the error when the call failed. */

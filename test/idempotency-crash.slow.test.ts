@@ -5,31 +5,12 @@
  */
 import { MongoClient } from "mongodb";
 import { describe, expect, it } from "vitest";
+import { createOverJson, transfer } from "./support/agent-fixtures.ts";
 import { useCleanups } from "./support/cleanups.ts";
 import { startFerretdb } from "./support/ferretdb.ts";
 import { startServer } from "./support/start-server.ts";
 
 const defer = useCleanups();
-
-const transfer = (amount: number) => ({
-  type: "transfer",
-  config: {
-    source: "9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM",
-    destination: "2ojv9BAiHUrvsm9gxDe7fJSzbNZSJcxZvf8dqmWGHG8S",
-    amount,
-    token: "USDC",
-    schedule: "daily",
-  },
-});
-
-async function create(baseUrl: string, key: string, body: object) {
-  const res = await fetch(`${baseUrl}/agent.v1.AgentService/CreateAgent`, {
-    method: "POST",
-    headers: { "content-type": "application/json", "idempotency-key": key },
-    body: JSON.stringify(body),
-  });
-  return { status: res.status, json: (await res.json()) as Record<string, unknown> };
-}
 
 describe("a database crash in the middle of keyed creates", () => {
   it("200 keys retried until they succeed make exactly 200 agents", async () => {
@@ -50,7 +31,9 @@ describe("a database crash in the middle of keyed creates", () => {
     let crashed = false;
     const createUntilDone = async (i: number) => {
       for (let attempt = 0; attempt < 200; attempt++) {
-        const answer = await create(server.baseUrl, `crash-${i}`, transfer(1 + i)).catch(() => undefined);
+        const answer = await createOverJson(server.baseUrl, transfer(1 + i), `crash-${i}`).catch(
+          () => undefined,
+        );
         if (answer?.status === 200) return (answer.json.data as { agentId: string }).agentId;
         await new Promise((resolve) => setTimeout(resolve, 50));
       }

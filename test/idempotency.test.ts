@@ -7,31 +7,12 @@ import { randomBytes } from "node:crypto";
 import { Code } from "@connectrpc/connect";
 import { describe, expect, inject, it } from "vitest";
 import { AgentService } from "../gen/agent/v1/agent_pb.ts";
+import { createOverJson, transfer } from "./support/agent-fixtures.ts";
 import { createProtocols, withStructConfig } from "./support/callers.ts";
 import { useCleanups } from "./support/cleanups.ts";
 import { startServer } from "./support/start-server.ts";
 
 const defer = useCleanups();
-
-const transfer = (amount: number) => ({
-  type: "transfer",
-  config: {
-    source: "9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM",
-    destination: "2ojv9BAiHUrvsm9gxDe7fJSzbNZSJcxZvf8dqmWGHG8S",
-    amount,
-    token: "USDC",
-    schedule: "daily",
-  },
-});
-
-async function create(baseUrl: string, key: string, body: object) {
-  const res = await fetch(`${baseUrl}/agent.v1.AgentService/CreateAgent`, {
-    method: "POST",
-    headers: { "content-type": "application/json", "idempotency-key": key },
-    body: JSON.stringify(body),
-  });
-  return { status: res.status, json: (await res.json()) as Record<string, unknown> };
-}
 
 const STORES: [string, () => Record<string, string>][] = [
   ["memory", () => ({})],
@@ -76,7 +57,7 @@ describe.each(STORES)("on the %s store", (_name, env) => {
     defer(() => server.close());
     const key = `burst-${randomBytes(4).toString("hex")}`;
     const answers = await Promise.all(
-      Array.from({ length: 50 }, () => create(server.baseUrl, key, transfer(2))),
+      Array.from({ length: 50 }, () => createOverJson(server.baseUrl, transfer(2), key)),
     );
     expect(answers.map((a) => a.status)).toEqual(Array(50).fill(200));
     const ids = new Set(answers.map((a) => (a.json.data as { agentId: string }).agentId));

@@ -17,6 +17,7 @@
  */
 import type { AgentPatch, AgentRecord, AgentStore } from "../agent/agent-store.ts";
 import type { Schedule } from "../agent/schedule.ts";
+import { abortableSleep } from "./abortable-sleep.ts";
 import { retryDelayMs } from "./backoff.ts";
 import { type Executor, executionKeyOf } from "./executor.ts";
 import type { Lease, RunRecord, RunStore, SlotRef } from "./run-store.ts";
@@ -201,7 +202,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
           maxMs: options.retryMaxMs,
           ...(options.random === undefined ? {} : { random: options.random }),
         });
-        await sleep(delay, abort.signal);
+        await abortableSleep(delay, abort.signal);
         attempt++;
       }
     } finally {
@@ -313,19 +314,4 @@ async function forEachConcurrently<T>(
     while (next < items.length) await work(items[next++] as T);
   };
   await Promise.all(Array.from({ length: Math.min(parallelism, items.length) }, lane));
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener(
-      "abort",
-      () => {
-        clearTimeout(timer);
-        resolve();
-      },
-      { once: true },
-    );
-  });
 }

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type { JsonObject } from "../agent/agent-store.ts";
 import type { TokenSource } from "../token/token-source.ts";
+import { abortableSleep } from "./abortable-sleep.ts";
 import type { ExecutionResult, Executor } from "./executor.ts";
 
 export interface SimulatedFaults {
@@ -33,10 +34,10 @@ export function createSimulatedExecutor(options: {
       const { agent, idempotencyKey, attempt, signal } = execution;
       const roll = unitInterval(`${idempotencyKey}.${attempt}`);
       if (roll < (faults.hangRate ?? 0)) {
-        await abortOf(signal);
+        await abortableSleep(Number.POSITIVE_INFINITY, signal);
         return { ok: false, error: "the run was abandoned before it finished" };
       }
-      if ((faults.latencyMs ?? 0) > 0) await delay(faults.latencyMs ?? 0, signal);
+      if ((faults.latencyMs ?? 0) > 0) await abortableSleep(faults.latencyMs ?? 0, signal);
       if (signal.aborted) return { ok: false, error: "the run was abandoned before it finished" };
       if (roll < (faults.hangRate ?? 0) + (faults.failureRate ?? 0)) {
         return { ok: false, error: "simulated failure" };
@@ -100,25 +101,4 @@ function simulatedSignature(key: string): string {
 /** A number in [0, 1) from a string, the same everywhere. */
 function unitInterval(text: string): number {
   return createHash("sha256").update(text).digest().readUInt32BE(0) / 2 ** 32;
-}
-
-function abortOf(signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) resolve();
-    else signal.addEventListener("abort", () => resolve(), { once: true });
-  });
-}
-
-function delay(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener(
-      "abort",
-      () => {
-        clearTimeout(timer);
-        resolve();
-      },
-      { once: true },
-    );
-  });
 }
