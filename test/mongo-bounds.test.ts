@@ -1,7 +1,8 @@
 /**
  * Work the service abandons does not keep running on the database: every query that can scan
  * (lists, counts, due agents, key lookups, run history) carries maxTimeMS, so the server stops it
- * when the caller has stopped waiting. Checked on the commands that really reach the server.
+ * when the caller has stopped waiting. Checked on the commands that really reach the server. And a
+ * read stops as soon as the caller's signal aborts.
  */
 import { randomBytes } from "node:crypto";
 import type { CommandStartedEvent } from "mongodb";
@@ -9,6 +10,7 @@ import { expect, inject, it } from "vitest";
 import { newAgentId } from "../src/agent/agent-id.ts";
 import { createMongoAgentStore } from "../src/agent/mongo-agent-store.ts";
 import { createMongoRunStore } from "../src/scheduler/mongo-run-store.ts";
+import { startFerretdb } from "./support/ferretdb.ts";
 
 it("sends maxTimeMS with every query that can scan", async () => {
   const store = await createMongoAgentStore({
@@ -51,5 +53,34 @@ it("sends maxTimeMS with every query that can scan", async () => {
   } finally {
     await store.db.dropDatabase();
     await store.close();
+  }
+});
+
+it("a read stops when the caller's signal aborts, not when the operation timeout runs out", async () => {
+  const db = await startFerretdb();
+  const store = await createMongoAgentStore({
+    uri: db.uri,
+    dbName: "bounds_signal",
+    operationTimeoutMS: 10_000,
+  });
+  try {
+    await store.get("o", newAgentId()); // connected, indexes made
+    db.pause(); // the database hangs: nothing answers
+    const signal = AbortSignal.timeout(100);
+    const error = await store.get("o", newAgentId(), { signal }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    // The caller's own reason (its deadline), well before the store's 10 s bound would answer.
+    expect(error).toBe(signal.reason);
+    const listError = await store.list("o", { limit: 10, offset: 0, signal: AbortSignal.timeout(100) }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect((listError as Error).name).toBe("TimeoutError");
+  } finally {
+    db.resume();
+    await store.close();
+    await db.stop();
   }
 });

@@ -20,6 +20,7 @@ import {
   type AgentStatus,
   type AgentStore,
   type JsonObject,
+  type ReadOptions,
 } from "./agent-store.ts";
 import type { Schedule } from "./schedule.ts";
 
@@ -39,6 +40,8 @@ export interface ListAgentsInput {
   readonly offset: number;
   /** Undefined: offset paging. "" or a token: keyset paging (see nextPageToken). */
   readonly pageToken?: string;
+  /** The caller's signal, passed down to the store. */
+  readonly signal?: AbortSignal;
 }
 
 export interface AgentPageResult extends AgentListPage {
@@ -55,7 +58,7 @@ export interface RunPageResult extends RunPage {
 
 export interface AgentCommands {
   create(owner: string, input: CreateAgentInput): Promise<AgentRecord>;
-  get(owner: string, agentId: string): Promise<AgentRecord>;
+  get(owner: string, agentId: string, options?: ReadOptions): Promise<AgentRecord>;
   delete(owner: string, agentId: string): Promise<boolean>;
   list(owner: string, input: ListAgentsInput): Promise<AgentPageResult>;
   /** active → paused; paused stays paused. Others: FailedPreconditionError. */
@@ -140,9 +143,9 @@ export function createAgentCommands(options: {
       return result.agent;
     },
 
-    async get(owner, agentId) {
+    async get(owner, agentId, options) {
       requireAgentId(agentId);
-      const agent = await store.get(owner, agentId);
+      const agent = await store.get(owner, agentId, options);
       if (agent === undefined) throw new NotFoundError(`agent ${agentId} not found`);
       return agent;
     },
@@ -173,6 +176,7 @@ export function createAgentCommands(options: {
         limit,
         offset: input.offset,
         ...(after === undefined ? {} : { after }),
+        ...(input.signal === undefined ? {} : { signal: input.signal }),
       });
       if (input.pageToken === undefined) return { ...page, limit, offset: input.offset };
       const last = page.agents.at(-1);

@@ -85,6 +85,14 @@ export interface AgentListQuery {
   readonly offset: number;
   /** Keyset paging: only agents after this one in list order (newest first). */
   readonly after?: { readonly createdAt: Date; readonly agentId: string };
+  /** The caller's signal: when it aborts (deadline passed, client gone), the read stops. */
+  readonly signal?: AbortSignal;
+}
+
+/** Options of a single read. */
+export interface ReadOptions {
+  /** The caller's signal: when it aborts (deadline passed, client gone), the read stops. */
+  readonly signal?: AbortSignal;
 }
 
 export interface AgentListPage {
@@ -96,7 +104,7 @@ export interface AgentListPage {
 
 export interface AgentStore {
   create(agent: NewAgent): Promise<CreateResult>;
-  get(owner: string, agentId: string): Promise<AgentRecord | undefined>;
+  get(owner: string, agentId: string, options?: ReadOptions): Promise<AgentRecord | undefined>;
   /** True when this call deleted the agent; false when it did not exist (for this owner). */
   delete(owner: string, agentId: string): Promise<boolean>;
   list(owner: string, query: AgentListQuery): Promise<AgentListPage>;

@@ -290,13 +290,21 @@ export async function createMongoAgentStore(options: MongoAgentStoreOptions): Pr
    * accepts connections and then stops answering costs a timeout per retry and reconnect; the
    * caller still gets its answer in bounded time.
    */
-  async function guarded<T>(op: () => Promise<T>): Promise<T> {
+  async function guarded<T>(op: () => Promise<T>, signal?: AbortSignal): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
+    let onAbort: (() => void) | undefined;
     const deadline = new Promise<never>((_, reject) => {
       timer = setTimeout(
         () => reject(new UnavailableError(UNAVAILABLE_MESSAGE, { cause: new Error("operation timed out") })),
         operationTimeoutMS,
       );
+      // The caller gave up (its deadline passed, or it went away): stop waiting for the database
+      // at once. The reads themselves carry the signal, and maxTimeMS bounds them on the server.
+      if (signal !== undefined) {
+        onAbort = () => reject(signal.reason);
+        if (signal.aborted) onAbort();
+        else signal.addEventListener("abort", onAbort, { once: true });
+      }
     });
     try {
       const work = (async () => {
@@ -308,19 +316,21 @@ export async function createMongoAgentStore(options: MongoAgentStoreOptions): Pr
       return await Promise.race([work, deadline]);
     } catch (err) {
       if (err instanceof UnavailableError) throw err;
+      if (signal?.aborted === true && err === signal.reason) throw err;
       if (err instanceof MongoTopologyClosedError && !closed) connected = false;
       throw mapError(err);
     } finally {
       clearTimeout(timer);
+      if (onAbort !== undefined) signal?.removeEventListener("abort", onAbort);
     }
   }
 
   /** Runs `op` connected and after the indexes exist. */
-  function run<T>(op: () => Promise<T>): Promise<T> {
+  function run<T>(op: () => Promise<T>, signal?: AbortSignal): Promise<T> {
     return guarded(async () => {
       await ensureIndexes();
       return op();
-    });
+    }, signal);
   }
 
   /**
@@ -411,11 +421,11 @@ export async function createMongoAgentStore(options: MongoAgentStoreOptions): Pr
         }
         return createWithKey(record, idempotencyKey, fingerprint ?? "");
       }),
-    get: (owner, agentId) =>
+    get: (owner, agentId, options) =>
       run(async () => {
-        const doc = await agents.findOne({ _id: agentId, owner });
+        const doc = await agents.findOne({ _id: agentId, owner }, signalOf(options));
         return doc === null ? undefined : fromDoc(doc);
-      }),
+      }, options?.signal),
     delete: (owner, agentId) =>
       run(async () => {
         const doc = await agents.findOne({ _id: agentId, owner }, { projection: { idempotencyKeyGen: 1 } });
@@ -478,15 +488,15 @@ export async function createMongoAgentStore(options: MongoAgentStoreOptions): Pr
               };
         const [docs, total] = await Promise.all([
           agents
-            .find(page, bounded)
+            .find(page, { ...bounded, ...signalOf(query) })
             .sort({ createdAt: -1, _id: -1 })
             .skip(query.offset)
             .limit(query.limit)
             .toArray(),
-          agents.countDocuments(filter, bounded),
+          agents.countDocuments(filter, { ...bounded, ...signalOf(query) }),
         ]);
         return { agents: docs.map(fromDoc), total };
-      }),
+      }, query.signal),
     ping: () =>
       guarded(async () => {
         await db.command({ ping: 1 });
@@ -561,6 +571,13 @@ function toDoc(record: AgentRecord): AgentDoc {
   if (record.failureReason !== undefined) doc.failureReason = record.failureReason;
   if (record.consecutiveFailures !== undefined) doc.consecutiveFailures = record.consecutiveFailures;
   return doc;
+}
+
+/** The driver's `signal` option for a read, when the caller gave one. */
+function signalOf(options: { readonly signal?: AbortSignal | undefined } | undefined): {
+  signal?: AbortSignal;
+} {
+  return options?.signal === undefined ? {} : { signal: options.signal };
 }
 
 /** An AgentPatch as the fields to set and to remove. */

@@ -38,7 +38,7 @@ export function createAgentService(options: { commands: AgentCommands }): Servic
     },
 
     async getAgent(req, ctx) {
-      const agent = await commands.get(ctx.values.get(principalKey), req.agentId);
+      const agent = await commands.get(ctx.values.get(principalKey), req.agentId, { signal: ctx.signal });
       return create(GetAgentResponseSchema, { success: true, data: agentDetail(agent) });
     },
 
@@ -92,6 +92,7 @@ export function createAgentService(options: { commands: AgentCommands }): Servic
         limit: req.limit,
         offset: req.offset,
         ...(req.pageToken === undefined ? {} : { pageToken: req.pageToken }),
+        signal: ctx.signal,
       });
       return create(ListAgentsResponseSchema, {
         success: true,
