@@ -81,7 +81,11 @@ export function build(context: AppContext, options: BuildOptions = {}): Server {
         const kind = handler.method.methodKind;
         if (kind === "client_streaming" || kind === "bidi_streaming") streamingPaths.add(handler.requestPath);
       }
-      rest = createRestHandler({ handlers: router.handlers, maxRequestBytes: config.maxRequestBytes });
+      rest = createRestHandler({
+        handlers: router.handlers,
+        maxRequestBytes: config.maxRequestBytes,
+        onRejected: rejected,
+      });
     },
     readMaxBytes: config.maxRequestBytes,
     // Browsers always see the seed's envelope: `success`, empty lists, zeros and false included.

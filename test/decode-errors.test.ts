@@ -153,6 +153,18 @@ describe("requests turned away before the service are counted", () => {
     expect(await counter('http_rejections_total{reason="unsupported_media_type"}')).toBe(media + 1);
   });
 
+  it("REST requests refused before the service: a badly typed parameter, a wrong method", async () => {
+    const invalid = await counter('http_rejections_total{reason="rest_invalid_request"}');
+    const method = await counter('http_rejections_total{reason="method_not_allowed"}');
+    expect((await fetch(`${server.baseUrl}/v1/agents?limit=abc`)).status).toBe(400);
+    const long = await fetch(`${server.baseUrl}/v1/agents?${"q".repeat(3000)}=1`);
+    expect(long.status).toBe(400);
+    expect((await long.text()).length).toBeLessThan(1000);
+    expect((await fetch(`${server.baseUrl}/v1/tokens/prices`, { method: "DELETE" })).status).toBe(405);
+    expect(await counter('http_rejections_total{reason="rest_invalid_request"}')).toBe(invalid + 2);
+    expect(await counter('http_rejections_total{reason="method_not_allowed"}')).toBe(method + 1);
+  });
+
   it("a 404 quotes only a short prefix of the path", async () => {
     const res = await fetch(`${server.baseUrl}/${"y".repeat(8000)}`);
     expect((await res.text()).length).toBeLessThan(300);

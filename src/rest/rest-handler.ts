@@ -6,6 +6,7 @@ import { universalRequestFromNodeRequest, universalResponseToNodeResponse } from
 import { http } from "../../gen/google/api/annotations_pb.ts";
 import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.ts";
 import type { FieldViolation } from "../domain/errors.ts";
+import { quote } from "../domain/errors.ts";
 import type { RequestHandler } from "../http/dual-protocol-server.ts";
 import { restCallKey } from "../rpc/call-labels.ts";
 import { jsonValueFromText } from "./field-value.ts";
@@ -44,7 +45,13 @@ export function createRestHandler(options: {
   handlers: readonly UniversalHandler[];
   /** Largest request body accepted (MAX_REQUEST_BYTES); larger is resource_exhausted. */
   maxRequestBytes: number;
+  /**
+   * Told of every REST request refused before it reaches the service's handler (a bad parameter,
+   * body or method), which the interceptors therefore never see; counted like other refusals.
+   */
+  onRejected?: (reason: "rest_invalid_request" | "method_not_allowed") => void;
 }): NodeHandler {
+  const onRejected = options.onRejected ?? (() => {});
   const routes = options.handlers.flatMap((handler) =>
     hasOption(handler.method, http)
       ? restBindingsOf(handler.method, getOption(handler.method, http)).map((binding) =>
@@ -66,11 +73,15 @@ export function createRestHandler(options: {
       }
       const query = new URLSearchParams(queryAt < 0 ? "" : url.slice(queryAt + 1));
       serve(route, values, query, options.maxRequestBytes, req, res).catch((reason: unknown) => {
-        if (ConnectError.from(reason).code !== Code.Aborted && !res.headersSent) answerError(res, reason);
+        if (ConnectError.from(reason).code !== Code.Aborted && !res.headersSent) {
+          onRejected("rest_invalid_request");
+          answerError(res, reason);
+        }
       });
       return true;
     }
     if (allowed.length === 0) return false;
+    onRejected("method_not_allowed");
     res.setHeader("allow", allowed.join(", "));
     answerError(
       res,
@@ -127,7 +138,11 @@ async function serve(
   for (const [key, texts] of groupQuery(query)) {
     const field = route.queryFields.get(key);
     if (field === undefined) {
-      violations.push({ field: key, description: "is not a query parameter of this method" });
+      // The name is the caller's: quoted short if long, as any echoed input.
+      violations.push({
+        field: key.length <= 40 ? key : quote(key),
+        description: "is not a query parameter of this method",
+      });
       continue;
     }
     if (!field.repeated && texts.length > 1) {
@@ -170,7 +185,10 @@ async function readJsonBody(
     );
   const encoding = headers["content-encoding"];
   if (encoding !== undefined && encoding !== "identity")
-    throw new ConnectError(`content-encoding ${encoding} is not supported on REST paths`, Code.Unimplemented);
+    throw new ConnectError(
+      `content-encoding ${quote(encoding)} is not supported on REST paths`,
+      Code.Unimplemented,
+    );
   const length = headers["content-length"];
   const bytes = await readAllBytes(body, maxBytes, typeof length === "string" ? length : null);
   if (bytes.byteLength === 0) return {};
