@@ -143,7 +143,7 @@ describe("mongo agent store", () => {
     });
   });
 
-  it("keeps idempotency keys as generations {_id: JSON [owner, key, gen], ...}, dropping dead ones", async () => {
+  it("keeps idempotency keys as generations {_id: JSON [owner, key, gen], ...}, found by _id", async () => {
     const clock = movableClock(new Date("2030-01-01T00:00:00.000Z"));
     const dbName = freshDbName();
     const store = await createMongoAgentStore({ uri, dbName, now: clock.now });
@@ -171,18 +171,21 @@ describe("mongo agent store", () => {
         agent: next,
         created: true,
       });
-      expect(await keys.find().toArray()).toEqual([
-        {
-          _id: '["a:b","c",1]',
-          owner: "a:b",
-          key: "c",
-          gen: 1,
-          agentId: next.agentId,
-          fingerprint: "f2",
-          record: expect.objectContaining({ _id: next.agentId }),
-          expiresAt: new Date("2030-01-03T00:00:00.000Z"),
-        },
+      // Generation 1 takes over; generation 0 stays, so generations are found by _id from 0 up.
+      expect((await keys.find().toArray()).map((k) => k._id).sort()).toEqual([
+        '["a:b","c",0]',
+        '["a:b","c",1]',
       ]);
+      expect(await keys.findOne({ _id: '["a:b","c",1]' })).toEqual({
+        _id: '["a:b","c",1]',
+        owner: "a:b",
+        key: "c",
+        gen: 1,
+        agentId: next.agentId,
+        fingerprint: "f2",
+        record: expect.objectContaining({ _id: next.agentId }),
+        expiresAt: new Date("2030-01-03T00:00:00.000Z"),
+      });
     } finally {
       await raw.db(dbName).dropDatabase();
       await store.close();

@@ -13,7 +13,7 @@ import { startServer } from "./support/start-server.ts";
 const defer = useCleanups();
 
 describe("a database crash in the middle of keyed creates", () => {
-  it("200 keys retried until they succeed make exactly 200 agents", async () => {
+  it("600 keys retried until they succeed make exactly 600 agents", async () => {
     const db = await startFerretdb();
     defer(() => db.stop());
     const dbName = "idem_crash";
@@ -27,7 +27,7 @@ describe("a database crash in the middle of keyed creates", () => {
       },
     });
     defer(() => server.close());
-    const KEYS = Number(process.env.IDEM_KEYS ?? 200);
+    const KEYS = Number(process.env.IDEM_KEYS ?? 600);
     let crashed = false;
     const createUntilDone = async (i: number) => {
       for (let attempt = 0; attempt < 200; attempt++) {

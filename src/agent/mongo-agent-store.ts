@@ -89,6 +89,8 @@ const INDEX_OPTIONS_CONFLICT = 85;
 const NOT_IMPLEMENTED = 238;
 /** Bound on the read/insert loop of one keyed create; only reached under pathological churn. */
 const MAX_KEY_ATTEMPTS = 16;
+/** Generations of one idempotency key looked at; a key reused daily reaches it after 2.7 years. */
+const MAX_GENERATIONS = 1000;
 
 const WRITE_CONCERN: WriteConcernSettings = { w: "majority" };
 
@@ -348,11 +350,27 @@ export async function createMongoAgentStore(options: MongoAgentStoreOptions): Pr
    *   the key document if its insert never happened, unless the owner deleted it since (a
    *   tombstone says so), in which case the original answer is replayed and nothing comes back.
    */
+  /**
+   * The newest generation of a key, found by `_id` from generation 0 up: point lookups, which
+   * every server answers from its `_id` index. (A query sorted by generation made FerretDB scan the
+   * whole collection on every keyed create, so creates slowed down as keys accumulated.) Earlier
+   * generations are kept for this walk; there is one per 24 hours a key is reused at most.
+   */
+  async function newestGeneration(owner: string, key: string): Promise<KeyDoc | null> {
+    let newest: KeyDoc | null = null;
+    for (let gen = 0; gen < MAX_GENERATIONS; gen++) {
+      const doc = await keys.findOne({ _id: JSON.stringify([owner, key, gen]) });
+      if (doc === null) return newest;
+      newest = doc;
+    }
+    return newest;
+  }
+
   async function createWithKey(record: AgentRecord, key: string, fingerprint: string): Promise<CreateResult> {
     const { owner } = record;
     for (let attempt = 0; attempt < MAX_KEY_ATTEMPTS; attempt++) {
       const nowDate = now();
-      const latest = await keys.findOne({ owner, key }, { sort: { gen: -1 }, ...bounded });
+      const latest = await newestGeneration(owner, key);
       if (latest === null || latest.expiresAt.getTime() <= nowDate.getTime()) {
         const gen = latest === null ? 0 : latest.gen + 1;
         try {
@@ -376,7 +394,6 @@ export async function createMongoAgentStore(options: MongoAgentStoreOptions): Pr
           // A concurrent repeat found the key before this insert and completed the agent itself.
           if (!isDuplicateKey(err)) throw err;
         }
-        if (gen > 0) await keys.deleteMany({ owner, key, gen: { $lt: gen } }).catch(() => {});
         return { agent: copyAgentRecord(record), created: true };
       }
       if (latest.fingerprint !== undefined && latest.fingerprint !== fingerprint) {

@@ -91,6 +91,20 @@ export function createMongoRunStore(options: MongoRunStoreOptions): RunStore {
       return op();
     });
 
+  /**
+   * The newest lease generation of a slot, found by `_id` from generation 0 up: point lookups that
+   * every server answers from its `_id` index (a query sorted by generation made FerretDB scan
+   * every claim ever made on each claim). A slot has one generation, plus one per take-over.
+   */
+  async function newestClaim(slot: SlotRef): Promise<ClaimDoc | null> {
+    let newest: ClaimDoc | null = null;
+    for (let generation = 0; ; generation++) {
+      const doc = await claims.findOne({ _id: claimId(slot, generation) });
+      if (doc === null) return newest;
+      newest = doc;
+    }
+  }
+
   /** True while `lease` is the newest generation and its time has not run out. */
   async function holds(lease: Lease, now: Date): Promise<boolean> {
     if (now.getTime() >= lease.leaseUntil.getTime()) return false;
@@ -115,10 +129,7 @@ export function createMongoRunStore(options: MongoRunStoreOptions): RunStore {
   return {
     claim: (slot, { worker, now, leaseMs }) =>
       run(async () => {
-        const latest = await claims.findOne(
-          { agentId: slot.agentId, scheduledAt: slot.scheduledAt },
-          { sort: { generation: -1 }, ...bounded },
-        );
+        const latest = await newestClaim(slot);
         if (latest !== null) {
           // Only a slot that was claimed before can be settled or held.
           if (now.getTime() < latest.leaseUntil.getTime() + CLOCK_SKEW_ALLOWANCE_MS) return undefined;
