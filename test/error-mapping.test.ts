@@ -1,9 +1,11 @@
-import { Code } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentService } from "../gen/agent/v1/agent_pb.ts";
+import { BadRequestSchema } from "../gen/google/rpc/error_details_pb.ts";
 import { TokenService } from "../gen/token/v1/token_pb.ts";
 import { createMemoryAgentStore } from "../src/agent/memory-agent-store.ts";
-import { UnavailableError } from "../src/domain/errors.ts";
+import { InvalidArgumentError, NotFoundError, quote, UnavailableError } from "../src/domain/errors.ts";
+import { connectErrorFrom } from "../src/rpc/connect-error-from.ts";
 import { createCatalogTokenSource } from "../src/token/catalog-token-source.ts";
 import { createProtocols, type Protocol } from "./support/callers.ts";
 import { type RunningServer, startServer } from "./support/start-server.ts";
@@ -86,5 +88,28 @@ describe("the log", () => {
     expect(JSON.stringify(line)).toContain("auth failed");
     // ...but never a password, even one quoted inside an error's text.
     expect(JSON.stringify(server.logs)).not.toContain("hunter2");
+  });
+});
+
+describe("messages", () => {
+  it("leave well-formed whatever a handler threw (gRPC percent-encodes them, and a lone surrogate throws there)", () => {
+    const lone = "bad \ud800 text";
+    const sink = () => {};
+    const fromConnect = connectErrorFrom(new ConnectError(lone, Code.NotFound), "p", sink);
+    expect(fromConnect.code).toBe(Code.NotFound);
+    expect(fromConnect.rawMessage).toBe("bad \ufffd text");
+    const fromDomain = connectErrorFrom(InvalidArgumentError.field(`config.${lone}`, lone), "p", sink);
+    expect(fromDomain.rawMessage.isWellFormed()).toBe(true);
+    expect(fromDomain.findDetails(BadRequestSchema)[0]?.fieldViolations[0]).toMatchObject({
+      field: "config.bad \ufffd text",
+      description: "bad \ufffd text",
+    });
+    expect(connectErrorFrom(new NotFoundError(lone), "p", sink).rawMessage).toBe("bad \ufffd text");
+  });
+
+  it("quote a caller's value short, cut between characters", () => {
+    expect(quote("a".repeat(39) + "😀".repeat(5))).toBe(`"${"a".repeat(39)}…" (49 characters)`);
+    expect(quote("\ud800x")).toBe('"\ufffdx"');
+    expect(quote("x".repeat(900_000)).length).toBeLessThan(80);
   });
 });

@@ -5,6 +5,8 @@
  * of unknown settings makes a small error, and an amount must be a whole number of the token's
  * smallest units.
  */
+import * as http from "node:http";
+import * as http2 from "node:http2";
 import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentService } from "../gen/agent/v1/agent_pb.ts";
@@ -67,6 +69,17 @@ describe.each([0, 1, 2, 3, 4])("protocol %#", (i) => {
     expect(message.length).toBeLessThan(SMALL);
   });
 
+  it("a long value whose short prefix would end inside a character still arrives as invalid_argument", async () => {
+    // 39 ASCII characters then emoji (two UTF-16 units each): a 40-unit cut splits the first one,
+    // and a lone half cannot be percent-encoded into grpc-message, so the call was reset or hung.
+    const outcome = await p().call(AgentService, "ListAgents", {
+      status: `${"a".repeat(39)}${"😀".repeat(50)}`,
+    });
+    const message = expectInvalid(outcome, "status");
+    expect(message.isWellFormed()).toBe(true);
+    expect(message).toContain("139 characters");
+  }, 10_000);
+
   it("5000 unknown settings with long names make a small error", async () => {
     const config: Record<string, unknown> = { ...TRANSFER };
     for (let k = 0; k < 5000; k++) config[`${"k".repeat(100)}${k}`] = k;
@@ -98,5 +111,98 @@ describe.each([0, 1, 2, 3, 4])("protocol %#", (i) => {
   ])("%s amount %s is accepted", async (type, amount, config) => {
     const outcome = await p().call(AgentService, "CreateAgent", { type, config: { ...config, amount } });
     expect(outcome.ok, outcome.ok ? "" : outcome.message).toBe(true);
+  });
+});
+
+/**
+ * JSON may carry lone UTF-16 surrogates as escapes (`"\ud800"`). protobuf-es refuses them in
+ * string fields, but a google.protobuf.Struct key passes through to the config rules, which name
+ * it. Over gRPC and gRPC-Web with JSON payloads the message travels percent-encoded in trailers,
+ * where a lone surrogate made the encoding throw: the call never answered.
+ */
+describe("a config setting named by a lone surrogate", () => {
+  const path = "/agent.v1.AgentService/CreateAgent";
+  const body = Buffer.from(`{"type":"transfer","config":{"\\ud800":1}}`);
+  const frame = (payload: Buffer) => {
+    const out = Buffer.alloc(5 + payload.length);
+    out.writeUInt32BE(payload.length, 1);
+    payload.copy(out, 5);
+    return out;
+  };
+  /** grpc-status and grpc-message of a gRPC-Web answer's trailer frame, or "no answer". */
+  const grpcWebCall = (): Promise<{ status?: string; message?: string }> =>
+    new Promise((resolve, reject) => {
+      const req = http.request(
+        `${server.baseUrl}${path}`,
+        { method: "POST", headers: { "content-type": "application/grpc-web+json" }, timeout: 5000 },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on("data", (chunk: Buffer) => chunks.push(chunk));
+          res.on("end", () => {
+            const text = Buffer.concat(chunks).toString("latin1");
+            resolve({
+              status: /grpc-status: ?(\d+)/.exec(text)?.[1],
+              message: /grpc-message: ?([^\r\n]*)/.exec(text)?.[1],
+            });
+          });
+        },
+      );
+      req.on("timeout", () => {
+        req.destroy();
+        reject(new Error("no answer within 5 s"));
+      });
+      req.on("error", reject);
+      req.end(frame(body));
+    });
+  const grpcCall = (): Promise<{ status?: string; message?: string }> =>
+    new Promise((resolve, reject) => {
+      const session = http2.connect(server.baseUrl);
+      session.on("error", reject);
+      const stream = session.request({
+        ":method": "POST",
+        ":path": path,
+        "content-type": "application/grpc+json",
+        te: "trailers",
+      });
+      stream.setTimeout(5000, () => {
+        session.destroy();
+        reject(new Error("no answer within 5 s"));
+      });
+      stream.on("trailers", (trailers) => {
+        resolve({
+          status: trailers["grpc-status"] as string | undefined,
+          message: trailers["grpc-message"] as string | undefined,
+        });
+        session.close();
+      });
+      stream.on("error", reject);
+      stream.resume();
+      stream.end(frame(body));
+    });
+
+  it.each([
+    ["gRPC-Web (HTTP/1.1)", grpcWebCall],
+    ["gRPC (HTTP/2)", grpcCall],
+  ])(
+    "over %s is answered invalid_argument naming the setting",
+    async (_name, call) => {
+      const answer = await call();
+      expect(answer.status).toBe(String(Code.InvalidArgument));
+      expect(decodeURIComponent(answer.message ?? "")).toContain(
+        "config.\ufffd is not a transfer agent setting",
+      );
+    },
+    10_000,
+  );
+
+  it("over Connect JSON gets a well-formed message", async () => {
+    const res = await fetch(`${server.baseUrl}${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body,
+    });
+    expect(res.status).toBe(400);
+    const error = (await res.json()) as { message: string };
+    expect(error.message.isWellFormed()).toBe(true);
   });
 });

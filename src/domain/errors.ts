@@ -39,10 +39,21 @@ const QUOTE_MAX_CHARS = 40;
  * A caller's value as it may appear in an error message: quoted, and cut to a short prefix with
  * its length when long. Errors never echo input at full length: a 900 KB value would make a 900 KB
  * error (and, over gRPC, trailers too large to deliver at all).
+ *
+ * The quote is well-formed UTF-16: the cut never splits a surrogate pair, and lone surrogates
+ * (JSON can carry them as `\ud800` escapes) become U+FFFD. Over gRPC the message is
+ * percent-encoded into a trailer, and a lone surrogate makes that encoding throw, which left the
+ * call reset or unanswered instead of invalid_argument.
  */
 export function quote(value: string): string {
-  if (value.length <= QUOTE_MAX_CHARS) return `"${value}"`;
-  return `"${value.slice(0, QUOTE_MAX_CHARS)}…" (${value.length} characters)`;
+  const text = value.toWellFormed();
+  if (text.length <= QUOTE_MAX_CHARS) return `"${text}"`;
+  const end = isHighSurrogate(text.charCodeAt(QUOTE_MAX_CHARS - 1)) ? QUOTE_MAX_CHARS - 1 : QUOTE_MAX_CHARS;
+  return `"${text.slice(0, end)}…" (${value.length} characters)`;
+}
+
+function isHighSurrogate(code: number): boolean {
+  return code >= 0xd800 && code <= 0xdbff;
 }
 
 /** `"a" or "b" or "c"`: allowed values in a message (see InvalidArgumentError on punctuation). */

@@ -20,6 +20,11 @@ export type UnexpectedErrorSink = (error: unknown, procedure: string, values?: C
  * messages and map to their codes (invalid_argument with a google.rpc.BadRequest detail listing
  * every bad field); ConnectErrors pass through; anything else is unexpected, so its text (which
  * may hold a stack or a driver message) stays in the log and the caller gets a bare `internal`.
+ *
+ * Every message leaves as well-formed UTF-16 (a lone surrogate becomes U+FFFD): a caller's text
+ * can carry lone surrogates through JSON (a Struct key, say), and over gRPC and gRPC-Web the
+ * message is percent-encoded into a trailer, where a lone surrogate throws and the call was then
+ * reset or never answered.
  */
 export function connectErrorFrom(
   reason: unknown,
@@ -27,21 +32,35 @@ export function connectErrorFrom(
   onUnexpected: UnexpectedErrorSink,
   values?: ContextValues,
 ): ConnectError {
-  if (reason instanceof ConnectError) return reason;
+  if (reason instanceof ConnectError) {
+    if (reason.rawMessage.isWellFormed()) return reason;
+    const fixed = new ConnectError(
+      reason.rawMessage.toWellFormed(),
+      reason.code,
+      reason.metadata,
+      undefined,
+      reason.cause,
+    );
+    fixed.details = reason.details;
+    return fixed;
+  }
   if (reason instanceof InvalidArgumentError) {
     const detail = create(BadRequestSchema, {
-      fieldViolations: reason.violations.map((v) => ({ field: v.field, description: v.description })),
+      fieldViolations: reason.violations.map((v) => ({
+        field: v.field.toWellFormed(),
+        description: v.description.toWellFormed(),
+      })),
     });
-    return new ConnectError(reason.message, Code.InvalidArgument, undefined, [
+    return new ConnectError(reason.message.toWellFormed(), Code.InvalidArgument, undefined, [
       { desc: BadRequestSchema, value: detail },
     ]);
   }
-  if (reason instanceof NotFoundError) return new ConnectError(reason.message, Code.NotFound);
+  if (reason instanceof NotFoundError) return new ConnectError(reason.message.toWellFormed(), Code.NotFound);
   if (reason instanceof FailedPreconditionError)
-    return new ConnectError(reason.message, Code.FailedPrecondition);
+    return new ConnectError(reason.message.toWellFormed(), Code.FailedPrecondition);
   if (reason instanceof UnavailableError) {
     onUnexpected(reason, procedure, values);
-    return new ConnectError(reason.message, Code.Unavailable);
+    return new ConnectError(reason.message.toWellFormed(), Code.Unavailable);
   }
   onUnexpected(reason, procedure, values);
   return new ConnectError("internal error", Code.Internal);

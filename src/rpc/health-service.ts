@@ -7,6 +7,7 @@ import {
   HealthListResponseSchema,
   HealthCheckResponse_ServingStatus as ServingStatus,
 } from "../../gen/health/v1/health_pb.ts";
+import { quote } from "../domain/errors.ts";
 import { createReadinessPoller } from "./readiness-poller.ts";
 
 type Status = ServingStatus;
@@ -63,7 +64,7 @@ export function createHealthService(options: {
   return {
     async check(req) {
       if (!known.has(req.service)) {
-        throw new ConnectError(`unknown service ${JSON.stringify(req.service.slice(0, 200))}`, Code.NotFound);
+        throw new ConnectError(`unknown service ${quote(req.service)}`, Code.NotFound);
       }
       return response(await currentStatus(req.service));
     },
