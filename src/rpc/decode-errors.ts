@@ -13,6 +13,13 @@ const DECODE_FAILURES = [
   // sent without grpc-encoding, the gRPC spec prescribes INTERNAL (the conformance suite checks).
 ];
 
+/**
+ * connect's JSON decoder already answers invalid_argument, with protobuf-es' message ("cannot
+ * decode message X from JSON: ...", "cannot decode field X from JSON: ..."), which is kept: it is
+ * short and names the field. It is still a request refused before the service, so it is counted.
+ */
+const JSON_DECODE_FAILURE = "cannot decode ";
+
 const INTERNAL = "13";
 const INVALID_ARGUMENT = "3";
 
@@ -33,13 +40,21 @@ export function withDecodeErrorsAsInvalidArgument(
 ): UniversalHandler {
   const message = `the request could not be decoded as a ${handler.method.input.typeName} message`;
   const wrapped = async (req: Parameters<UniversalHandler>[0]): Promise<UniversalServerResponse> => {
-    const res = await handler(req);
+    let res: UniversalServerResponse;
+    try {
+      res = await handler(req);
+    } catch (error) {
+      // See isUnencodableMessage: connect could not even start its answer.
+      if (!isUnencodableMessage(error)) throw error;
+      onRejected("decode_error");
+      return grpcInvalidArgument(req.header.get("content-type") ?? "", message);
+    }
     if (res.status === 405) onRejected("method_not_allowed");
     if (res.status === 415) onRejected("unsupported_media_type");
     if (res.body === undefined) return res;
     const contentType = res.header?.get("content-type") ?? "";
     if (
-      res.status === 500 &&
+      (res.status === 500 || res.status === 400) &&
       contentType.startsWith("application/json") &&
       !res.header?.has("content-encoding")
     ) {
@@ -58,6 +73,45 @@ function isDecodeFailure(text: string): boolean {
   return DECODE_FAILURES.some((prefix) => text.startsWith(prefix));
 }
 
+/**
+ * connect percent-encodes an error's message into grpc-message with encodeURIComponent, which
+ * throws URIError on a lone UTF-16 surrogate. The service's own messages are made well-formed by
+ * the error interceptor, so such a message is one connect wrote about undecodable input before
+ * any interceptor ran: V8's JSON.parse message quotes a snippet of the body cut in the middle of
+ * a surrogate pair, or protobuf-es quotes a short JSON string holding a lone surrogate escape.
+ * connect then neither answers nor closes the call (the caller waits until a timeout, and a held
+ * HTTP/2 stream stops the connection's other streams once its unread body fills the window).
+ */
+function isUnencodableMessage(error: unknown): boolean {
+  return error instanceof URIError;
+}
+
+/** A gRPC or gRPC-Web answer with only the status: invalid_argument and `message`. */
+function grpcInvalidArgument(contentType: string, message: string): UniversalServerResponse {
+  const header = new Headers({ "content-type": contentType });
+  const status = [`grpc-status: ${INVALID_ARGUMENT}`, `grpc-message: ${encodeURIComponent(message)}`];
+  if (contentType.startsWith("application/grpc-web")) {
+    const frame = trailerFrame(status);
+    const text = contentType.startsWith("application/grpc-web-text");
+    return { status: 200, header, body: once(text ? Buffer.from(frame.toString("base64")) : frame) };
+  }
+  const trailer = new Headers({
+    "grpc-status": INVALID_ARGUMENT,
+    "grpc-message": encodeURIComponent(message),
+  });
+  return { status: 200, header, trailer, body: once(new Uint8Array(0)) };
+}
+
+/** A gRPC-Web trailer frame (flag 0x80) holding `lines` as HTTP/1-style header lines. */
+function trailerFrame(lines: readonly string[]): Buffer {
+  const trailer = Buffer.from(lines.map((l) => `${l}\r\n`).join(""), "latin1");
+  const frame = Buffer.alloc(5 + trailer.byteLength);
+  frame[0] = 0x80;
+  frame.writeUInt32BE(trailer.byteLength, 1);
+  frame.set(trailer, 5);
+  return frame;
+}
+
 async function connectUnary(
   res: UniversalServerResponse,
   body: AsyncIterable<Uint8Array>,
@@ -71,6 +125,10 @@ async function connectUnary(
   try {
     error = JSON.parse(bytes.toString("utf8")) as typeof error;
   } catch {
+    return { ...res, body: once(bytes) };
+  }
+  if (error.code === "invalid_argument" && error.message?.startsWith(JSON_DECODE_FAILURE)) {
+    onRejected("decode_error");
     return { ...res, body: once(bytes) };
   }
   if (error.code !== "internal" || !isDecodeFailure(error.message ?? ""))
@@ -88,11 +146,25 @@ async function* grpcBody(
   message: string,
   onRejected: RejectionSink,
 ): AsyncIterable<Uint8Array> {
-  yield* body;
   const trailer = res.trailer;
-  if (trailer?.get("grpc-status") !== INTERNAL) return;
-  if (!isDecodeFailure(decodeURIComponent(trailer.get("grpc-message") ?? ""))) return;
+  try {
+    yield* body;
+  } catch (error) {
+    if (trailer === undefined || !isUnencodableMessage(error)) throw error;
+    onRejected("decode_error");
+    setInvalidArgument(trailer, message);
+    return;
+  }
+  const status = trailer?.get("grpc-status");
+  const text = decodeURIComponent(trailer?.get("grpc-message") ?? "");
+  if (trailer === undefined) return;
+  if (status === INVALID_ARGUMENT && text.startsWith(JSON_DECODE_FAILURE)) onRejected("decode_error");
+  if (status !== INTERNAL || !isDecodeFailure(text)) return;
   onRejected("decode_error");
+  setInvalidArgument(trailer, message);
+}
+
+function setInvalidArgument(trailer: Headers, message: string): void {
   trailer.set("grpc-status", INVALID_ARGUMENT);
   trailer.set("grpc-message", encodeURIComponent(message));
   trailer.delete("grpc-status-details-bin");
@@ -104,38 +176,40 @@ async function* grpcWebBody(
   message: string,
   onRejected: RejectionSink,
 ): AsyncIterable<Uint8Array> {
-  for await (const chunk of body) {
-    if (chunk.byteLength < 5 || ((chunk[0] ?? 0) & 0x80) === 0) {
-      yield chunk;
-      continue;
+  const invalidArgument = [
+    `grpc-status: ${INVALID_ARGUMENT}`,
+    `grpc-message: ${encodeURIComponent(message)}`,
+  ];
+  try {
+    for await (const chunk of body) {
+      if (chunk.byteLength < 5 || ((chunk[0] ?? 0) & 0x80) === 0) {
+        yield chunk;
+        continue;
+      }
+      const text = Buffer.from(chunk.subarray(5)).toString("latin1");
+      const lines = text.split("\r\n").filter((line) => line !== "");
+      const field = (name: string) =>
+        lines
+          .find((l) => l.toLowerCase().startsWith(`${name}:`))
+          ?.slice(name.length + 1)
+          .trim();
+      const status = field("grpc-status");
+      const errorMessage = decodeURIComponent(field("grpc-message") ?? "");
+      if (status === INVALID_ARGUMENT && errorMessage.startsWith(JSON_DECODE_FAILURE))
+        onRejected("decode_error");
+      if (status !== INTERNAL || !isDecodeFailure(errorMessage)) {
+        yield chunk;
+        continue;
+      }
+      onRejected("decode_error");
+      const kept = lines.filter((l) => !/^grpc-(status|message|status-details-bin):/i.test(l));
+      yield trailerFrame([...kept, ...invalidArgument]);
     }
-    const text = Buffer.from(chunk.subarray(5)).toString("latin1");
-    const lines = text.split("\r\n").filter((line) => line !== "");
-    const field = (name: string) =>
-      lines
-        .find((l) => l.toLowerCase().startsWith(`${name}:`))
-        ?.slice(name.length + 1)
-        .trim();
-    if (
-      field("grpc-status") !== INTERNAL ||
-      !isDecodeFailure(decodeURIComponent(field("grpc-message") ?? ""))
-    ) {
-      yield chunk;
-      continue;
-    }
+  } catch (error) {
+    // The trailer frame is made inside connect's body: no frame came, so this one ends the call.
+    if (!isUnencodableMessage(error)) throw error;
     onRejected("decode_error");
-    const kept = lines.filter((l) => !/^grpc-(status|message|status-details-bin):/i.test(l));
-    const trailer = Buffer.from(
-      [...kept, `grpc-status: ${INVALID_ARGUMENT}`, `grpc-message: ${encodeURIComponent(message)}`]
-        .map((l) => `${l}\r\n`)
-        .join(""),
-      "latin1",
-    );
-    const frame = Buffer.alloc(5 + trailer.byteLength);
-    frame[0] = 0x80;
-    frame.writeUInt32BE(trailer.byteLength, 1);
-    frame.set(trailer, 5);
-    yield frame;
+    yield trailerFrame(invalidArgument);
   }
 }
 
