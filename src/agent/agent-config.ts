@@ -21,7 +21,94 @@ const MAX_UNKNOWN_REPORTED = 10;
 const MAX_FIELD_NAME_ECHO = 40;
 const MAX_SLIPPAGE_BPS = 5000;
 
-type FieldRule = (value: JsonValue | undefined, field: string) => Promise<string | undefined>;
+/** What a rule may look up. */
+interface RuleContext {
+  readonly lookupSymbol: SymbolLookup;
+}
+
+/** Why `value` breaks the rule, or undefined when it keeps it. */
+type FieldRule = (value: JsonValue | undefined, context: RuleContext) => Promise<string | undefined>;
+
+const address: FieldRule = async (v) => (typeof v === "string" && isAddress(v) ? undefined : ADDRESS_RULE);
+const positive: FieldRule = async (v) =>
+  typeof v === "number" && Number.isFinite(v) && v > 0 ? undefined : "must be a finite number greater than 0";
+const symbol: FieldRule = async (v, { lookupSymbol }) =>
+  typeof v === "string" && (await lookupSymbol(v)) !== undefined
+    ? undefined
+    : "must be the symbol of a token in the catalog (see GetTokenPrices)";
+const schedule: FieldRule = async (v) =>
+  typeof v === "string" && (SCHEDULES as readonly string[]).includes(v)
+    ? undefined
+    : `must be one of ${alternatives(SCHEDULES)}`;
+const slippage: FieldRule = async (v) =>
+  v === undefined || (typeof v === "number" && Number.isInteger(v) && v >= 1 && v <= MAX_SLIPPAGE_BPS)
+    ? undefined
+    : `must be an integer from 1 to ${MAX_SLIPPAGE_BPS}`;
+
+/** Everything that differs between agent types, so that nothing branches on the type itself. */
+interface TypeRules {
+  /** Each setting's rule, in the order violations are reported. */
+  readonly settings: Readonly<Record<string, FieldRule>>;
+  /** Settings that may be left out (their rule then sees undefined). */
+  readonly optional: ReadonlySet<string>;
+  /**
+   * Rules between settings, checked alongside the others so that one answer lists every bad
+   * field, and only between valid values so that no field gets two violations.
+   */
+  crossField(config: JsonObject, context: RuleContext): Promise<FieldViolation[]>;
+  /** The catalog symbol of the token `amount` is counted in, when the config names a valid one. */
+  amountToken(config: JsonObject, context: RuleContext): Promise<string | undefined>;
+  /** The valid config as stored: catalog spellings of symbols, defaults applied. */
+  normalise(config: JsonObject, context: RuleContext): Promise<JsonObject>;
+}
+
+/**
+ * The rules of each agent type. Keyed by AgentType, so a new type does not compile until it has
+ * all of them (with a two-way branch it would silently get the other type's).
+ */
+const RULES: Readonly<Record<AgentType, TypeRules>> = {
+  transfer: {
+    settings: { source: address, destination: address, amount: positive, token: symbol, schedule },
+    optional: new Set(),
+    async crossField({ source, destination }) {
+      return typeof destination === "string" && isAddress(destination) && source === destination
+        ? [{ field: "config.destination", description: "must differ from config.source" }]
+        : [];
+    },
+    amountToken: (config, { lookupSymbol }) => canonical(config.token, lookupSymbol),
+    async normalise(config, { lookupSymbol }) {
+      return { ...config, token: (await lookupSymbol(config.token as string)) as string };
+    },
+  },
+  swap: {
+    settings: {
+      wallet: address,
+      inputToken: symbol,
+      outputToken: symbol,
+      amount: positive,
+      slippageBps: slippage,
+      schedule,
+    },
+    optional: new Set(["slippageBps"]),
+    async crossField(config, { lookupSymbol }) {
+      const inputToken = await canonical(config.inputToken, lookupSymbol);
+      const outputToken = await canonical(config.outputToken, lookupSymbol);
+      return inputToken !== undefined && inputToken === outputToken
+        ? [{ field: "config.outputToken", description: "must differ from config.inputToken" }]
+        : [];
+    },
+    // A swap's amount is of the token it gives up.
+    amountToken: (config, { lookupSymbol }) => canonical(config.inputToken, lookupSymbol),
+    async normalise(config, { lookupSymbol }) {
+      return {
+        ...config,
+        inputToken: (await canonical(config.inputToken, lookupSymbol)) as string,
+        outputToken: (await canonical(config.outputToken, lookupSymbol)) as string,
+        slippageBps: config.slippageBps ?? DEFAULT_SLIPPAGE_BPS,
+      };
+    },
+  },
+};
 
 /**
  * Validates an agent's config for its type and returns it normalised (catalog spelling of token
@@ -35,45 +122,17 @@ export async function validateAgentConfig(
   violations: FieldViolation[],
   lookupDecimals: DecimalsLookup = async () => undefined,
 ): Promise<ValidConfig | undefined> {
-  const address: FieldRule = async (v) => (typeof v === "string" && isAddress(v) ? undefined : ADDRESS_RULE);
-  const positive: FieldRule = async (v) =>
-    typeof v === "number" && Number.isFinite(v) && v > 0
-      ? undefined
-      : "must be a finite number greater than 0";
-  const symbol: FieldRule = async (v) =>
-    typeof v === "string" && (await lookupSymbol(v)) !== undefined
-      ? undefined
-      : "must be the symbol of a token in the catalog (see GetTokenPrices)";
-  const schedule: FieldRule = async (v) =>
-    typeof v === "string" && (SCHEDULES as readonly string[]).includes(v)
-      ? undefined
-      : `must be one of ${alternatives(SCHEDULES)}`;
-  const slippage: FieldRule = async (v) =>
-    v === undefined || (typeof v === "number" && Number.isInteger(v) && v >= 1 && v <= MAX_SLIPPAGE_BPS)
-      ? undefined
-      : `must be an integer from 1 to ${MAX_SLIPPAGE_BPS}`;
-
-  const rules: Record<string, FieldRule> =
-    type === "transfer"
-      ? { source: address, destination: address, amount: positive, token: symbol, schedule }
-      : {
-          wallet: address,
-          inputToken: symbol,
-          outputToken: symbol,
-          amount: positive,
-          slippageBps: slippage,
-          schedule,
-        };
-  const optional = new Set(["slippageBps"]);
+  const rules = RULES[type];
+  const context: RuleContext = { lookupSymbol };
 
   const before = violations.length;
   // Own keys only: `in` would take "constructor", "toString" or "__proto__" for settings.
-  const unknown = Object.keys(config).filter((key) => !Object.hasOwn(rules, key));
+  const unknown = Object.keys(config).filter((key) => !Object.hasOwn(rules.settings, key));
   for (const key of unknown.slice(0, MAX_UNKNOWN_REPORTED)) {
     violations.push({
       // The caller's key is quoted short: a field name can be as long as any value.
       field: key.length <= MAX_FIELD_NAME_ECHO ? `config.${key}` : `config.${quote(key)}`,
-      description: `is not a ${type} agent setting (use ${alternatives(Object.keys(rules))})`,
+      description: `is not a ${type} agent setting (use ${alternatives(Object.keys(rules.settings))})`,
     });
   }
   if (unknown.length > MAX_UNKNOWN_REPORTED) {
@@ -82,54 +141,27 @@ export async function validateAgentConfig(
       description: `has ${unknown.length - MAX_UNKNOWN_REPORTED} more settings that are not ${type} agent settings`,
     });
   }
-  for (const [key, rule] of Object.entries(rules)) {
+  for (const [key, rule] of Object.entries(rules.settings)) {
     const value = config[key];
-    if (value === undefined && !optional.has(key)) {
+    if (value === undefined && !rules.optional.has(key)) {
       violations.push({ field: `config.${key}`, description: "is required" });
       continue;
     }
-    const problem = await rule(value, key);
+    const problem = await rule(value, context);
     if (problem !== undefined) violations.push({ field: `config.${key}`, description: problem });
   }
-  // Cross-field rules, checked alongside the others so that one answer lists every bad field, and
-  // only between valid values so that no field gets two violations.
-  if (type === "transfer") {
-    const { source, destination } = config;
-    if (typeof destination === "string" && isAddress(destination) && source === destination) {
-      violations.push({ field: "config.destination", description: "must differ from config.source" });
-    }
-  }
-  const inputToken = type === "swap" ? await canonical(config.inputToken, lookupSymbol) : undefined;
-  const outputToken = type === "swap" ? await canonical(config.outputToken, lookupSymbol) : undefined;
-  if (inputToken !== undefined && inputToken === outputToken) {
-    violations.push({ field: "config.outputToken", description: "must differ from config.inputToken" });
-  }
+  violations.push(...(await rules.crossField(config, context)));
   // The amount is in units of the token moved (a swap's input): at least its smallest unit, with
   // no more decimal places than it has, and within a u64 count of smallest units (as on chain).
   const { amount } = config;
-  const moved = type === "swap" ? inputToken : await canonical(config.token, lookupSymbol);
+  const moved = await rules.amountToken(config, context);
   const decimals = moved === undefined ? undefined : await lookupDecimals(moved);
   if (typeof amount === "number" && Number.isFinite(amount) && amount > 0 && decimals !== undefined) {
     const problem = amountProblem(amount, decimals, moved as string);
     if (problem !== undefined) violations.push({ field: "config.amount", description: problem });
   }
   if (violations.length > before) return undefined;
-
-  if (type === "transfer") {
-    return {
-      schedule: config.schedule as Schedule,
-      config: { ...config, token: (await lookupSymbol(config.token as string)) as string },
-    };
-  }
-  return {
-    schedule: config.schedule as Schedule,
-    config: {
-      ...config,
-      inputToken: inputToken as string,
-      outputToken: outputToken as string,
-      slippageBps: config.slippageBps ?? DEFAULT_SLIPPAGE_BPS,
-    },
-  };
+  return { schedule: config.schedule as Schedule, config: await rules.normalise(config, context) };
 }
 
 /** Largest count of smallest units a token amount can have (a u64 on chain). */
