@@ -12,14 +12,16 @@ export function createRateLimitedLog(options: {
   logger: Logger;
   level: "info" | "warn";
   perSecond: number;
+  /** The clock, in ms (tests pass their own). */
+  now?: () => number;
 }): RateLimitedLog {
-  const { logger, level, perSecond } = options;
+  const { logger, level, perSecond, now: clock = Date.now } = options;
   let windowStart = 0;
   let written = 0;
   let suppressed = 0;
   return (fields, message) => {
     if (!logger.isLevelEnabled(level)) return;
-    const now = Date.now();
+    const now = clock();
     if (now - windowStart >= 1000) {
       windowStart = now;
       written = 0;
