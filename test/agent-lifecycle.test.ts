@@ -10,19 +10,11 @@ import type { JsonValue } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { AgentService } from "../gen/agent/v1/agent_pb.ts";
+import { TRANSFER_CONFIG } from "./support/agent-fixtures.ts";
 import { createProtocols, type Outcome, type Protocol, withStructConfig } from "./support/callers.ts";
 import { type RunningServer, startServer } from "./support/start-server.ts";
 
-const TRANSFER = {
-  type: "transfer",
-  config: {
-    source: "9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM",
-    destination: "2ojv9BAiHUrvsm9gxDe7fJSzbNZSJcxZvf8dqmWGHG8S",
-    amount: 1.5,
-    token: "USDC",
-    schedule: "hourly",
-  },
-};
+const TRANSFER = { type: "transfer", config: { ...TRANSFER_CONFIG, schedule: "hourly" } };
 const SWAP = {
   type: "swap",
   config: {
@@ -80,8 +72,9 @@ describe.each(STORES)("agent lifecycle on the %s store", (storeName, storeEnv) =
   beforeAll(async () => {
     const env = storeEnv();
     running = await startServer({ env: { ...env, ...SCHEDULER_ENV } });
-    // The same database without a scheduler: its new agents stay pending.
-    idle = await startServer({ env });
+    // A server without a scheduler, on a database of its own (the other server's scheduler would
+    // activate agents in a shared one): its new agents stay pending.
+    idle = await startServer({ env: storeEnv() });
     protocols = createProtocols(running.baseUrl).map(withStructConfig);
     idleProtocols = createProtocols(idle.baseUrl).map(withStructConfig);
   });
@@ -89,7 +82,9 @@ describe.each(STORES)("agent lifecycle on the %s store", (storeName, storeEnv) =
   afterAll(async () => {
     for (const p of [...protocols, ...idleProtocols]) p.close();
     if (storeName === "mongo") {
-      await running.context.mongoClient?.db(running.context.config.mongo?.dbName).dropDatabase();
+      for (const server of [running, idle]) {
+        await server.context.mongoClient?.db(server.context.config.mongo?.dbName).dropDatabase();
+      }
     }
     await idle.close();
     await running.close();

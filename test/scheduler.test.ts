@@ -17,6 +17,7 @@ import { createScheduler, type Scheduler, type SchedulerOptions } from "../src/s
 import { createSimulatedExecutor } from "../src/scheduler/simulated-executor.ts";
 import { slotAt } from "../src/scheduler/slots.ts";
 import { createCatalogTokenSource } from "../src/token/catalog-token-source.ts";
+import { TRANSFER_CONFIG } from "./support/agent-fixtures.ts";
 import { useCleanups } from "./support/cleanups.ts";
 import { startFerretdb } from "./support/ferretdb.ts";
 
@@ -45,14 +46,7 @@ function transferAgent(i: number, config: Partial<JsonObject> = {}): AgentRecord
     owner: OWNER,
     type: "transfer",
     status: "pending",
-    config: {
-      source: "9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM",
-      destination: "2ojv9BAiHUrvsm9gxDe7fJSzbNZSJcxZvf8dqmWGHG8S",
-      amount: 1.5,
-      token: "USDC",
-      schedule: "hourly",
-      ...config,
-    } as JsonObject,
+    config: { ...TRANSFER_CONFIG, schedule: "hourly", ...config } as JsonObject,
     createdAt: T0,
     nextRunAt: slotAt(T0, "hourly", 1),
   };
@@ -128,6 +122,23 @@ async function allRuns(runs: RunStore, agents: Iterable<AgentRecord>): Promise<R
 }
 
 const defer = useCleanups();
+
+/** An executor whose runs succeed only when the test calls `finish`: a run held in flight. */
+function gatedExecutor(): { executor: Executor; finish: () => void } {
+  let finish: () => void = () => {};
+  const gate = new Promise<void>((resolve) => {
+    finish = resolve;
+  });
+  return {
+    executor: {
+      execute: async () => {
+        await gate;
+        return { ok: true, result: { ok: true } };
+      },
+    },
+    finish,
+  };
+}
 
 /** Fresh stores holding `records`. */
 async function storesWith(make: () => Promise<Stores>, records: AgentRecord[]): Promise<Stores> {
@@ -320,16 +331,7 @@ describe.each(STORES)("on the %s stores", (_name, make) => {
     const agent = transferAgent(1);
     const { agents, runs } = await storesWith(make, [agent]);
     const clock = movableClock(T0);
-    let finish: () => void = () => {};
-    const gate = new Promise<void>((resolve) => {
-      finish = resolve;
-    });
-    const gated: Executor = {
-      execute: async () => {
-        await gate;
-        return { ok: true, result: { ok: true } };
-      },
-    };
+    const { executor: gated, finish } = gatedExecutor();
     const [s] = replicas(1, { agents, runs, now: clock.now }, { executor: gated });
     await s?.tick();
     clock.set(slotAt(T0, "hourly", 1));
@@ -359,16 +361,7 @@ describe("faults", () => {
       const agent = transferAgent(1);
       const { agents, runs } = await storesWith(make, [agent]);
       const clock = movableClock(T0);
-      let finish: () => void = () => {};
-      const gate = new Promise<void>((resolve) => {
-        finish = resolve;
-      });
-      const gated: Executor = {
-        execute: async () => {
-          await gate;
-          return { ok: true, result: { ok: true } };
-        },
-      };
+      const { executor: gated, finish } = gatedExecutor();
       const [s] = replicas(1, { agents, runs, now: clock.now }, { executor: gated });
       await s?.tick();
       clock.set(slotAt(T0, "hourly", 1));

@@ -44,6 +44,7 @@ import {
   type JsonObject,
   type NewAgent,
 } from "./agent-store.ts";
+import { isDuplicateKey } from "./mongo-errors.ts";
 import { dropVersions, type FieldChange, versionedUpdate } from "./mongo-versioned-update.ts";
 
 export interface MongoAgentStoreOptions {
@@ -82,7 +83,6 @@ const DEFAULT_DB_NAME = "token_agent_service";
 const DEFAULT_SERVER_SELECTION_TIMEOUT_MS = 2000;
 const DEFAULT_OPERATION_TIMEOUT_MS = 5000;
 const UNAVAILABLE_MESSAGE = "agent store is unavailable";
-const DUPLICATE_KEY = 11000;
 /** "Index already exists with a different name": the keys are indexed, which is all we need. */
 const INDEX_OPTIONS_CONFLICT = 85;
 /** FerretDB v1 answers options it lacks (e.g. `expireAfterSeconds`) with NotImplemented. */
@@ -217,10 +217,6 @@ export function isUnavailableError(err: unknown): boolean {
 
 function mapError(err: unknown): unknown {
   return isUnavailableError(err) ? new UnavailableError(UNAVAILABLE_MESSAGE, { cause: err }) : err;
-}
-
-function isDuplicateKey(err: unknown): boolean {
-  return err instanceof MongoServerError && err.code === DUPLICATE_KEY;
 }
 
 export async function createMongoAgentStore(options: MongoAgentStoreOptions): Promise<MongoAgentStore> {

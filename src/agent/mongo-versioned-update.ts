@@ -12,9 +12,8 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Collection, Document } from "mongodb";
-import { MongoServerError } from "mongodb";
+import { isDuplicateKey } from "./mongo-errors.ts";
 
-const DUPLICATE_KEY = 11000;
 /** Bound on re-reads when other writers keep winning; only reached under pathological churn. */
 const MAX_ROUNDS = 50;
 /** Claims kept behind the newest version; older ones are deleted now and then. */
@@ -81,7 +80,7 @@ export async function versionedUpdate<D extends VersionedDoc>(
     try {
       await versions.insertOne(claim);
     } catch (err) {
-      if (!(err instanceof MongoServerError && err.code === DUPLICATE_KEY)) throw err;
+      if (!isDuplicateKey(err)) throw err;
       await rollForwardIfAbandoned(options, versions, current._id, version);
       await pause(round);
       continue;

@@ -3,8 +3,9 @@
  * decision two replicas can race on is an insert of a unique `_id`; the only update is a holder
  * extending its own lease document, which nobody else writes.
  */
-import { type Collection, type Db, MongoServerError } from "mongodb";
+import type { Collection, Db } from "mongodb";
 import type { JsonObject } from "../agent/agent-store.ts";
+import { isDuplicateKey } from "../agent/mongo-errors.ts";
 import {
   CLOCK_SKEW_ALLOWANCE_MS,
   type Lease,
@@ -15,7 +16,6 @@ import {
   type SlotRef,
 } from "./run-store.ts";
 
-const DUPLICATE_KEY = 11000;
 const WRITE_CONCERN = { w: "majority" } as const;
 
 interface ClaimDoc {
@@ -121,7 +121,7 @@ export function createMongoRunStore(options: MongoRunStoreOptions): RunStore {
       await collection.insertOne(doc as any);
       return true;
     } catch (err) {
-      if (err instanceof MongoServerError && err.code === DUPLICATE_KEY) return false;
+      if (isDuplicateKey(err)) return false;
       throw err;
     }
   }
