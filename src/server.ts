@@ -1,6 +1,7 @@
+import type * as http from "node:http";
 import type { AddressInfo, Server as NetServer } from "node:net";
 import type { Registry } from "@bufbuild/protobuf";
-import type { ConnectRouter } from "@connectrpc/connect";
+import { type ConnectRouter, createServiceImplSpec, type ServiceImplSpec } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { AppContext } from "./app-context.ts";
 import { createCorsHandler } from "./http/cors.ts";
@@ -9,6 +10,7 @@ import { createDualProtocolServer } from "./http/dual-protocol-server.ts";
 import { createMetricsEndpoint } from "./http/metrics-endpoint.ts";
 import { createProbeHandler } from "./http/probes.ts";
 import { answerUnknownRoute } from "./http/unknown-route.ts";
+import { createLeanUnary } from "./lean/lean-unary.ts";
 import { createMetrics } from "./observability/metrics.ts";
 import { createRateLimitedLog } from "./observability/rate-limited-log.ts";
 import { createDocsHandler } from "./rest/docs-handler.ts";
@@ -70,10 +72,36 @@ export function build(context: AppContext, options: BuildOptions = {}): Server {
   const streamingPaths = new Set<string>();
   /** REST paths from the contract's google.api.http rules, served by the same Connect handlers. */
   let rest: ReturnType<typeof createRestHandler> = () => false;
+  // Outermost first. Logging and metrics see every call as its caller does, so they sit outside
+  // the conversion of errors to the codes callers receive.
+  const interceptors = [
+    createLoggingInterceptor({ logger }),
+    metrics.interceptor,
+    createDeadlineInterceptor(),
+    createErrorInterceptor(createUnexpectedErrorLogger(logger)),
+  ];
+  // Browsers always see the seed's envelope: `success`, empty lists, zeros and false included.
+  const jsonOptions = { alwaysEmitImplicit: true, registry: options.extraServices?.registry };
+  /** Every service implementation, as the router holds it, for the lean unary path. */
+  const services: ServiceImplSpec[] = [];
   const connect = connectNodeAdapter({
     routes(router) {
-      routes(router);
-      options.extraServices?.routes(router);
+      const recording: ConnectRouter = {
+        handlers: router.handlers,
+        service(service, impl, serviceOptions) {
+          services.push(createServiceImplSpec(service, impl));
+          return router.service(service, impl, serviceOptions);
+        },
+        rpc(method, impl, rpcOptions) {
+          services.push({
+            service: method.parent,
+            methods: { [method.localName]: { kind: method.methodKind, method, impl } },
+          } as ServiceImplSpec);
+          return router.rpc(method, impl, rpcOptions);
+        },
+      };
+      routes(recording);
+      options.extraServices?.routes(recording);
       router.handlers.forEach((handler, i) => {
         router.handlers[i] = withDecodeErrorsAsInvalidArgument(handler, rejected);
       });
@@ -88,29 +116,33 @@ export function build(context: AppContext, options: BuildOptions = {}): Server {
       });
     },
     readMaxBytes: config.maxRequestBytes,
-    // Browsers always see the seed's envelope: `success`, empty lists, zeros and false included.
-    jsonOptions: { alwaysEmitImplicit: true, registry: options.extraServices?.registry },
-    // Outermost first. Logging and metrics see every call as its caller does, so they sit outside
-    // the conversion of errors to the codes callers receive.
-    interceptors: [
-      createLoggingInterceptor({ logger }),
-      metrics.interceptor,
-      createDeadlineInterceptor(),
-      createErrorInterceptor(createUnexpectedErrorLogger(logger)),
-    ],
+    jsonOptions,
+    interceptors,
     fallback(req, res) {
       if (rest(req, res) || docs(req, res) || probes(req, res) || metricsEndpoint(req, res)) return;
       rejected("unknown_route");
       answerUnknownRoute(req, res);
     },
   });
+  // Unary calls in the common shapes skip connect-node's per-call machinery; the rest (streams,
+  // unusual encodings) go to connect-node. Both run the same implementations and interceptors.
+  const lean = createLeanUnary({
+    services,
+    interceptors,
+    jsonOptions,
+    readMaxBytes: config.maxRequestBytes,
+    onRejected: rejected,
+  });
   const dual = createDualProtocolServer({
     handler(req, res) {
       if (cors(req, res)) return;
       clampDeadlineHeaders(req.headers);
+      if (req.httpVersionMajor === 1 && lean.http1(req as http.IncomingMessage, res as http.ServerResponse))
+        return;
       drainUnreadBody(req);
       connect(req, res);
     },
+    streamHandler: lean.http2,
     limits: config.http,
     onRejected: rejected,
     isStreamingRequest: (path) => streamingPaths.has(path),

@@ -4,7 +4,6 @@ import * as net from "node:net";
 import type { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { HttpLimits } from "../config.ts";
 import { answerClientError } from "./client-error.ts";
-import { createReplaySocket } from "./replay-socket.ts";
 import { createStreamDeadlines } from "./stream-deadlines.ts";
 
 /** The client connection preface every HTTP/2 connection starts with (RFC 9113, section 3.4). */
@@ -39,6 +38,11 @@ export interface DualProtocolServerOptions {
   limits: HttpLimits;
   /** Told of every connection or request turned away by the limits or the HTTP parser. */
   onRejected?: (reason: Rejection) => void;
+  /**
+   * Serves an HTTP/2 stream directly (the raw stream API, without the compatibility layer's
+   * request and response objects); false hands it to `handler` as usual.
+   */
+  streamHandler?: (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => boolean;
   /**
    * True for paths whose request body legitimately stays open (client-streaming and bidi RPCs
    * over HTTP/2); REQUEST_TIMEOUT_MS does not apply to them.
@@ -78,6 +82,17 @@ export function createDualProtocolServer(options: DualProtocolServerOptions): Du
     options.handler as (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void,
   );
   h2.setTimeout(limits.idleTimeoutMs);
+  const streamHandler = options.streamHandler;
+  if (streamHandler !== undefined) {
+    // Node dispatches streams to `handler` through its compatibility layer, a "stream" listener
+    // of its own; streams the raw handler declines are passed on to it unchanged.
+    const compat = h2.listeners("stream") as ((...args: unknown[]) => void)[];
+    for (const listener of compat) h2.off("stream", listener);
+    h2.on("stream", (stream, headers, ...rest) => {
+      if (streamHandler(stream, headers)) return;
+      for (const listener of compat) listener.call(h2, stream, headers, ...rest);
+    });
+  }
   const streamDeadlines = createStreamDeadlines({
     timeoutMs: limits.requestTimeoutMs,
     exempt: options.isStreamingRequest ?? (() => false),
@@ -105,7 +120,10 @@ export function createDualProtocolServer(options: DualProtocolServerOptions): Du
     socket.setNoDelay(true);
     sniff(socket, limits.headersTimeoutMs, onRejected, (isH2, head) => {
       if (isH2) {
-        h2.emit("connection", createReplaySocket(socket, head));
+        // http2 takes bytes already read from a socket from its readable buffer (unlike http's
+        // parser), so the native socket itself is handed over and frames skip any JS wrapper.
+        socket.unshift(head);
+        h2.emit("connection", socket);
       } else {
         // http's parser may read the native handle directly too, so `unshift` would strand the
         // bytes in the JS buffer; feed them to the parser's data listener instead.

@@ -1,0 +1,453 @@
+import type * as http from "node:http";
+import type * as http2 from "node:http2";
+import type { Readable } from "node:stream";
+import type { DescMessage, JsonReadOptions, JsonWriteOptions, MessageShape } from "@bufbuild/protobuf";
+import { base64Decode } from "@bufbuild/protobuf/wire";
+import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
+import {
+  Code,
+  ConnectError,
+  type ContextValues,
+  createContextValues,
+  type Interceptor,
+  type ServiceImplSpec,
+} from "@connectrpc/connect";
+import {
+  type Compression,
+  createMethodSerializationLookup,
+  type MethodSerializationLookup,
+} from "@connectrpc/connect/protocol";
+import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
+import { clampDeadlineHeaders } from "../rpc/deadline.ts";
+import { invokeUnary, type UnaryMethodImpl } from "./invoke-unary.ts";
+import { createRequestHeaders } from "./request-headers.ts";
+import {
+  type Answer,
+  getFormatOf,
+  layOutAnswer,
+  type Negotiated,
+  negotiateCompression,
+  postFormatOf,
+  timeoutOf,
+  unwrapEnvelope,
+  type WireFormat,
+} from "./unary-protocols.ts";
+
+/** connect-node's adapter accepts these, in this order of preference; so does the lean path. */
+const COMPRESSIONS: Compression[] = [compressionGzip, compressionBrotli];
+/** connect's default: smaller answers are not worth compressing. */
+const COMPRESS_MIN_BYTES = 1024;
+
+export interface LeanUnaryOptions {
+  /** The services, as connect's router holds them (createServiceImplSpec). */
+  readonly services: readonly ServiceImplSpec[];
+  /** The interceptors connect-node's adapter runs, outermost first. */
+  readonly interceptors: readonly Interceptor[];
+  readonly jsonOptions?: Partial<JsonReadOptions & JsonWriteOptions>;
+  readonly readMaxBytes: number;
+  /** The context values a call starts with, as the adapter's `contextValues` option makes them. */
+  readonly contextValues?: (remoteAddress: string | undefined) => ContextValues;
+  /** Told of each request refused because its message could not be decoded. */
+  readonly onRejected?: (reason: "decode_error") => void;
+}
+
+export interface LeanUnary {
+  /** Serves an HTTP/1.1 request when it is a unary call the lean path takes; false otherwise. */
+  http1(req: http.IncomingMessage, res: http.ServerResponse): boolean;
+  /** Serves an HTTP/2 stream when it is a unary call the lean path takes; false otherwise. */
+  http2(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): boolean;
+}
+
+/** A unary method with what its calls need, computed once. */
+interface Target extends UnaryMethodImpl {
+  readonly serialization: MethodSerializationLookup<DescMessage, DescMessage>;
+  readonly sideEffectFree: boolean;
+  /** The message of invalid_argument for input that is not a message of the input type. */
+  readonly undecodable: string;
+}
+
+/** A request the lean path has taken: where it goes and how it is encoded. */
+interface Route {
+  readonly target: Target;
+  readonly format: WireFormat;
+  readonly compression: Negotiated;
+  readonly timeoutMs: number | undefined;
+  /** Connect GET: the message from the query (`message`, `base64`); undefined for POST. */
+  readonly query: URLSearchParams | undefined;
+}
+
+/**
+ * Unary calls served straight from node:http and the raw http2 stream API, running the same
+ * service implementations behind the same interceptors as connect-node's handlers.
+ *
+ * connect-node's per-call machinery (web Headers copies, several linked AbortControllers and the
+ * DOMException each abort builds, async-iterable pipelines for a one-message body, the http2
+ * compatibility layer) costs several times the work of the call itself. This path reads the body
+ * into one buffer, decodes, runs the interceptors and the implementation, and writes one answer.
+ * It covers the Connect protocol (JSON and binary, POST and GET), gRPC (HTTP/2) and gRPC-Web
+ * with either codec and gzip, brotli or identity; anything it does not recognise (streaming
+ * methods, other content types, unknown encodings, malformed deadlines) returns false and goes
+ * to connect-node, which answers it as before. Errors, limits, deadlines, headers and trailers
+ * follow connect's handlers, whose own helpers lay out the answers.
+ */
+export function createLeanUnary(options: LeanUnaryOptions): LeanUnary {
+  const { interceptors, jsonOptions, readMaxBytes } = options;
+  const contextValues = options.contextValues ?? (() => createContextValues());
+  const onRejected = options.onRejected ?? (() => {});
+  const targets = new Map<string, Target>();
+  for (const service of options.services) {
+    for (const spec of Object.values(service.methods)) {
+      if (spec.kind !== "unary") continue;
+      targets.set(`/${spec.method.parent.typeName}/${spec.method.name}`, {
+        method: spec.method,
+        impl: spec.impl as UnaryMethodImpl["impl"],
+        serialization: createMethodSerializationLookup(spec.method, undefined, jsonOptions, {
+          readMaxBytes,
+          writeMaxBytes: 0xffffffff,
+        }),
+        sideEffectFree: spec.method.idempotency === MethodOptions_IdempotencyLevel.NO_SIDE_EFFECTS,
+        undecodable: `the request could not be decoded as a ${spec.method.input.typeName} message`,
+      });
+    }
+  }
+
+  function route(
+    method: string | undefined,
+    path: string,
+    headers: http.IncomingHttpHeaders,
+  ): Route | undefined {
+    const q = path.indexOf("?");
+    const target = targets.get(q < 0 ? path : path.slice(0, q));
+    if (target === undefined) return undefined;
+    let format: WireFormat | undefined;
+    let query: URLSearchParams | undefined;
+    let getCompression: string | null | undefined;
+    if (method === "POST") {
+      format = postFormatOf(headers["content-type"]);
+    } else if (method === "GET" && target.sideEffectFree && q >= 0) {
+      query = new URLSearchParams(path.slice(q + 1));
+      format = getFormatOf(query.get("encoding"));
+      getCompression = query.get("compression");
+    }
+    if (format === undefined) return undefined;
+    const compression = negotiateCompression(format, COMPRESSIONS, headers, getCompression);
+    if (compression === undefined) return undefined;
+    clampDeadlineHeaders(headers);
+    const timeoutMs = timeoutOf(format, headers);
+    if (timeoutMs === null) return undefined;
+    return { target, format, compression, timeoutMs, query };
+  }
+
+  /** Decodes the request's message; a failure is the caller's answer, without running the call. */
+  async function decode(route: Route, body: Uint8Array): Promise<MessageShape<DescMessage>> {
+    const { target, format, compression } = route;
+    let bytes = body;
+    try {
+      if (format.protocol === "connect") {
+        if (route.query !== undefined) bytes = messageFromQuery(route.query);
+        if (compression.request !== null) bytes = await compression.request.decompress(bytes, readMaxBytes);
+      } else {
+        const envelope = unwrapEnvelope(body, readMaxBytes);
+        bytes = envelope.data;
+        if ((envelope.flags & 0b00000001) !== 0) {
+          if (compression.request === null) {
+            throw new ConnectError(
+              "received compressed envelope, but do not know how to decompress",
+              Code.Internal,
+            );
+          }
+          bytes = await compression.request.decompress(bytes, readMaxBytes);
+        }
+      }
+      return target.serialization.getI(format.binary).parse(bytes);
+    } catch (error) {
+      throw decodeError(error, route);
+    }
+  }
+
+  /**
+   * connect's answer to input it cannot decode, with the service's corrections (see
+   * src/rpc/decode-errors.ts, which makes the same ones on connect-node's path): bad protobuf
+   * bytes and broken compressed bodies are the caller's fault, invalid_argument, not internal.
+   */
+  function decodeError(error: unknown, route: Route): ConnectError {
+    const e = ConnectError.from(error, Code.Internal);
+    const text = e.rawMessage;
+    if (
+      e.code === Code.Internal &&
+      (text.startsWith("parse binary") || text.startsWith("decompression failed"))
+    ) {
+      onRejected("decode_error");
+      return new ConnectError(route.target.undecodable, Code.InvalidArgument);
+    }
+    if (e.code === Code.InvalidArgument && text.startsWith("cannot decode ")) {
+      onRejected("decode_error");
+      // A snippet of the body quoted mid-surrogate cannot go into a gRPC trailer.
+      if (route.format.protocol !== "connect" && !text.isWellFormed()) {
+        return new ConnectError(route.target.undecodable, Code.InvalidArgument);
+      }
+    }
+    return e;
+  }
+
+  /** Runs the call from its body to its answer; never throws. */
+  async function answer(
+    route: Route,
+    body: Uint8Array | ConnectError,
+    call: {
+      method: string;
+      url: string;
+      headers: http.IncomingHttpHeaders;
+      remoteAddress: string | undefined;
+    },
+    signal: AbortSignal,
+  ): Promise<Answer> {
+    const { format } = route;
+    const layout = {
+      format,
+      compression: route.compression.response,
+      compressMinBytes: COMPRESS_MIN_BYTES,
+      jsonOptions,
+    };
+    let message: MessageShape<DescMessage>;
+    try {
+      if (body instanceof ConnectError) throw body;
+      message = await decode(route, body);
+    } catch (error) {
+      const refused = error instanceof ConnectError ? error : ConnectError.from(error);
+      return layOutAnswer(layout, { error: refused, header: new Headers(), trailer: new Headers() });
+    }
+    const outcome = await invokeUnary(
+      {
+        target: route.target,
+        message,
+        protocolName: format.protocolName,
+        requestMethod: call.method,
+        url: call.url,
+        header: createRequestHeaders(call.headers),
+        contextValues: contextValues(call.remoteAddress),
+        signal,
+        deadline: route.timeoutMs === undefined ? undefined : performance.now() + route.timeoutMs,
+      },
+      interceptors,
+    );
+    let bytes: Uint8Array | undefined;
+    let error = outcome.error;
+    if (outcome.error === undefined) {
+      try {
+        bytes = route.target.serialization.getO(format.binary).serialize(outcome.message);
+      } catch (e) {
+        error = ConnectError.from(e, Code.Internal);
+      }
+    }
+    try {
+      return await layOutAnswer(layout, {
+        message: bytes,
+        error,
+        header: outcome.header,
+        trailer: outcome.trailer,
+      });
+    } catch (e) {
+      // An error connect could not serialize either (its JSON, say): a bare internal.
+      return layOutAnswer(layout, {
+        error: new ConnectError("internal error", Code.Internal, undefined, undefined, e),
+        header: new Headers(),
+        trailer: new Headers(),
+      });
+    }
+  }
+
+  /**
+   * Reads the body (none for GET) and answers. Bodies are bounded: over the limit the caller is
+   * answered at once and the rest is read and dropped, so the connection stays usable.
+   */
+  function serve(
+    route: Route,
+    source: Readable,
+    bodyDone: boolean,
+    lengthHeader: string | undefined,
+    call: {
+      method: string;
+      url: string;
+      headers: http.IncomingHttpHeaders;
+      remoteAddress: string | undefined;
+    },
+    write: (answer: Answer) => void,
+    onGone: (abort: () => void) => void,
+  ): void {
+    const controller = new AbortController();
+    let timer: NodeJS.Timeout | undefined;
+    let answered = false;
+    const finish = (result: Answer) => {
+      if (answered) return;
+      answered = true;
+      clearTimeout(timer);
+      write(result);
+    };
+    const start = (body: Uint8Array | ConnectError) => {
+      if (route.timeoutMs !== undefined) {
+        const expire = () =>
+          controller.abort(new ConnectError("the operation timed out", Code.DeadlineExceeded));
+        if (route.timeoutMs <= 0) expire();
+        else timer = setTimeout(expire, route.timeoutMs);
+      }
+      answer(route, body, call, controller.signal).then(finish, (error: unknown) =>
+        // answer() lays out every error itself; this is a last resort so no call hangs.
+        finish({
+          status: 500,
+          headers: { "content-type": "text/plain" },
+          body: Buffer.from(String(ConnectError.from(error).code)),
+        }),
+      );
+    };
+    onGone(() => {
+      if (!answered) controller.abort(new ConnectError("the client went away", Code.Canceled));
+    });
+    if (bodyDone) {
+      source.resume();
+      start(new Uint8Array(0));
+      return;
+    }
+    readBody(route, source, lengthHeader, start);
+  }
+
+  function readBody(
+    route: Route,
+    source: Readable,
+    lengthHeader: string | undefined,
+    done: (body: Uint8Array | ConnectError) => void,
+  ): void {
+    const connect = route.format.protocol === "connect";
+    const hint = lengthHeader === undefined ? Number.NaN : Number(lengthHeader);
+    // The whole body of a Connect call is the message; a gRPC body holds one 5-byte-prefixed
+    // message, and more bytes only tell that a second one follows (an error either way).
+    const cap = connect ? readMaxBytes : readMaxBytes + 10;
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let settled = false;
+    const settle = (body: Uint8Array | ConnectError) => {
+      if (settled) return;
+      settled = true;
+      chunks.length = 0;
+      done(body);
+    };
+    if (connect && hint > readMaxBytes) {
+      settle(tooLarge(hint, true));
+    }
+    source.on("data", (chunk: Buffer) => {
+      if (settled) return;
+      size += chunk.byteLength;
+      if (size > cap) {
+        if (connect) settle(tooLarge(size, false));
+        else chunks.push(chunk.subarray(0, chunk.byteLength - (size - cap)));
+        size = Math.min(size, cap);
+        if (!connect) settleIfFrameTooLarge();
+        return;
+      }
+      chunks.push(chunk);
+      if (!connect) settleIfFrameTooLarge();
+    });
+    source.once("end", () => {
+      if (settled) return;
+      if (connect && !Number.isNaN(hint) && size !== hint) {
+        settle(
+          new ConnectError(`protocol error: promised ${hint} bytes, received ${size}`, Code.InvalidArgument),
+        );
+        return;
+      }
+      settle(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
+    });
+    // A gRPC message announced larger than allowed is refused once its prefix is in.
+    function settleIfFrameTooLarge() {
+      if (size < 5 || chunks.length === 0) return;
+      const first = chunks[0] as Buffer;
+      const prefix = first.byteLength >= 5 ? first : Buffer.concat(chunks, size);
+      const length = prefix.readUInt32BE(1);
+      if (length > readMaxBytes) settle(tooLarge(length, true));
+    }
+  }
+
+  function tooLarge(size: number, known: boolean): ConnectError {
+    return new ConnectError(
+      known
+        ? `message size ${size} is larger than configured readMaxBytes ${readMaxBytes}`
+        : `message size is larger than configured readMaxBytes ${readMaxBytes}`,
+      Code.ResourceExhausted,
+    );
+  }
+
+  return {
+    http1(req, res) {
+      const found = route(req.method, req.url ?? "", req.headers);
+      // gRPC needs HTTP/2 trailers; connect-node answers it on HTTP/1.1.
+      if (found === undefined || found.format.protocol === "grpc") return false;
+      const call = {
+        method: req.method as string,
+        url: `http://${req.headers.host ?? "localhost"}${req.url}`,
+        headers: req.headers,
+        remoteAddress: req.socket.remoteAddress,
+      };
+      // A client that disconnects early makes Node destroy the request: nothing left to answer.
+      req.on("error", () => {});
+      serve(
+        found,
+        req,
+        req.complete,
+        req.headers["content-length"],
+        call,
+        (result) => {
+          if (res.destroyed) return;
+          res.writeHead(result.status, result.headers);
+          res.end(result.body);
+        },
+        (abort) => res.once("close", abort),
+      );
+      return true;
+    },
+
+    http2(stream, headers) {
+      // Browsers (CORS) are served by the request handler, where the CORS rules live.
+      if (headers.origin !== undefined) return false;
+      const method = headers[":method"];
+      const path = headers[":path"] ?? "";
+      const found = route(method, path, headers);
+      if (found === undefined) return false;
+      const call = {
+        method: method as string,
+        url: `http://${headers[":authority"] ?? "localhost"}${path}`,
+        headers,
+        remoteAddress: stream.session?.socket?.remoteAddress,
+      };
+      stream.on("error", () => {});
+      serve(
+        found,
+        stream,
+        stream.endAfterHeaders,
+        headers["content-length"],
+        call,
+        (result) => {
+          if (stream.destroyed || stream.closed) return;
+          const trailers = result.trailers;
+          try {
+            stream.respond(
+              { ":status": result.status, ...result.headers },
+              trailers === undefined ? undefined : { waitForTrailers: true },
+            );
+            if (trailers !== undefined) stream.once("wantTrailers", () => stream.sendTrailers(trailers));
+            stream.end(result.body);
+          } catch {
+            // The stream was reset between the check and the answer: nobody to answer.
+          }
+        },
+        (abort) => stream.once("close", abort),
+      );
+      return true;
+    },
+  };
+}
+
+/** A Connect GET request's message: the `message` parameter, base64url when `base64=1`. */
+function messageFromQuery(query: URLSearchParams): Uint8Array {
+  const message = query.get("message") ?? "";
+  return query.get("base64") === "1" ? base64Decode(message) : new TextEncoder().encode(message);
+}
