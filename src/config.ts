@@ -61,6 +61,11 @@ export interface Config {
   readonly corsOrigins: readonly string[];
   /** Largest request message accepted, in bytes. */
   readonly maxRequestBytes: number;
+  /**
+   * Serve unary calls on the lean path (src/lean/); false sends every call through connect-node's
+   * handlers, a switch for ruling the lean path in or out when a call misbehaves.
+   */
+  readonly leanUnary: boolean;
   /** How long calls in flight may take to finish after SIGTERM before connections are cut. */
   readonly shutdownTimeoutMs: number;
   readonly http: HttpLimits;
@@ -87,6 +92,7 @@ export const CONFIG_VARIABLES = {
   REQUEST_TIMEOUT_MS: "30000",
   IDLE_TIMEOUT_MS: "60000",
   SCHEDULER_ENABLED: "true",
+  LEAN_UNARY: "true",
   SCHEDULER_CONCURRENCY: "16",
   SCHEDULER_POLL_INTERVAL_MS: "1000",
   SCHEDULER_LEASE_MS: "30000",
@@ -126,6 +132,13 @@ export function loadConfig(env: Env = process.env): Config {
     return value;
   };
 
+  const bool = (name: keyof typeof CONFIG_VARIABLES): boolean => {
+    const text = read(name).toLowerCase();
+    if (!["true", "false", "1", "0"].includes(text))
+      problems.push(`${name} must be true or false (got "${text}")`);
+    return text === "true" || text === "1";
+  };
+
   const host = read("HOST");
   const port = int("PORT", 0, 65535);
   const logLevel = read("LOG_LEVEL").toLowerCase();
@@ -135,6 +148,7 @@ export function loadConfig(env: Env = process.env): Config {
   const corsOrigins = parseOrigins(read("CORS_ORIGINS"), problems);
   const maxRequestBytes = int("MAX_REQUEST_BYTES", 1024, 64 * 1024 * 1024);
   const shutdownTimeoutMs = int("SHUTDOWN_TIMEOUT_MS", 0, 600_000);
+  const leanUnary = bool("LEAN_UNARY");
   const http: HttpLimits = {
     maxConnections: int("MAX_CONNECTIONS", 1, 1_000_000),
     maxConcurrentStreams: int("HTTP2_MAX_CONCURRENT_STREAMS", 1, 10_000),
@@ -149,12 +163,8 @@ export function loadConfig(env: Env = process.env): Config {
       problems.push(`${name} must be a number from 0 to 1 (got "${text}")`);
     return value;
   };
-  const enabledText = read("SCHEDULER_ENABLED").toLowerCase();
-  if (!["true", "false", "1", "0"].includes(enabledText)) {
-    problems.push(`SCHEDULER_ENABLED must be true or false (got "${enabledText}")`);
-  }
   const scheduler: SchedulerConfig = {
-    enabled: enabledText === "true" || enabledText === "1",
+    enabled: bool("SCHEDULER_ENABLED"),
     concurrency: int("SCHEDULER_CONCURRENCY", 1, 1000),
     pollIntervalMs: int("SCHEDULER_POLL_INTERVAL_MS", 10, 60_000),
     leaseMs: int("SCHEDULER_LEASE_MS", 100, 3_600_000),
@@ -211,6 +221,7 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: logLevel as LogLevel,
     corsOrigins,
     maxRequestBytes,
+    leanUnary,
     shutdownTimeoutMs,
     http,
     scheduler,

@@ -137,12 +137,16 @@ export function build(context: AppContext, options: BuildOptions = {}): Server {
     handler(req, res) {
       if (cors(req, res)) return;
       clampDeadlineHeaders(req.headers);
-      if (req.httpVersionMajor === 1 && lean.http1(req as http.IncomingMessage, res as http.ServerResponse))
+      if (
+        config.leanUnary &&
+        req.httpVersionMajor === 1 &&
+        lean.http1(req as http.IncomingMessage, res as http.ServerResponse)
+      )
         return;
       drainUnreadBody(req);
       connect(req, res);
     },
-    streamHandler: lean.http2,
+    streamHandler: config.leanUnary ? lean.http2 : undefined,
     limits: config.http,
     onRejected: rejected,
     isStreamingRequest: (path) => streamingPaths.has(path),

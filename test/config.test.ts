@@ -89,6 +89,7 @@ describe("loadConfig", () => {
       logLevel: "info",
       corsOrigins: [],
       maxRequestBytes: 1_048_576,
+      leanUnary: true,
       shutdownTimeoutMs: 10_000,
       http: {
         maxConnections: 1000,
@@ -138,6 +139,7 @@ describe("loadConfig", () => {
         REQUEST_TIMEOUT_MS: "4000",
         IDLE_TIMEOUT_MS: "9000",
         SCHEDULER_ENABLED: "false",
+        LEAN_UNARY: "0",
         SCHEDULER_CONCURRENCY: "4",
         SCHEDULER_POLL_INTERVAL_MS: "250",
         SCHEDULER_LEASE_MS: "5000",
@@ -164,6 +166,7 @@ describe("loadConfig", () => {
       logLevel: "debug",
       corsOrigins: ["https://app.example.com", "http://localhost:3000"],
       maxRequestBytes: 1024,
+      leanUnary: false,
       shutdownTimeoutMs: 0,
       http: {
         maxConnections: 50,
@@ -220,6 +223,7 @@ describe("loadConfig", () => {
     ["REQUEST_TIMEOUT_MS", "5000.5"],
     ["IDLE_TIMEOUT_MS", "x"],
     ["SCHEDULER_ENABLED", "yes"],
+    ["LEAN_UNARY", "fast"],
     ["SCHEDULER_CONCURRENCY", "0"],
     ["SCHEDULE_TIME_SCALE", "0"],
     ["SIMULATED_FAILURE_RATE", "1.5"],

@@ -89,7 +89,7 @@ function isUnencodableMessage(error: unknown): boolean {
 /** A gRPC or gRPC-Web answer with only the status: invalid_argument and `message`. */
 function grpcInvalidArgument(contentType: string, message: string): UniversalServerResponse {
   const header = new Headers({ "content-type": contentType });
-  const status = [`grpc-status: ${INVALID_ARGUMENT}`, `grpc-message: ${encodeURIComponent(message)}`];
+  const status = [`grpc-message: ${encodeURIComponent(message)}`, `grpc-status: ${INVALID_ARGUMENT}`];
   if (contentType.startsWith("application/grpc-web")) {
     const frame = trailerFrame(status);
     const text = contentType.startsWith("application/grpc-web-text");
@@ -176,9 +176,11 @@ async function* grpcWebBody(
   message: string,
   onRejected: RejectionSink,
 ): AsyncIterable<Uint8Array> {
+  // In the order connect writes trailer lines (a Headers object's: by name), so this answer is
+  // byte for byte the one the lean path gives (src/lean/).
   const invalidArgument = [
-    `grpc-status: ${INVALID_ARGUMENT}`,
     `grpc-message: ${encodeURIComponent(message)}`,
+    `grpc-status: ${INVALID_ARGUMENT}`,
   ];
   try {
     for await (const chunk of body) {
@@ -203,7 +205,7 @@ async function* grpcWebBody(
       }
       onRejected("decode_error");
       const kept = lines.filter((l) => !/^grpc-(status|message|status-details-bin):/i.test(l));
-      yield trailerFrame([...kept, ...invalidArgument]);
+      yield trailerFrame([...kept, ...invalidArgument].sort());
     }
   } catch (error) {
     // The trailer frame is made inside connect's body: no frame came, so this one ends the call.

@@ -19,7 +19,10 @@ import { REQUEST_ID_HEADER, requestIdFrom, requestIdKey } from "./request-id.ts"
  * from the request but these fields is logged, so neither credentials nor payloads can leak here.
  */
 export function createLoggingInterceptor(options: { logger: Logger }): Interceptor {
-  const { logger } = options;
+  // A call line holds only the fixed fields below, none of them secret, so it skips the
+  // redaction pass the root logger makes over every line (as costly as the rest of the line,
+  // and paid on every call).
+  const logger = options.logger.child({}, { redact: [] });
   const procedureOf = createProcedureNames();
   return (next) => async (req) => {
     const started = performance.now();
