@@ -12,7 +12,6 @@ import {
   contentTypeUnaryProto,
   errorToJsonBytes,
   parseTimeout as parseConnectTimeout,
-  trailerMux,
 } from "@connectrpc/connect/protocol-connect";
 import {
   contentTypeJson as grpcContentTypeJson,
@@ -164,7 +163,13 @@ export async function layOutAnswer(
       body = await compression.compress(body);
       header.set("content-encoding", compression.name);
     }
-    const headers = flatten(trailerMux(header, trailer));
+    // Connect unary sends trailers as headers prefixed "trailer-" (connect's trailerMux, without
+    // the copy of every header it makes).
+    const headers = flatten(header);
+    trailer.forEach((value, key) => {
+      const name = `trailer-${key}`;
+      headers[name] = headers[name] === undefined ? value : `${headers[name]}, ${value}`;
+    });
     headers["content-length"] = String(body.byteLength);
     return { status, headers, body };
   }
