@@ -3,12 +3,10 @@ import { type AgentCommands, createAgentCommands } from "./agent/agent-commands.
 import { newAgentId } from "./agent/agent-id.ts";
 import type { AgentStore } from "./agent/agent-store.ts";
 import { createMemoryAgentStore } from "./agent/memory-agent-store.ts";
-import { createMongoAgentStore } from "./agent/mongo-agent-store.ts";
 import { type Config, ConfigError, redactUri } from "./config.ts";
 import type { Logger } from "./logger.ts";
 import type { Executor } from "./scheduler/executor.ts";
 import { createMemoryRunStore } from "./scheduler/memory-run-store.ts";
-import { createMongoRunStore } from "./scheduler/mongo-run-store.ts";
 import type { RunStore } from "./scheduler/run-store.ts";
 import { createScheduleClock, type ScheduleClock } from "./scheduler/schedule-clock.ts";
 import { createSimulatedExecutor } from "./scheduler/simulated-executor.ts";
@@ -64,6 +62,12 @@ export async function createAppContext(
     store = overrides.agentStore;
   } else if (config.mongo !== undefined) {
     const mongo = config.mongo;
+    // The MongoDB adapters (and the driver, some 30 MB of memory) load only when configured, so
+    // the in-memory default does not carry them.
+    const [{ createMongoAgentStore }, { createMongoRunStore }] = await Promise.all([
+      import("./agent/mongo-agent-store.ts"),
+      import("./scheduler/mongo-run-store.ts"),
+    ]);
     // The driver parses the URI when the client is made (no connection yet); what it rejects is a
     // configuration error, reported like the others and without the driver's text (it may quote
     // the URI, password included).
