@@ -3,6 +3,9 @@ import { type AgentCommands, createAgentCommands } from "./agent/agent-commands.
 import { newAgentId } from "./agent/agent-id.ts";
 import type { AgentStore } from "./agent/agent-store.ts";
 import { createMemoryAgentStore } from "./agent/memory-agent-store.ts";
+import type { ApiKeyStore } from "./auth/api-key-store.ts";
+import { type ApiKeys, createApiKeys } from "./auth/api-keys.ts";
+import { createMemoryApiKeyStore } from "./auth/memory-api-key-store.ts";
 import { type Config, ConfigError, redactUri } from "./config.ts";
 import type { Logger } from "./logger.ts";
 import type { Executor } from "./scheduler/executor.ts";
@@ -31,6 +34,8 @@ export interface AppContext {
   readonly executor: Executor;
   /** Schedule time (SCHEDULE_TIME_SCALE). */
   readonly scheduleClock: ScheduleClock;
+  /** API keys: verification for the auth interceptor, management for ApiKeyService. */
+  readonly apiKeys: ApiKeys;
   /** "mongodb" or "memory": which agent store serves. */
   readonly storeKind: "mongodb" | "memory";
   /** The agent store's MongoDB client, for its connection pool metrics; undefined otherwise. */
@@ -45,6 +50,7 @@ export interface AppContextOverrides {
   readonly agentStore?: AgentStore;
   readonly runStore?: RunStore;
   readonly executor?: Executor;
+  readonly apiKeyStore?: ApiKeyStore;
   readonly now?: () => Date;
 }
 
@@ -58,16 +64,19 @@ export async function createAppContext(
   let runStore: RunStore | undefined = overrides.runStore;
   let storeKind: AppContext["storeKind"] = "memory";
   let mongoClient: MongoClient | undefined;
+  let apiKeyStore: ApiKeyStore | undefined = overrides.apiKeyStore;
   if (overrides.agentStore !== undefined) {
     store = overrides.agentStore;
   } else if (config.mongo !== undefined) {
     const mongo = config.mongo;
     // The MongoDB adapters (and the driver, some 30 MB of memory) load only when configured, so
     // the in-memory default does not carry them.
-    const [{ createMongoAgentStore }, { createMongoRunStore }] = await Promise.all([
-      import("./agent/mongo-agent-store.ts"),
-      import("./scheduler/mongo-run-store.ts"),
-    ]);
+    const [{ createMongoAgentStore }, { createMongoRunStore }, { createMongoApiKeyStore }] =
+      await Promise.all([
+        import("./agent/mongo-agent-store.ts"),
+        import("./scheduler/mongo-run-store.ts"),
+        import("./auth/mongo-api-key-store.ts"),
+      ]);
     // The driver parses the URI when the client is made (no connection yet); what it rejects is a
     // configuration error, reported like the others and without the driver's text (it may quote
     // the URI, password included).
@@ -89,6 +98,11 @@ export async function createAppContext(
       guard: mongoStore.guard,
       maxTimeMS: mongo.operationTimeoutMs,
     });
+    apiKeyStore ??= createMongoApiKeyStore({
+      db: mongoStore.db,
+      guard: mongoStore.guard,
+      maxTimeMS: mongo.operationTimeoutMs,
+    });
     mongoClient = mongoStore.client;
     storeKind = "mongodb";
     logger.info({ mongodb: redactUri(mongo.uri), db: mongo.dbName }, "agents are stored in MongoDB");
@@ -97,6 +111,16 @@ export async function createAppContext(
     logger.warn("agents are kept in memory and are not persisted; set MONGODB_URI to keep them");
   }
   const runs = runStore ?? createMemoryRunStore();
+  const apiKeys = createApiKeys({
+    store: apiKeyStore ?? createMemoryApiKeyStore(),
+    adminKey: config.auth.adminKey,
+    ...(overrides.now === undefined ? {} : { now: overrides.now }),
+  });
+  if (config.auth.mode === "none") {
+    logger.warn("AUTH_MODE=none: calls need no API key, every caller is anonymous and sees every agent");
+  } else if (storeKind === "memory" && config.auth.adminKey === undefined) {
+    logger.warn("AUTH_MODE=apikey with keys in memory and no ADMIN_API_KEY: no key exists to call with");
+  }
   const scheduleClock = createScheduleClock({ scale: config.scheduler.timeScale });
   const executor =
     overrides.executor ??
@@ -131,6 +155,7 @@ export async function createAppContext(
     runStore: runs,
     executor,
     scheduleClock,
+    apiKeys,
     storeKind,
     mongoClient,
     async isReady() {

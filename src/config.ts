@@ -53,6 +53,28 @@ export interface SchedulerConfig {
   readonly simulatedLatencyMs: number;
 }
 
+/** A token bucket: `rate` calls a second, bursts of up to `burst`. */
+export interface RateLimitConfig {
+  readonly rate: number;
+  readonly burst: number;
+}
+
+export interface AuthConfig {
+  /** "apikey": calls need `authorization: Bearer <key>`; "none": every caller is "anonymous". */
+  readonly mode: "apikey" | "none";
+  /** ADMIN_API_KEY: a bootstrap key with every scope (owner "admin"); never logged. */
+  readonly adminKey: string | undefined;
+  /** TokenService answers callers without a key (limited per address). */
+  readonly publicTokenReads: boolean;
+  /** Server reflection answers callers without a key. */
+  readonly publicReflection: boolean;
+  /** Per key: calls that change nothing, and the others. */
+  readonly read: RateLimitConfig;
+  readonly write: RateLimitConfig;
+  /** Per client address: calls without a valid key (failed attempts, public token reads). */
+  readonly anonymous: RateLimitConfig;
+}
+
 export interface Config {
   readonly host: string;
   readonly port: number;
@@ -70,6 +92,7 @@ export interface Config {
   readonly shutdownTimeoutMs: number;
   readonly http: HttpLimits;
   readonly scheduler: SchedulerConfig;
+  readonly auth: AuthConfig;
   /** Undefined: agents live in the in-process store (not persisted). */
   readonly mongo: MongoConfig | undefined;
 }
@@ -93,6 +116,16 @@ export const CONFIG_VARIABLES = {
   IDLE_TIMEOUT_MS: "60000",
   SCHEDULER_ENABLED: "true",
   LEAN_UNARY: "true",
+  AUTH_MODE: "",
+  ADMIN_API_KEY: "",
+  AUTH_PUBLIC_TOKEN_READS: "false",
+  AUTH_PUBLIC_REFLECTION: "true",
+  RATE_LIMIT_READ_PER_SECOND: "100",
+  RATE_LIMIT_READ_BURST: "200",
+  RATE_LIMIT_WRITE_PER_SECOND: "20",
+  RATE_LIMIT_WRITE_BURST: "40",
+  RATE_LIMIT_ANONYMOUS_PER_SECOND: "2",
+  RATE_LIMIT_ANONYMOUS_BURST: "20",
   SCHEDULER_CONCURRENCY: "16",
   SCHEDULER_POLL_INTERVAL_MS: "1000",
   SCHEDULER_LEASE_MS: "30000",
@@ -212,6 +245,33 @@ export function loadConfig(env: Env = process.env): Config {
     };
   }
 
+  // Keys are required wherever agents outlive the process (MongoDB) or in production (the
+  // container); the embedded in-memory default stays open so `npm start` answers at once.
+  const authModeText = read("AUTH_MODE").toLowerCase();
+  const production = (env.NODE_ENV ?? "").trim().toLowerCase() === "production";
+  const authMode = authModeText === "" ? (uri !== "" || production ? "apikey" : "none") : authModeText;
+  if (authMode !== "apikey" && authMode !== "none") {
+    problems.push(`AUTH_MODE must be apikey or none (got "${authModeText}")`);
+  }
+  const adminKey = read("ADMIN_API_KEY");
+  if (adminKey !== "" && (adminKey.length < 32 || adminKey.length > 256 || /\s/.test(adminKey))) {
+    // The value is a secret: never echoed.
+    problems.push("ADMIN_API_KEY must be 32 to 256 characters without spaces");
+  }
+  const bucket = (prefix: "READ" | "WRITE" | "ANONYMOUS"): RateLimitConfig => ({
+    rate: int(`RATE_LIMIT_${prefix}_PER_SECOND`, 1, 1_000_000),
+    burst: int(`RATE_LIMIT_${prefix}_BURST`, 1, 1_000_000),
+  });
+  const auth: AuthConfig = {
+    mode: authMode as AuthConfig["mode"],
+    adminKey: adminKey === "" ? undefined : adminKey,
+    publicTokenReads: bool("AUTH_PUBLIC_TOKEN_READS"),
+    publicReflection: bool("AUTH_PUBLIC_REFLECTION"),
+    read: bucket("READ"),
+    write: bucket("WRITE"),
+    anonymous: bucket("ANONYMOUS"),
+  };
+
   if (problems.length > 0) {
     throw new ConfigError(`invalid configuration: ${problems.join("; ")}`);
   }
@@ -225,6 +285,7 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownTimeoutMs,
     http,
     scheduler,
+    auth,
     mongo,
   };
 }

@@ -4,6 +4,7 @@ import type { Registry } from "@bufbuild/protobuf";
 import { type ConnectRouter, createServiceImplSpec, type ServiceImplSpec } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { AppContext } from "./app-context.ts";
+import { createRateLimiter } from "./auth/rate-limiter.ts";
 import { createCorsHandler } from "./http/cors.ts";
 import { drainUnreadBody } from "./http/drain-unread-body.ts";
 import { createDualProtocolServer } from "./http/dual-protocol-server.ts";
@@ -15,6 +16,8 @@ import { createMetrics } from "./observability/metrics.ts";
 import { createRateLimitedLog } from "./observability/rate-limited-log.ts";
 import { createDocsHandler } from "./rest/docs-handler.ts";
 import { createRestHandler } from "./rest/rest-handler.ts";
+import { createAuthInterceptor } from "./rpc/auth-interceptor.ts";
+import { callContextValues } from "./rpc/client-address.ts";
 import { createErrorInterceptor } from "./rpc/connect-error-from.ts";
 import { clampDeadlineHeaders, createDeadlineInterceptor } from "./rpc/deadline.ts";
 import { withDecodeErrorsAsInvalidArgument } from "./rpc/decode-errors.ts";
@@ -74,11 +77,30 @@ export function build(context: AppContext, options: BuildOptions = {}): Server {
   let rest: ReturnType<typeof createRestHandler> = () => false;
   // Outermost first. Logging and metrics see every call as its caller does, so they sit outside
   // the conversion of errors to the codes callers receive.
+  // Authentication, scopes and rate limits come last: their refusals are logged, counted and
+  // answered like any other error.
+  const { auth } = config;
   const interceptors = [
     createLoggingInterceptor({ logger }),
     metrics.interceptor,
     createDeadlineInterceptor(),
     createErrorInterceptor(createUnexpectedErrorLogger(logger)),
+    ...(auth.mode === "apikey"
+      ? [
+          createAuthInterceptor({
+            keys: context.apiKeys,
+            limiter: createRateLimiter(),
+            limits: {
+              read: { name: "read", ...auth.read },
+              write: { name: "write", ...auth.write },
+              anonymous: { name: "anonymous", ...auth.anonymous },
+            },
+            publicTokenReads: auth.publicTokenReads,
+            publicReflection: auth.publicReflection,
+            onRejected: rejected,
+          }),
+        ]
+      : []),
   ];
   // Browsers always see the seed's envelope: `success`, empty lists, zeros and false included.
   const jsonOptions = { alwaysEmitImplicit: true, registry: options.extraServices?.registry };
@@ -118,6 +140,7 @@ export function build(context: AppContext, options: BuildOptions = {}): Server {
     readMaxBytes: config.maxRequestBytes,
     jsonOptions,
     interceptors,
+    contextValues: (req) => callContextValues(req.socket.remoteAddress),
     fallback(req, res) {
       if (rest(req, res) || docs(req, res) || probes(req, res) || metricsEndpoint(req, res)) return;
       rejected("unknown_route");
@@ -131,6 +154,7 @@ export function build(context: AppContext, options: BuildOptions = {}): Server {
     interceptors,
     jsonOptions,
     readMaxBytes: config.maxRequestBytes,
+    contextValues: callContextValues,
     onRejected: rejected,
   });
   const dual = createDualProtocolServer({

@@ -3,7 +3,7 @@ import type { RequestHandler } from "./dual-protocol-server.ts";
 
 /** Headers of this service that browsers may send and read, beyond Connect's own. */
 const APP_REQUEST_HEADERS = ["Idempotency-Key", "X-Request-Id", "Authorization"];
-const APP_RESPONSE_HEADERS = ["X-Request-Id"];
+const APP_RESPONSE_HEADERS = ["X-Request-Id", "RateLimit", "RateLimit-Policy", "Retry-After"];
 /** Methods of the REST paths (google.api.http rules) beyond Connect's GET and POST. */
 const REST_METHODS = ["PUT", "PATCH", "DELETE"];
 

@@ -5,11 +5,12 @@ import type { Logger } from "../logger.ts";
 import { createProcedureNames, protocolOf } from "./call-labels.ts";
 import type { UnexpectedErrorSink } from "./connect-error-from.ts";
 import { observeCall } from "./observe-call.ts";
+import { keyIdKey } from "./principal.ts";
 import { REQUEST_ID_HEADER, requestIdFrom, requestIdKey } from "./request-id.ts";
 
 /**
  * One JSON line per call: procedure, protocol, code ("ok" or the Connect code name), duration_ms
- * and request_id. The request id is the caller's `x-request-id` when sane, else a fresh one; it is
+ * and request_id (and key_id, the id of the caller's API key). The request id is the caller's `x-request-id` when sane, else a fresh one; it is
  * put in the call's context values (so other log lines about the call carry it) and echoed to the
  * caller: in the response headers, or with an error in its metadata (headers for Connect unary,
  * trailers for gRPC and gRPC-Web, where errors travel).
@@ -39,6 +40,8 @@ export function createLoggingInterceptor(options: { logger: Logger }): Intercept
             code: code === undefined ? "ok" : codeToString(code),
             duration_ms: Math.round((performance.now() - started) * 1000) / 1000,
             request_id: requestId,
+            // The API key's id, never the key; absent for calls without one.
+            key_id: req.contextValues.get(keyIdKey) || undefined,
           },
           "rpc",
         );

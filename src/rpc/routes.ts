@@ -1,5 +1,6 @@
 import type { ConnectRouter } from "@connectrpc/connect";
 import { AgentService } from "../../gen/agent/v1/agent_pb.ts";
+import { ApiKeyService } from "../../gen/auth/v1/auth_pb.ts";
 import { file_google_rpc_error_details } from "../../gen/google/rpc/error_details_pb.ts";
 import { ServerReflection as ServerReflectionV1 } from "../../gen/grpc/reflection/v1/reflection_pb.ts";
 import { ServerReflection as ServerReflectionV1alpha } from "../../gen/grpc/reflection/v1alpha/reflection_pb.ts";
@@ -7,6 +8,7 @@ import { Health } from "../../gen/health/v1/health_pb.ts";
 import { TokenService } from "../../gen/token/v1/token_pb.ts";
 import type { AppContext } from "../app-context.ts";
 import { createAgentService } from "./agent-service.ts";
+import { createApiKeyService } from "./api-key-service.ts";
 import { createHealthService } from "./health-service.ts";
 import { createReflectionServices } from "./reflection-service.ts";
 import { createTokenService } from "./token-service.ts";
@@ -22,6 +24,7 @@ export function createRoutes(
   return (router) => {
     router.service(TokenService, createTokenService({ queries: context.tokens }));
     router.service(AgentService, createAgentService({ commands: context.agents }));
+    router.service(ApiKeyService, createApiKeyService({ keys: context.apiKeys }));
     router.service(
       Health,
       createHealthService({
@@ -34,7 +37,7 @@ export function createRoutes(
       }),
     );
     const reflection = createReflectionServices({
-      services: [TokenService, AgentService, Health],
+      services: [TokenService, AgentService, ApiKeyService, Health],
       // invalid_argument errors carry a google.rpc.BadRequest; tools decode it with this file.
       files: [file_google_rpc_error_details],
     });

@@ -98,14 +98,17 @@ const googleProtoDir = fileURLToPath(new URL("../../node_modules/google-proto-fi
 
 /** An independent gRPC client: grpc-js with the contract loaded from proto/ by proto-loader. */
 export function grpcJsProtocol(baseUrl: string): Protocol {
-  const definition = protoLoader.loadSync(["token/v1/token.proto", "agent/v1/agent.proto"], {
-    includeDirs: [protoDir, googleProtoDir],
-    keepCase: false,
-    longs: Number,
-    defaults: true,
-    arrays: true,
-    oneofs: true,
-  });
+  const definition = protoLoader.loadSync(
+    ["token/v1/token.proto", "agent/v1/agent.proto", "auth/v1/auth.proto"],
+    {
+      includeDirs: [protoDir, googleProtoDir],
+      keepCase: false,
+      longs: Number,
+      defaults: true,
+      arrays: true,
+      oneofs: true,
+    },
+  );
   const loaded = grpc.loadPackageDefinition(definition);
   const target = new URL(baseUrl).host;
   const clients = new Map<string, grpc.Client>();

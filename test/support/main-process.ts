@@ -33,7 +33,8 @@ export interface MainProcess {
 export function spawnMain(env: Record<string, string>): MainProcess {
   const child = spawn(process.execPath, [MAIN], {
     cwd: PROJECT_ROOT,
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
+    // Keys are off unless a test turns them on: AUTH_MODE defaults to apikey with MONGODB_URI.
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", AUTH_MODE: "none", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";

@@ -30,6 +30,8 @@ export async function startServer(
     PORT: "0",
     LOG_LEVEL: "info",
     SCHEDULER_ENABLED: "false",
+    // Tests about other things call without keys; the auth tests turn keys on.
+    AUTH_MODE: "none",
     ...options.env,
   });
   const logs: Record<string, unknown>[] = [];
