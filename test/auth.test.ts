@@ -15,6 +15,7 @@ import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { AgentService } from "../gen/agent/v1/agent_pb.ts";
 import { ApiKeyService } from "../gen/auth/v1/auth_pb.ts";
+import { ServerReflection } from "../gen/grpc/reflection/v1/reflection_pb.ts";
 import { Health } from "../gen/health/v1/health_pb.ts";
 import { TokenService } from "../gen/token/v1/token_pb.ts";
 import { transfer } from "./support/agent-fixtures.ts";
@@ -370,5 +371,44 @@ describe.each(Object.keys(STORES) as Store[])("rate limits, with keys on %s", (s
     expect(refusal?.fields["ratelimit-policy"]).toBe('"anonymous";q=4;w=4');
     // A key this server has verified recently keeps working from the same address.
     expect((await caller.call(known.key)).code).toBe("ok");
+  });
+});
+
+describe("public token reads and private reflection (AUTH_PUBLIC_TOKEN_READS, AUTH_PUBLIC_REFLECTION)", () => {
+  let server: RunningServer;
+  beforeAll(async () => {
+    server = await startWithKeys("memory", {
+      AUTH_PUBLIC_TOKEN_READS: "true",
+      AUTH_PUBLIC_REFLECTION: "false",
+    });
+  });
+  afterAll(() => server?.close());
+
+  it("answers token reads without a key (counted per address), agent calls still need one", async () => {
+    const prices = await fetch(`${server.baseUrl}/v1/tokens/prices?symbol=SOL`);
+    expect(prices.status).toBe(200);
+    expect(prices.headers.get("ratelimit-policy")).toBe('"anonymous";q=20;w=10');
+    expect((await fetch(`${server.baseUrl}/v1/agents`)).status).toBe(401);
+  });
+
+  it("asks a key for server reflection", async () => {
+    const client = createClient(ServerReflection, createGrpcTransport({ baseUrl: server.baseUrl }));
+    const ask = async (headers: Record<string, string>) => {
+      try {
+        for await (const _ of client.serverReflectionInfo(
+          (async function* () {
+            yield { messageRequest: { case: "listServices", value: "" } };
+          })(),
+          { headers },
+        )) {
+          return "ok";
+        }
+        return "ok";
+      } catch (error) {
+        return Code[ConnectError.from(error).code];
+      }
+    };
+    expect(await ask({})).toBe("Unauthenticated");
+    expect(await ask(bearer(ADMIN_KEY))).toBe("ok");
   });
 });

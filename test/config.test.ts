@@ -113,8 +113,34 @@ describe("loadConfig", () => {
         simulatedHangRate: 0,
         simulatedLatencyMs: 0,
       },
+      auth: {
+        mode: "none",
+        adminKey: undefined,
+        publicTokenReads: false,
+        publicReflection: true,
+        read: { rate: 100, burst: 200 },
+        write: { rate: 20, burst: 40 },
+        anonymous: { rate: 2, burst: 20 },
+      },
       mongo: undefined,
     });
+  });
+
+  it("requires API keys by default with MongoDB or in production, and not for the in-memory default", () => {
+    expect(loadConfig({}).auth.mode).toBe("none");
+    expect(loadConfig({ MONGODB_URI: "mongodb://db.example.com" }).auth.mode).toBe("apikey");
+    expect(loadConfig({ NODE_ENV: "production" }).auth.mode).toBe("apikey");
+    expect(loadConfig({ MONGODB_URI: "mongodb://db.example.com", AUTH_MODE: "none" }).auth.mode).toBe("none");
+  });
+
+  it("never echoes ADMIN_API_KEY when it is refused", () => {
+    const secret = "short secret";
+    expect(() => loadConfig({ ADMIN_API_KEY: secret })).toThrow(/ADMIN_API_KEY must be 32 to 256 characters/);
+    try {
+      loadConfig({ ADMIN_API_KEY: secret });
+    } catch (error) {
+      expect(String(error)).not.toContain(secret);
+    }
   });
 
   it("takes empty and blank values for unset", () => {
@@ -152,6 +178,16 @@ describe("loadConfig", () => {
         SIMULATED_FAILURE_RATE: "0.25",
         SIMULATED_HANG_RATE: ".1",
         SIMULATED_LATENCY_MS: "20",
+        AUTH_MODE: "apikey",
+        ADMIN_API_KEY: "k".repeat(40),
+        AUTH_PUBLIC_TOKEN_READS: "true",
+        AUTH_PUBLIC_REFLECTION: "false",
+        RATE_LIMIT_READ_PER_SECOND: "7",
+        RATE_LIMIT_READ_BURST: "8",
+        RATE_LIMIT_WRITE_PER_SECOND: "3",
+        RATE_LIMIT_WRITE_BURST: "4",
+        RATE_LIMIT_ANONYMOUS_PER_SECOND: "1",
+        RATE_LIMIT_ANONYMOUS_BURST: "5",
         MONGODB_URI: "mongodb://db.example.com:27017/agents",
         MONGODB_DB: "other",
         MONGODB_MAX_POOL_SIZE: "5",
@@ -190,6 +226,15 @@ describe("loadConfig", () => {
         simulatedHangRate: 0.1,
         simulatedLatencyMs: 20,
       },
+      auth: {
+        mode: "apikey",
+        adminKey: "k".repeat(40),
+        publicTokenReads: true,
+        publicReflection: false,
+        read: { rate: 7, burst: 8 },
+        write: { rate: 3, burst: 4 },
+        anonymous: { rate: 1, burst: 5 },
+      },
       mongo: {
         uri: "mongodb://db.example.com:27017/agents",
         dbName: "other",
@@ -224,6 +269,10 @@ describe("loadConfig", () => {
     ["IDLE_TIMEOUT_MS", "x"],
     ["SCHEDULER_ENABLED", "yes"],
     ["LEAN_UNARY", "fast"],
+    ["AUTH_MODE", "password"],
+    ["AUTH_PUBLIC_TOKEN_READS", "maybe"],
+    ["RATE_LIMIT_READ_PER_SECOND", "0"],
+    ["RATE_LIMIT_WRITE_BURST", "x"],
     ["SCHEDULER_CONCURRENCY", "0"],
     ["SCHEDULE_TIME_SCALE", "0"],
     ["SIMULATED_FAILURE_RATE", "1.5"],
