@@ -17,6 +17,8 @@ COPY --from=deps /app/node_modules ./node_modules
 COPY package.json ./
 COPY gen ./gen
 COPY src ./src
+# `node scripts/keys.ts create --owner NAME` makes API keys in the configured MongoDB.
+COPY scripts/keys.ts ./scripts/keys.ts
 # The image's unprivileged user; nothing in /app needs to be writable.
 USER node
 EXPOSE 8080

@@ -85,22 +85,19 @@ export function build(context: AppContext, options: BuildOptions = {}): Server {
     metrics.interceptor,
     createDeadlineInterceptor(),
     createErrorInterceptor(createUnexpectedErrorLogger(logger)),
-    ...(auth.mode === "apikey"
-      ? [
-          createAuthInterceptor({
-            keys: context.apiKeys,
-            limiter: createRateLimiter(),
-            limits: {
-              read: { name: "read", ...auth.read },
-              write: { name: "write", ...auth.write },
-              anonymous: { name: "anonymous", ...auth.anonymous },
-            },
-            publicTokenReads: auth.publicTokenReads,
-            publicReflection: auth.publicReflection,
-            onRejected: rejected,
-          }),
-        ]
-      : []),
+    createAuthInterceptor({
+      mode: auth.mode,
+      keys: context.apiKeys,
+      limiter: createRateLimiter(),
+      limits: {
+        read: { name: "read", ...auth.read },
+        write: { name: "write", ...auth.write },
+        anonymous: { name: "anonymous", ...auth.anonymous },
+      },
+      publicTokenReads: auth.publicTokenReads,
+      publicReflection: auth.publicReflection,
+      onRejected: rejected,
+    }),
   ];
   // Browsers always see the seed's envelope: `success`, empty lists, zeros and false included.
   const jsonOptions = { alwaysEmitImplicit: true, registry: options.extraServices?.registry };

@@ -412,3 +412,23 @@ describe("public token reads and private reflection (AUTH_PUBLIC_TOKEN_READS, AU
     expect(await ask(bearer(ADMIN_KEY))).toBe("ok");
   });
 });
+
+describe("AUTH_MODE=none", () => {
+  it("serves every call as anonymous, except ApiKeyService, which still needs an admin key", async () => {
+    const server = await startServer({ env: { AUTH_MODE: "none" } });
+    try {
+      const [protocol] = createProtocols(server.baseUrl);
+      if (protocol === undefined) throw new Error("no protocol");
+      expect(codeOf(await protocol.call(AgentService, "ListAgents", {}))).toBe("ok");
+      expect(codeOf(await protocol.call(ApiKeyService, "ListApiKeys", {}))).toBe("Unauthenticated");
+      expect(
+        codeOf(await protocol.call(ApiKeyService, "CreateApiKey", { owner: "x", scopes: ["admin"] })),
+      ).toBe("Unauthenticated");
+      expect(server.logs.some((l) => l.level === 40 && String(l.msg).startsWith("AUTH_MODE=none"))).toBe(
+        true,
+      );
+    } finally {
+      await server.close();
+    }
+  });
+});

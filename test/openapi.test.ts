@@ -5,6 +5,7 @@ import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormatsModule from "ajv-formats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentService } from "../gen/agent/v1/agent_pb.ts";
+import { ApiKeyService } from "../gen/auth/v1/auth_pb.ts";
 import { http } from "../gen/google/api/annotations_pb.ts";
 import { TokenService } from "../gen/token/v1/token_pb.ts";
 import { restBindingsOf } from "../src/rest/rest-bindings.ts";
@@ -25,7 +26,10 @@ const document = JSON.parse(readFileSync(file, "utf8")) as {
   paths: Record<string, Record<string, Json>>;
   components: { schemas: Record<string, Json> };
 };
-const SERVICES: DescService[] = [TokenService, AgentService];
+const SERVICES: DescService[] = [TokenService, AgentService, ApiKeyService];
+/** Every sample call is made with the bootstrap admin key, which has every scope. */
+const ADMIN_KEY = "openapi-test-admin-key-0123456789abcdef";
+const AUTHORIZATION = { authorization: `Bearer ${ADMIN_KEY}` };
 const sol = loadCatalog().tokens[0] as { mint: string };
 const TRANSFER = {
   source: "9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM",
@@ -48,7 +52,9 @@ interface Sample {
 /** Waits until the scheduler has activated the agent. */
 async function untilActive(baseUrl: string, agentId: string): Promise<void> {
   for (let i = 0; i < 200; i++) {
-    const json = (await (await fetch(`${baseUrl}/v1/agents/${agentId}`)).json()) as {
+    const json = (await (
+      await fetch(`${baseUrl}/v1/agents/${agentId}`, { headers: AUTHORIZATION })
+    ).json()) as {
       data: { status: string };
     };
     if (json.data.status === "active") return;
@@ -105,12 +111,33 @@ const SAMPLES: Record<string, Sample> = {
     path: (id) => `/v1/agents/${id}`,
     error: { path: "/v1/agents/x?force=true", status: 400 },
   },
+  ApiKeyService_CreateApiKey: {
+    path: () => "/v1/apikeys",
+    body: { owner: "docs", scopes: ["agents:read"] },
+    error: { path: "/v1/apikeys", body: { owner: "", scopes: [] }, status: 400 },
+  },
+  ApiKeyService_ListApiKeys: {
+    path: () => "/v1/apikeys?owner=docs",
+    error: { path: "/v1/apikeys?limit=500", status: 400 },
+  },
+  ApiKeyService_RevokeApiKey: {
+    path: () => "/v1/apikeys/noSuchKey:revoke",
+    body: {},
+    error: { path: `/v1/apikeys/${"k".repeat(65)}:revoke`, body: {}, status: 400 },
+  },
 };
 
 let server: RunningServer;
 beforeAll(async () => {
   // The scheduler activates the sample agent, so that pausing and resuming it succeed.
-  server = await startServer({ env: { SCHEDULER_ENABLED: "true", SCHEDULER_POLL_INTERVAL_MS: "20" } });
+  server = await startServer({
+    env: {
+      SCHEDULER_ENABLED: "true",
+      SCHEDULER_POLL_INTERVAL_MS: "20",
+      AUTH_MODE: "apikey",
+      ADMIN_API_KEY: ADMIN_KEY,
+    },
+  });
 });
 afterAll(async () => server?.close());
 
@@ -242,8 +269,11 @@ describe("every documented operation answers as documented", () => {
         const response = await fetch(`${server.baseUrl}${path}`, {
           method: verb.toUpperCase(),
           ...(body === undefined
-            ? {}
-            : { body: JSON.stringify(body), headers: { "content-type": "application/json" } }),
+            ? { headers: AUTHORIZATION }
+            : {
+                body: JSON.stringify(body),
+                headers: { ...AUTHORIZATION, "content-type": "application/json" },
+              }),
         });
         const json = (await response.json()) as Json;
         expect(response.status, `${id} ${path}`).toBe(expected);

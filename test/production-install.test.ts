@@ -19,7 +19,7 @@ let child: ChildProcess | undefined;
 beforeAll(async () => {
   scratch = mkdtempSync(join(tmpdir(), "prod-install-"));
   // Exactly what the Dockerfile copies.
-  for (const entry of ["package.json", "package-lock.json", "src", "gen"]) {
+  for (const entry of ["package.json", "package-lock.json", "src", "gen", "scripts/keys.ts"]) {
     cpSync(join(root, entry), join(scratch, entry), { recursive: true });
   }
   await promisify(execFile)("npm", ["ci", "--omit=dev", "--ignore-scripts", "--no-audit", "--no-fund"], {
@@ -39,6 +39,14 @@ describe("production install", () => {
       expect(existsSync(join(scratch, "node_modules", dev)), dev).toBe(false);
     }
     expect(existsSync(join(scratch, "node_modules", "@connectrpc/connect-node"))).toBe(true);
+  });
+
+  it("runs the keys command (its imports resolve without development dependencies)", async () => {
+    const result = await promisify(execFile)(process.execPath, ["scripts/keys.ts"], { cwd: scratch }).catch(
+      (error: { code: number; stderr: string }) => error,
+    );
+    expect(result).toMatchObject({ code: 2 });
+    expect((result as { stderr: string }).stderr).toContain("npm run keys -- create --owner NAME");
   });
 
   it("starts, serves a call, and stops cleanly on SIGTERM", async () => {

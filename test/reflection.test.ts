@@ -31,6 +31,7 @@ const CONTRACT_METHODS = [
 ];
 const SERVED = [
   "agent.v1.AgentService",
+  "auth.v1.ApiKeyService",
   "grpc.health.v1.Health",
   "grpc.reflection.v1.ServerReflection",
   "grpc.reflection.v1alpha.ServerReflection",

@@ -10,6 +10,12 @@ import { keyIdKey, principalKey } from "./principal.ts";
 export type AuthRejection = "unauthenticated" | "permission_denied" | "rate_limited";
 
 export interface AuthOptions {
+  /**
+   * "apikey": every call but health (and public reflection, token reads) needs a key. "none":
+   * calls need no key and run as "anonymous", except ApiKeyService, which always needs an admin
+   * key (so with AUTH_MODE=none and no ADMIN_API_KEY nobody can list or make keys).
+   */
+  readonly mode: "apikey" | "none";
   readonly keys: ApiKeys;
   readonly limiter: RateLimiter;
   readonly limits: { readonly read: RatePolicy; readonly write: RatePolicy; readonly anonymous: RatePolicy };
@@ -68,8 +74,9 @@ export function createAuthInterceptor(options: AuthOptions): Interceptor {
     if (rule === undefined) {
       const service = method.parent.typeName;
       const scope = SCOPE_OF_SERVICE[service]?.(method);
+      const keysOff = options.mode === "none" && scope !== "admin";
       rule = {
-        open: service === HEALTH || (options.publicReflection && REFLECTION.has(service)),
+        open: keysOff || service === HEALTH || (options.publicReflection && REFLECTION.has(service)),
         openToAnonymous: options.publicTokenReads && scope === "tokens:read",
         scope,
         budget: isRead(method) ? "read" : "write",
@@ -79,9 +86,17 @@ export function createAuthInterceptor(options: AuthOptions): Interceptor {
     return rule;
   };
 
-  return (next) => async (req) => {
+  return (next) => (req) => {
     const rule = ruleOf(req.method);
-    if (rule.open) return next(req);
+    // Not async for open calls: they pay one map lookup here, not a promise.
+    return rule.open ? next(req) : guarded(next, req, rule);
+  };
+
+  async function guarded(
+    next: Parameters<Interceptor>[0],
+    req: Parameters<Parameters<Interceptor>[0]>[0],
+    rule: Rule,
+  ): ReturnType<Parameters<Interceptor>[0]> {
     const address = `address ${req.contextValues.get(clientAddressKey)}`;
     const header = req.header.get("authorization");
     if (header === null && rule.openToAnonymous) {
@@ -126,7 +141,7 @@ export function createAuthInterceptor(options: AuthOptions): Interceptor {
     const res = await next(req);
     setRateLimitFields(res.header, decision, policy);
     return res;
-  };
+  }
 
   function refused(decision: RateDecision, policy: RatePolicy): ConnectError {
     onRejected("rate_limited");
