@@ -1,18 +1,22 @@
 /**
- * Benchmark: throughput of the service against baselines doing the least possible work for the
- * same bytes, on this machine (server pinned to core 0, load generator to core 1 when `taskset`
- * exists). Prints figures; asserts nothing. Needs `wrk` and `h2load` (Debian: wrk, nghttp2-client).
+ * Benchmark: the service's unary throughput against peers doing the same work, on this machine,
+ * with the server under test pinned to core 0 and the load generator to core 1 (taskset). Prints
+ * figures and the issue's goals, met or missed; asserts nothing. Needs `wrk` and `h2load` (Debian:
+ * wrk, nghttp2-client); the MongoDB scenario uses the FerretDB the tests build.
  *
  *   npm run bench                      (BENCH_SECONDS=5 per scenario by default)
+ *
+ * The workload is GetTokenPrices without a filter: all 16 catalog entries, about 1.7 KB of JSON.
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import * as http2 from "node:http2";
 import * as net from "node:net";
-import { tmpdir } from "node:os";
+import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { GetTokenPricesRequestSchema } from "../gen/token/v1/token_pb.ts";
+import { type FerretdbServer, startFerretdb } from "../test/support/ferretdb.ts";
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
 const root = new URL("..", import.meta.url).pathname;
@@ -36,104 +40,268 @@ for (const tool of ["wrk", "h2load"]) {
   }
 }
 
-const JSON_BODY = JSON.stringify({ symbol: "SOL" });
-const message = toBinary(GetTokenPricesRequestSchema, create(GetTokenPricesRequestSchema, { symbol: "SOL" }));
-const grpcFrame = Buffer.alloc(5 + message.length);
-grpcFrame.writeUInt32BE(message.length, 1);
-grpcFrame.set(message, 5);
-writeFileSync(join(work, "request.json"), JSON_BODY);
-writeFileSync(join(work, "request.grpc"), grpcFrame);
-writeFileSync(
-  join(work, "post.lua"),
-  `wrk.method = "POST"\nwrk.body = '${JSON_BODY}'\nwrk.headers["content-type"] = "application/json"\n`,
-);
+/** The node flags `npm start` runs the service with, so the bench measures what users run. */
+const startFlags = (JSON.parse(readFileSync(join(root, "package.json"), "utf8")).scripts.start as string)
+  .split(/\s+/)
+  .filter((word) => word.startsWith("--"));
+
+const JSON_BODY = "{}";
+const message = toBinary(GetTokenPricesRequestSchema, create(GetTokenPricesRequestSchema, {}));
+const envelope = (payload: Uint8Array) => {
+  const frame = Buffer.alloc(5 + payload.length);
+  frame.writeUInt32BE(payload.length, 1);
+  frame.set(payload, 5);
+  return frame;
+};
+const files = {
+  json: join(work, "request.json"),
+  proto: join(work, "request.bin"),
+  grpc: join(work, "request.grpc"),
+};
+writeFileSync(files.json, JSON_BODY);
+writeFileSync(files.proto, message);
+writeFileSync(files.grpc, envelope(message));
+const lua = (contentType: string, file: string) => {
+  const path = join(work, `${contentType.replace(/\W/g, "_")}.lua`);
+  writeFileSync(
+    path,
+    `local f = io.open("${file}", "rb")\nwrk.method = "POST"\nwrk.body = f:read("*a")\nf:close()\n` +
+      `wrk.headers["content-type"] = "${contentType}"\n`,
+  );
+  return path;
+};
+
+type Row = { scenario: string; rps: number; peer?: string; ratio?: number; goal?: number };
+const rows: Row[] = [];
+const notes: string[] = [];
+let ferret: FerretdbServer | undefined;
 
 try {
-  const service = await start(["node", "src/main.ts"], { LOG_LEVEL: "info" });
+  const service = await start(["node", ...startFlags, "src/main.ts"], {
+    LOG_LEVEL: "info",
+    AUTH_MODE: "none",
+  });
   const url = `http://127.0.0.1:${service.port}`;
   const prices = `${url}/token.v1.TokenService/GetTokenPrices`;
-  const getUrl = `${url}/token.v1.TokenService/GetTokenPrices?encoding=json&message=${encodeURIComponent(JSON_BODY)}`;
+  const getUrl = `${prices}?encoding=json&message=${encodeURIComponent(JSON_BODY)}`;
 
-  // Baselines answer exactly the bytes the service answers.
-  const jsonAnswer = Buffer.from(
-    await (
-      await fetch(prices, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON_BODY,
-      })
-    ).arrayBuffer(),
-  );
-  writeFileSync(join(work, "answer.json"), jsonAnswer);
+  // The raw peers answer exactly the bytes the service answers.
+  writeFileSync(join(work, "answer.json"), await answerOf(prices));
   writeFileSync(join(work, "answer.grpc"), await grpcAnswer(url));
-  const httpBase = await start([
+  const raw = await start([
     "node",
     "scripts/bench/baseline-server.ts",
     "http",
     "PORT",
     join(work, "answer.json"),
   ]);
-  const h2Base = await start([
+  const raw2 = await start([
     "node",
     "scripts/bench/baseline-server.ts",
     "http2",
     "PORT",
     join(work, "answer.grpc"),
   ]);
+  const plain = await start(["node", "scripts/bench/baseline-server.ts", "plain", "PORT"]);
   const grpcJs = await start(["node", "scripts/bench/baseline-server.ts", "grpcjs", "PORT"]);
   const grpcHeaders = ["-H", "content-type: application/grpc", "-H", "te: trailers"];
-  const grpcPath = "/token.v1.TokenService/GetTokenPrices";
+  const path = "/token.v1.TokenService/GetTokenPrices";
 
-  const rows: [string, number, string][] = [];
-  const add = (name: string, rps: number, baseline?: number) =>
-    rows.push([name, rps, baseline === undefined ? "" : `${(rps / baseline).toFixed(2)}x`]);
+  const rawRps = wrk(`http://127.0.0.1:${raw.port}/`, lua("application/json", files.json));
+  const plainRps = wrk(`http://127.0.0.1:${plain.port}/`, lua("application/json", files.json));
+  const raw2Rps = h2load(`http://127.0.0.1:${raw2.port}${path}`, grpcHeaders, files.grpc);
+  const grpcJsRps = h2load(`http://127.0.0.1:${grpcJs.port}${path}`, grpcHeaders, files.grpc);
+  rows.push({ scenario: "peer: raw node:http, the service's JSON bytes", rps: rawRps });
+  rows.push({ scenario: "peer: node:http JSON handler, same work", rps: plainRps });
+  rows.push({ scenario: "peer: raw node:http2, the service's gRPC bytes", rps: raw2Rps });
+  rows.push({ scenario: "peer: @grpc/grpc-js server, same work", rps: grpcJsRps });
 
-  const h1Base = wrk(`http://127.0.0.1:${httpBase.port}/`, true);
-  add("baseline node:http, same JSON bytes (HTTP/1.1)", h1Base);
-  add("Connect JSON POST (HTTP/1.1)", wrk(prices, true), h1Base);
-  add("Connect JSON GET (HTTP/1.1)", wrk(getUrl, false), h1Base);
-  const h2BaseRps = h2load(`http://127.0.0.1:${h2Base.port}${grpcPath}`, grpcHeaders);
-  add("baseline node:http2, same gRPC bytes", h2BaseRps);
-  const grpcJsRps = h2load(`http://127.0.0.1:${grpcJs.port}${grpcPath}`, grpcHeaders);
-  add("baseline @grpc/grpc-js server, same call", grpcJsRps);
-  const grpcRps = h2load(`${url}${grpcPath}`, grpcHeaders);
-  add("gRPC (h2c) vs node:http2", grpcRps, h2BaseRps);
-  rows.push(["gRPC (h2c) vs grpc-js", grpcRps, `${(grpcRps / grpcJsRps).toFixed(2)}x`]);
-  add(
-    "Connect JSON POST (h2c)",
-    h2load(prices, ["-H", "content-type: application/json"], join(work, "request.json")),
-    h2BaseRps,
+  const add = (scenario: string, rps: number, peers: [string, number, number][]) => {
+    for (const [peer, peerRps, goal] of peers) rows.push({ scenario, rps, peer, ratio: rps / peerRps, goal });
+  };
+  // Warm-up: the JIT compiles the hot paths before anything is measured.
+  wrk(prices, lua("application/json", files.json), 3);
+  h2load(`${url}${path}`, grpcHeaders, files.grpc);
+  const connectJson = wrk(prices, lua("application/json", files.json));
+  add("Connect JSON POST (HTTP/1.1)", connectJson, [
+    ["JSON handler", plainRps, 0.8],
+    ["raw node:http", rawRps, 0.5],
+  ]);
+  add("Connect JSON GET (HTTP/1.1)", wrk(getUrl), [
+    ["JSON handler", plainRps, 0.8],
+    ["raw node:http", rawRps, 0.5],
+  ]);
+  add("Connect binary POST (HTTP/1.1)", wrk(prices, lua("application/proto", files.proto)), [
+    ["JSON handler", plainRps, 0.8],
+    ["raw node:http", rawRps, 0.5],
+  ]);
+  add("gRPC-Web binary (HTTP/1.1)", wrk(prices, lua("application/grpc-web+proto", files.grpc)), [
+    ["JSON handler", plainRps, 0.8],
+    ["raw node:http", rawRps, 0.5],
+  ]);
+  const grpcRps = h2load(`${url}${path}`, grpcHeaders, files.grpc);
+  add("gRPC (h2c)", grpcRps, [
+    ["grpc-js", grpcJsRps, 1.0],
+    ["raw node:http2", raw2Rps, 0.5],
+  ]);
+  add("Connect JSON POST (h2c)", h2load(prices, ["-H", "content-type: application/json"], files.json), [
+    ["raw node:http2", raw2Rps, 0.5],
+  ]);
+
+  // Latency at half the highest rate, open loop (requests leave on schedule whatever the answers
+  // do), after a warm-up; the JSON handler at the same rate shows what the machine and the load
+  // generator add by themselves.
+  const half = Math.round(connectJson / 2);
+  const latency = (port: number, p: string) => {
+    fixedRate(port, p, half, 2);
+    return fixedRate(port, p, half, seconds);
+  };
+  const serviceLatency = latency(service.port, path);
+  const plainLatency = latency(plain.port, "/");
+  notes.push(
+    `latency of Connect JSON POST at ${half} req/s (half the highest), open loop over 32 connections: ` +
+      `p50 ${serviceLatency.p50.toFixed(2)} ms, p99 ${serviceLatency.p99.toFixed(2)} ms ` +
+      `(goal p99 ≤ 5 ms: ${serviceLatency.p99 <= 5 ? "met" : "MISSED"}); the JSON handler at the same rate: ` +
+      `p50 ${plainLatency.p50.toFixed(2)} ms, p99 ${plainLatency.p99.toFixed(2)} ms`,
   );
+  const rssMb = peakRssMb(service.pid);
+  notes.push(
+    `peak RSS of the service across the runs above: ${rssMb.toFixed(0)} MB (goal < 150 MB: ${rssMb < 150 ? "met" : "MISSED"})`,
+  );
+  service.child.kill("SIGTERM");
 
-  console.log(`\n${seconds}s per scenario, server on core 0, load on core 1\n`);
-  console.log(`${"scenario".padEnd(52)} ${"req/s".padStart(10)}  vs baseline`);
-  for (const [name, rps, ratio] of rows)
-    console.log(`${name.padEnd(52)} ${rps.toFixed(0).padStart(10)}  ${ratio}`);
+  // GetAgent on MongoDB against the driver alone: FerretDB (SQLite) unpinned, the service or the
+  // bare loop on core 0, wrk on core 1.
+  ferret = await startFerretdb();
+  const db = `bench_${process.pid}`;
+  const withMongo = await start(["node", ...startFlags, "src/main.ts"], {
+    LOG_LEVEL: "info",
+    AUTH_MODE: "none",
+    SCHEDULER_ENABLED: "false",
+    MONGODB_URI: ferret.uri,
+    MONGODB_DB: db,
+  });
+  const agentUrl = `http://127.0.0.1:${withMongo.port}/agent.v1.AgentService`;
+  const created = (await (
+    await fetch(`${agentUrl}/CreateAgent`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        type: "transfer",
+        config: {
+          source: "9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM",
+          destination: "2ojv9BAiHUrvsm9gxDe7fJSzbNZSJcxZvf8dqmWGHG8S",
+          amount: 1.5,
+          token: "USDC",
+          schedule: "daily",
+        },
+      }),
+    })
+  ).json()) as { data: { agentId: string } };
+  const agentId = created.data.agentId;
+  writeFileSync(join(work, "get-agent.json"), JSON.stringify({ agentId }));
+  const getAgent = wrk(`${agentUrl}/GetAgent`, lua("application/json", join(work, "get-agent.json")));
+  withMongo.child.kill("SIGTERM");
+  const loop = JSON.parse(
+    execFileSync(
+      pinned(0, [process.execPath])[0] as string,
+      [
+        ...pinned(0, [process.execPath]).slice(1),
+        "scripts/bench/find-one-loop.ts",
+        ferret.uri,
+        db,
+        agentId,
+        String(seconds),
+        "32",
+      ],
+      { cwd: root, encoding: "utf8" },
+    ),
+  ) as { opsPerSecond: number };
+  add("GetAgent on MongoDB (Connect JSON, HTTP/1.1)", getAgent, [
+    ["driver findOne loop", loop.opsPerSecond, 0.7],
+  ]);
+  rows.push({ scenario: "peer: bare driver findOne loop, 32 at a time", rps: loop.opsPerSecond });
+
+  print();
 } finally {
   for (const child of children) child.kill("SIGTERM");
+  await ferret?.stop();
   rmSync(work, { recursive: true, force: true });
 }
 
-function wrk(target: string, post: boolean): number {
-  const args = ["-t1", "-c32", `-d${seconds}s`, ...(post ? ["-s", join(work, "post.lua")] : []), target];
-  const out = execFileSync(pinned(1, ["wrk"])[0] as string, [...pinned(1, ["wrk"]).slice(1), ...args], {
-    encoding: "utf8",
-  });
+function print(): void {
+  const cpu = cpus()[0]?.model ?? "unknown CPU";
+  console.log(`\n${cpu}, ${cpus().length} cores, Node ${process.version}; ${seconds} s per scenario;`);
+  console.log(
+    `service: node ${startFlags.join(" ")} src/main.ts (LOG_LEVEL=info), pinned to core 0; load on core 1\n`,
+  );
+  console.log("| scenario | req/s | compared with | ratio | goal | |");
+  console.log("|---|---:|---|---:|---:|---|");
+  for (const r of rows) {
+    const rps = Math.round(r.rps).toLocaleString("en-US");
+    if (r.peer === undefined) console.log(`| ${r.scenario} | ${rps} | | | | |`);
+    else {
+      const met = (r.ratio ?? 0) >= (r.goal ?? 0) ? "met" : "MISSED";
+      console.log(
+        `| ${r.scenario} | ${rps} | ${r.peer} | ${(r.ratio ?? 0).toFixed(2)}× | ≥ ${(r.goal ?? 0).toFixed(1)}× | ${met} |`,
+      );
+    }
+  }
+  console.log("");
+  for (const note of notes) console.log(`- ${note}`);
+}
+
+function wrk(target: string, script?: string, duration = seconds): number {
+  const args = ["-t1", "-c32", `-d${duration}s`, ...(script === undefined ? [] : ["-s", script]), target];
+  const argv = pinned(1, ["wrk", ...args]);
+  const out = execFileSync(argv[0] as string, argv.slice(1), { encoding: "utf8" });
+  const errors = /Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1];
+  if (errors !== undefined) console.warn(`wrk: ${errors} error answers from ${target}`);
   return Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? Number.NaN);
 }
 
-function h2load(target: string, headers: string[], body = join(work, "request.grpc")): number {
-  const args = ["-c4", "-m32", "-D", String(seconds), "-d", body, ...headers, target];
-  const argv = pinned(1, ["h2load", ...args]);
+function h2load(target: string, headers: string[], body: string): number {
+  const argv = pinned(1, ["h2load", "-c4", "-m32", "-D", String(seconds), "-d", body, ...headers, target]);
   const out = execFileSync(argv[0] as string, argv.slice(1), { encoding: "utf8" });
   const failed = Number(/(\d+) failed/.exec(out)?.[1] ?? 0);
   if (failed > 0) console.warn(`h2load: ${failed} failed requests against ${target}`);
   return Number(/finished in [\d.]+\w+, ([\d.]+) req\/s/.exec(out)?.[1] ?? Number.NaN);
 }
 
-async function start(argv: string[], env: Record<string, string> = {}): Promise<{ port: number }> {
+/** Latency percentiles (ms) of Connect JSON POSTs sent at a fixed `rate` from core 1. */
+function fixedRate(
+  port: number,
+  target: string,
+  rate: number,
+  duration: number,
+): { p50: number; p99: number } {
+  const argv = pinned(1, [
+    process.execPath,
+    "scripts/bench/fixed-rate.ts",
+    "127.0.0.1",
+    String(port),
+    target,
+    "application/json",
+    files.json,
+    String(rate),
+    String(duration),
+  ]);
+  const out = execFileSync(argv[0] as string, argv.slice(1), { cwd: root, encoding: "utf8" });
+  return JSON.parse(out) as { p50: number; p99: number };
+}
+
+function peakRssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  return Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? Number.NaN) / 1024;
+}
+
+async function start(
+  argv: string[],
+  env: Record<string, string> = {},
+): Promise<{ port: number; pid: number; child: ChildProcess }> {
   const port = await freePort();
   const args = argv.map((a) => (a === "PORT" ? String(port) : a));
+  // taskset execs the command, so the child's pid is the server's own.
   const command = pinned(0, [args[0] === "node" ? process.execPath : (args[0] as string), ...args.slice(1)]);
   const child = spawn(command[0] as string, command.slice(1), {
     cwd: root,
@@ -143,7 +311,7 @@ async function start(argv: string[], env: Record<string, string> = {}): Promise<
   children.push(child);
   const deadline = Date.now() + 15_000;
   while (Date.now() < deadline) {
-    if (await canConnect(port)) return { port };
+    if (await canConnect(port)) return { port, pid: child.pid as number, child };
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`${argv.join(" ")} did not start`);
@@ -166,6 +334,15 @@ function canConnect(port: number): Promise<boolean> {
   });
 }
 
+async function answerOf(target: string): Promise<Buffer> {
+  const res = await fetch(target, {
+    method: "POST",
+    headers: { "content-type": "application/json", "accept-encoding": "identity" },
+    body: JSON_BODY,
+  });
+  return Buffer.from(await res.arrayBuffer());
+}
+
 function grpcAnswer(url: string): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const session = http2.connect(url);
@@ -182,6 +359,6 @@ function grpcAnswer(url: string): Promise<Buffer> {
       resolve(Buffer.concat(chunks));
     });
     stream.on("error", reject);
-    stream.end(grpcFrame);
+    stream.end(envelope(message));
   });
 }

@@ -4,7 +4,11 @@
  *
  *   node scripts/bench/baseline-server.ts http   PORT BODY_FILE   — node:http, fixed JSON body
  *   node scripts/bench/baseline-server.ts http2  PORT BODY_FILE   — node:http2, fixed gRPC frame + trailers
- *   node scripts/bench/baseline-server.ts grpcjs PORT            — @grpc/grpc-js, GetTokenPrices from the catalog
+ *   node scripts/bench/baseline-server.ts plain  PORT            — node:http JSON handler doing the service's work
+ *   node scripts/bench/baseline-server.ts grpcjs PORT            — @grpc/grpc-js doing the service's work
+ *
+ * "The service's work" is GetTokenPrices: the same token queries over the same catalog, with the
+ * peer's own (de)serialization: JSON.parse and JSON.stringify, or grpc-js with protobuf.js.
  */
 import { readFileSync } from "node:fs";
 import * as http from "node:http";
@@ -12,6 +16,7 @@ import * as http2 from "node:http2";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { createCatalogTokenSource } from "../../src/token/catalog-token-source.ts";
+import { createTokenQueries } from "../../src/token/token-queries.ts";
 
 const [kind, portText, bodyFile] = process.argv.slice(2);
 const port = Number(portText);
@@ -39,6 +44,21 @@ if (kind === "http") {
     });
   });
   server.listen(port, "127.0.0.1", () => console.log("ready"));
+} else if (kind === "plain") {
+  const queries = createTokenQueries({ source: createCatalogTokenSource() });
+  http
+    .createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on("data", (chunk: Buffer) => chunks.push(chunk));
+      req.on("end", async () => {
+        const request = JSON.parse(Buffer.concat(chunks).toString("utf8") || "{}") as Record<string, string>;
+        const data = await queries.getPrices({ mint: request.mint ?? "", symbol: request.symbol ?? "" });
+        const body = JSON.stringify({ success: true, data });
+        res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+        res.end(body);
+      });
+    })
+    .listen(port, "127.0.0.1", () => console.log("ready"));
 } else if (kind === "grpcjs") {
   const definition = protoLoader.loadSync("token/v1/token.proto", {
     includeDirs: [
@@ -50,23 +70,20 @@ if (kind === "http") {
   const loaded = grpc.loadPackageDefinition(definition) as unknown as {
     token: { v1: { TokenService: { service: grpc.ServiceDefinition } } };
   };
-  const source = createCatalogTokenSource();
+  const queries = createTokenQueries({ source: createCatalogTokenSource() });
   const server = new grpc.Server();
   server.addService(loaded.token.v1.TokenService.service, {
     GetTokenPrices(
-      call: grpc.ServerUnaryCall<{ symbol: string }, unknown>,
+      call: grpc.ServerUnaryCall<{ mint: string; symbol: string }, unknown>,
       callback: grpc.sendUnaryData<unknown>,
     ) {
-      const wanted = call.request.symbol.toLowerCase();
-      source
-        .listPrices()
-        .then((prices) =>
-          callback(null, { success: true, data: prices.filter((p) => p.symbol.toLowerCase() === wanted) }),
-        );
+      queries
+        .getPrices({ mint: call.request.mint ?? "", symbol: call.request.symbol ?? "" })
+        .then((data) => callback(null, { success: true, data }));
     },
   });
   server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), () => console.log("ready"));
 } else {
-  console.error("usage: baseline-server.ts http|http2|grpcjs PORT [BODY_FILE]");
+  console.error("usage: baseline-server.ts http|http2|plain|grpcjs PORT [BODY_FILE]");
   process.exit(2);
 }
