@@ -26,4 +26,4 @@ EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 # Exec form: node runs as PID 1 and receives SIGTERM itself, so shutdown is graceful.
-CMD ["node", "src/main.ts"]
+CMD ["node", "--max-semi-space-size=4", "--max-old-space-size=512", "src/main.ts"]
