@@ -10,6 +10,7 @@
  */
 import { parseArgs } from "node:util";
 import { createMongoAgentStore } from "../src/agent/mongo-agent-store.ts";
+import { mongoStoreOptions } from "../src/app-context.ts";
 import { SCOPES } from "../src/auth/api-key.ts";
 import { createApiKeys } from "../src/auth/api-keys.ts";
 import { createMongoApiKeyStore } from "../src/auth/mongo-api-key-store.ts";
@@ -52,14 +53,7 @@ if (mongo === undefined) {
       "AUTH_MODE=apikey and ADMIN_API_KEY, and create keys with auth.v1.ApiKeyService (POST /v1/apikeys).",
   );
 }
-const agentStore = await createMongoAgentStore({
-  uri: mongo.uri,
-  ...(mongo.dbName === undefined ? {} : { dbName: mongo.dbName }),
-  serverSelectionTimeoutMS: mongo.serverSelectionTimeoutMs,
-  connectTimeoutMS: mongo.connectTimeoutMs,
-  socketTimeoutMS: mongo.socketTimeoutMs,
-  operationTimeoutMS: mongo.operationTimeoutMs,
-});
+const agentStore = await createMongoAgentStore(mongoStoreOptions(mongo));
 const keys = createApiKeys({
   store: createMongoApiKeyStore({
     db: agentStore.db,

@@ -6,7 +6,7 @@ import { createMemoryAgentStore } from "./agent/memory-agent-store.ts";
 import type { ApiKeyStore } from "./auth/api-key-store.ts";
 import { type ApiKeys, createApiKeys } from "./auth/api-keys.ts";
 import { createMemoryApiKeyStore } from "./auth/memory-api-key-store.ts";
-import { type Config, ConfigError, redactUri } from "./config.ts";
+import { type Config, ConfigError, type MongoConfig, redactUri } from "./config.ts";
 import type { Logger } from "./logger.ts";
 import type { Executor } from "./scheduler/executor.ts";
 import { createMemoryRunStore } from "./scheduler/memory-run-store.ts";
@@ -81,13 +81,7 @@ export async function createAppContext(
     // configuration error, reported like the others and without the driver's text (it may quote
     // the URI, password included).
     const mongoStore = await createMongoAgentStore({
-      uri: mongo.uri,
-      ...(mongo.dbName === undefined ? {} : { dbName: mongo.dbName }),
-      maxPoolSize: mongo.maxPoolSize,
-      serverSelectionTimeoutMS: mongo.serverSelectionTimeoutMs,
-      connectTimeoutMS: mongo.connectTimeoutMs,
-      socketTimeoutMS: mongo.socketTimeoutMs,
-      operationTimeoutMS: mongo.operationTimeoutMs,
+      ...mongoStoreOptions(mongo),
       ...(overrides.now === undefined ? {} : { now: overrides.now }),
     }).catch(() => {
       throw new ConfigError("invalid configuration: MONGODB_URI is not a valid MongoDB connection string");
@@ -170,5 +164,18 @@ export async function createAppContext(
       await runs.close();
       await store.close();
     },
+  };
+}
+
+/** The MongoDB store's options from the configuration, for the server and the keys command alike. */
+export function mongoStoreOptions(mongo: MongoConfig) {
+  return {
+    uri: mongo.uri,
+    ...(mongo.dbName === undefined ? {} : { dbName: mongo.dbName }),
+    maxPoolSize: mongo.maxPoolSize,
+    serverSelectionTimeoutMS: mongo.serverSelectionTimeoutMs,
+    connectTimeoutMS: mongo.connectTimeoutMs,
+    socketTimeoutMS: mongo.socketTimeoutMs,
+    operationTimeoutMS: mongo.operationTimeoutMs,
   };
 }

@@ -7,6 +7,7 @@ import * as http from "node:http";
 import * as http2 from "node:http2";
 import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { grpcFrame as frame } from "./support/grpc-frame.ts";
 import { type RunningServer, startServer } from "./support/start-server.ts";
 
 const PRICES = "/token.v1.TokenService/GetTokenPrices";
@@ -18,14 +19,6 @@ beforeAll(async () => {
   server = await startServer();
 });
 afterAll(() => server.close());
-
-function frame(payload: Buffer, flags = 0): Buffer {
-  const out = Buffer.alloc(5 + payload.length);
-  out[0] = flags;
-  out.writeUInt32BE(payload.length, 1);
-  payload.copy(out, 5);
-  return out;
-}
 
 async function counter(series: string): Promise<number> {
   const text = await (await fetch(`${server.baseUrl}/metrics`)).text();

@@ -23,6 +23,7 @@ import {
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { AgentService } from "../gen/agent/v1/agent_pb.ts";
 import { TokenService } from "../gen/token/v1/token_pb.ts";
+import { grpcFrame as frame } from "./support/grpc-frame.ts";
 import { type RunningServer, startServer } from "./support/start-server.ts";
 
 setFlagsFromString("--expose-gc");
@@ -136,14 +137,6 @@ function binaryOf(rng: Rng, method: DescMethod, request: Record<string, unknown>
 /** A header value Node's client will send: printable ASCII only. */
 function headerSafe(value: string): string {
   return value.replace(/[^\x20-\x7e]/g, "?");
-}
-
-function frame(payload: Buffer, flags = 0): Buffer {
-  const out = Buffer.alloc(5 + payload.length);
-  out[0] = flags;
-  out.writeUInt32BE(payload.length, 1);
-  payload.copy(out, 5);
-  return out;
 }
 
 interface Answer {

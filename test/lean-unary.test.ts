@@ -12,6 +12,7 @@ import { create, type DescMessage, type MessageInitShape, toBinary, toJsonString
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CreateAgentRequestSchema, GetAgentRequestSchema } from "../gen/agent/v1/agent_pb.ts";
 import { GetTokenMetadataRequestSchema, GetTokenPricesRequestSchema } from "../gen/token/v1/token_pb.ts";
+import { grpcFrame as envelope } from "./support/grpc-frame.ts";
 import { type RunningServer, startServer } from "./support/start-server.ts";
 
 const MAX_REQUEST_BYTES = 4096;
@@ -111,14 +112,6 @@ function overHttp2(server: RunningServer, req: RawRequest): Promise<Exchange> {
     stream.on("error", reject);
     stream.end(req.body);
   });
-}
-
-function envelope(payload: Buffer, flags = 0): Buffer {
-  const out = Buffer.alloc(5 + payload.length);
-  out[0] = flags;
-  out.writeUInt32BE(payload.length, 1);
-  payload.copy(out, 5);
-  return out;
 }
 
 type Format =
