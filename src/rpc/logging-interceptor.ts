@@ -1,3 +1,4 @@
+import type { DescMethod } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { codeToString } from "@connectrpc/connect/protocol-connect";
 import { UnavailableError } from "../domain/errors.ts";
@@ -25,6 +26,22 @@ export function createLoggingInterceptor(options: { logger: Logger }): Intercept
   // and paid on every call).
   const logger = options.logger.child({}, { redact: [] });
   const procedureOf = createProcedureNames();
+  // One child logger per procedure and protocol (a fixed set), whose two fields pino serializes
+  // once, when the child is made, instead of on every call.
+  const lineLoggers = new WeakMap<DescMethod, Map<string, Logger>>();
+  const lineLoggerOf = (method: DescMethod, protocol: string): Logger => {
+    let byProtocol = lineLoggers.get(method);
+    if (byProtocol === undefined) {
+      byProtocol = new Map();
+      lineLoggers.set(method, byProtocol);
+    }
+    let line = byProtocol.get(protocol);
+    if (line === undefined) {
+      line = logger.child({ procedure: procedureOf(method), protocol });
+      byProtocol.set(protocol, line);
+    }
+    return line;
+  };
   return (next) => async (req) => {
     const started = performance.now();
     const requestId = requestIdFrom(req.header.get(REQUEST_ID_HEADER));
@@ -33,10 +50,8 @@ export function createLoggingInterceptor(options: { logger: Logger }): Intercept
       const res = await observeCall(next, req, (code) => {
         const level = levelOf(code);
         if (!logger.isLevelEnabled(level)) return;
-        logger[level](
+        lineLoggerOf(req.method, protocolOf(req))[level](
           {
-            procedure: procedureOf(req.method),
-            protocol: protocolOf(req),
             code: code === undefined ? "ok" : codeToString(code),
             duration_ms: Math.round((performance.now() - started) * 1000) / 1000,
             request_id: requestId,
