@@ -68,7 +68,20 @@ export function openApiDocument(files: readonly DescFile[], options: OpenApiOpti
     info: { title: options.title, version: options.version },
     tags: services.map((s) => ({ name: s.name, description: commentOf(s) })),
     paths,
-    components: { schemas },
+    components: {
+      schemas,
+      // API keys (AUTH_MODE=apikey): /docs sends the key typed into its Authorize dialog.
+      securitySchemes: {
+        apiKey: {
+          type: "http",
+          scheme: "bearer",
+          description:
+            "An API key (tas_…), sent as authorization: Bearer <key>. Needed when the server runs with " +
+            "AUTH_MODE=apikey; each operation needs the scope its service names.",
+        },
+      },
+    },
+    security: [{ apiKey: [] }],
   };
 }
 
