@@ -1,5 +1,6 @@
 import { type DescField, type DescMessage, protoInt64, ScalarType } from "@bufbuild/protobuf";
 import { isWrapperDesc } from "@bufbuild/protobuf/wkt";
+import { childMessageOf, IMPLICIT, LEGACY_REQUIRED, zeroTest } from "./field-presence.ts";
 
 /**
  * A message's protobuf binary encoding, byte for byte what protobuf-es's toBinary writes, or
@@ -46,10 +47,6 @@ const FALLBACK = new Error("left to toBinary");
 const SCRATCH_INITIAL_BYTES = 4096;
 const SCRATCH_KEEP_BYTES = 1024 * 1024;
 
-// protobuf-es's feature values (google.protobuf.FeatureSet.FieldPresence).
-const IMPLICIT = 2;
-const LEGACY_REQUIRED = 3;
-
 const WIRE_VARINT = 0;
 const WIRE_BIT64 = 1;
 const WIRE_LENGTH_DELIMITED = 2;
@@ -95,7 +92,10 @@ class Writer {
   }
 
   int32(value: number): void {
-    if (value >= 0) return this.uint32(value);
+    if (value >= 0) {
+      this.uint32(value);
+      return;
+    }
     // Negative: sign-extended to 64 bits, ten bytes.
     this.ensure(10);
     let v = value;
@@ -199,12 +199,7 @@ function supported(desc: DescMessage, seen: Set<DescMessage>): boolean {
   for (const field of desc.fields) {
     if (field.presence === LEGACY_REQUIRED) return false;
     if (field.fieldKind === "map" && field.mapKey !== ScalarType.STRING) return false;
-    const child =
-      field.fieldKind === "message" ||
-      (field.fieldKind === "list" && field.listKind === "message") ||
-      (field.fieldKind === "map" && field.mapKind === "message")
-        ? field.message
-        : undefined;
+    const child = childMessageOf(field);
     if (child === undefined) continue;
     // Groups (proto2, or editions' delimited encoding).
     if ("delimitedEncoding" in field && field.delimitedEncoding === true) return false;
@@ -348,28 +343,6 @@ function messageValue(no: number, write: WriteMessage): WriteValue {
     write(w, value as Fields);
     w.join(start);
   };
-}
-
-function zeroTest(field: DescField): (value: unknown) => boolean {
-  if (field.fieldKind === "enum") {
-    const zero = field.enum.values[0]?.number;
-    return (value) => value === zero;
-  }
-  switch (field.scalar) {
-    case ScalarType.BOOL:
-      return (value) => value === false;
-    case ScalarType.STRING:
-      return (value) => value === "";
-    case ScalarType.BYTES:
-      return (value) => value instanceof Uint8Array && value.byteLength === 0;
-    case ScalarType.DOUBLE:
-    case ScalarType.FLOAT:
-      return (value) => Object.is(value, 0);
-    default:
-      // Loose, as protobuf-es compares: 0, 0n and "0".
-      // biome-ignore lint/suspicious/noDoubleEquals: the comparison protobuf-es makes
-      return (value) => value == 0;
-  }
 }
 
 function wireTypeOf(type: ScalarType): number {

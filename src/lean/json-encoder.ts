@@ -8,6 +8,7 @@ import {
 } from "@bufbuild/protobuf";
 import { base64Encode } from "@bufbuild/protobuf/wire";
 import { isWrapperDesc } from "@bufbuild/protobuf/wkt";
+import { childMessageOf, IMPLICIT, LEGACY_REQUIRED, zeroTest } from "./field-presence.ts";
 
 /**
  * A message's canonical JSON, character for character what protobuf-es's toJsonString writes with
@@ -60,9 +61,6 @@ interface Options {
 /** Thrown for a value the encoder leaves to toJsonString. */
 const FALLBACK = new Error("left to toJsonString");
 
-const IMPLICIT = 2;
-const LEGACY_REQUIRED = 3;
-
 type Fields = Record<string, unknown> & { $typeName?: string; $unknown?: unknown[] };
 type WriteMessage = (message: Fields) => string;
 /** A field's `"name":value`, or undefined when the field is not written. */
@@ -90,12 +88,7 @@ function supported(desc: DescMessage, seen: Set<DescMessage>): boolean {
   for (const field of desc.fields) {
     if (field.presence === LEGACY_REQUIRED) return false;
     if (field.jsonName === "__proto__" || field.name === "__proto__") return false;
-    const child =
-      field.fieldKind === "message" ||
-      (field.fieldKind === "list" && field.listKind === "message") ||
-      (field.fieldKind === "map" && field.mapKind === "message")
-        ? field.message
-        : undefined;
+    const child = childMessageOf(field);
     if (child === undefined) continue;
     if (child.typeName === "google.protobuf.Struct") return false;
     if (field.fieldKind === "message" && field.oneof === undefined && isWrapperDesc(child)) return false;
@@ -235,28 +228,6 @@ function enumValue(desc: DescEnum, opts: Options): WriteValue {
     if (opts.enumAsInteger) return String(value);
     return names.get(value) ?? String(value);
   };
-}
-
-function zeroTest(field: DescField): (value: unknown) => boolean {
-  if (field.fieldKind === "enum") {
-    const zero = field.enum.values[0]?.number;
-    return (value) => value === zero;
-  }
-  switch (field.scalar) {
-    case ScalarType.BOOL:
-      return (value) => value === false;
-    case ScalarType.STRING:
-      return (value) => value === "";
-    case ScalarType.BYTES:
-      return (value) => value instanceof Uint8Array && value.byteLength === 0;
-    case ScalarType.DOUBLE:
-    case ScalarType.FLOAT:
-      return (value) => Object.is(value, 0);
-    default:
-      // Loose, as protobuf-es compares: 0, 0n and "0".
-      // biome-ignore lint/suspicious/noDoubleEquals: the comparison protobuf-es makes
-      return (value) => value == 0;
-  }
 }
 
 /**
