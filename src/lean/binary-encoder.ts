@@ -1,6 +1,7 @@
 import { type DescField, type DescMessage, protoInt64, ScalarType } from "@bufbuild/protobuf";
 import { isWrapperDesc } from "@bufbuild/protobuf/wkt";
 import { childMessageOf, IMPLICIT, LEGACY_REQUIRED, zeroTest } from "./field-presence.ts";
+import { ScratchBuffer } from "./scratch-buffer.ts";
 
 /**
  * A message's protobuf binary encoding, byte for byte what protobuf-es's toBinary writes, or
@@ -26,26 +27,19 @@ export function createBinaryEncoder(desc: DescMessage): BinaryEncoder | undefine
   const write = compileMessage(desc, compiled);
   const writer = new Writer();
   return (message) => {
-    writer.pos = 0;
+    writer.reset();
     try {
       write(writer, message as Fields);
     } catch {
       writer.release();
       return undefined;
     }
-    const out = Buffer.allocUnsafe(writer.pos);
-    writer.buf.copy(out, 0, 0, writer.pos);
-    writer.release();
-    return out;
+    return writer.take();
   };
 }
 
 /** Thrown for a value the encoder leaves to toBinary. */
 const FALLBACK = new Error("left to toBinary");
-
-/** A scratch buffer large answers grow; past SCRATCH_KEEP_BYTES it is let go after use. */
-const SCRATCH_INITIAL_BYTES = 4096;
-const SCRATCH_KEEP_BYTES = 1024 * 1024;
 
 const WIRE_VARINT = 0;
 const WIRE_BIT64 = 1;
@@ -62,24 +56,7 @@ type WriteMessage = (w: Writer, message: Fields) => void;
 type WriteField = (w: Writer, message: Fields) => void;
 type WriteValue = (w: Writer, value: unknown) => void;
 
-class Writer {
-  buf = Buffer.allocUnsafe(SCRATCH_INITIAL_BYTES);
-  pos = 0;
-
-  ensure(size: number): void {
-    const required = this.pos + size;
-    if (required <= this.buf.length) return;
-    let length = this.buf.length * 2;
-    while (length < required) length *= 2;
-    const grown = Buffer.allocUnsafe(length);
-    this.buf.copy(grown, 0, 0, this.pos);
-    this.buf = grown;
-  }
-
-  release(): void {
-    if (this.buf.length > SCRATCH_KEEP_BYTES) this.buf = Buffer.allocUnsafe(SCRATCH_INITIAL_BYTES);
-  }
-
+class Writer extends ScratchBuffer {
   uint32(value: number): void {
     this.ensure(5);
     const buf = this.buf;
@@ -159,9 +136,7 @@ class Writer {
 
   bytes(value: Uint8Array): void {
     this.uint32(value.byteLength);
-    this.ensure(value.byteLength);
-    this.buf.set(value, this.pos);
-    this.pos += value.byteLength;
+    this.raw(value);
   }
 
   /** Reserves a one-byte length prefix for what follows; `join` writes it (protobuf-es's fork). */

@@ -9,23 +9,26 @@ import {
 import { base64Encode } from "@bufbuild/protobuf/wire";
 import { isWrapperDesc } from "@bufbuild/protobuf/wkt";
 import { childMessageOf, IMPLICIT, LEGACY_REQUIRED, zeroTest } from "./field-presence.ts";
+import { ScratchBuffer } from "./scratch-buffer.ts";
 
 /**
- * A message's canonical JSON, character for character what protobuf-es's toJsonString writes with
+ * A message's canonical JSON as UTF-8, byte for byte what protobuf-es's toJsonString writes with
  * the same options, or undefined when the message holds something this encoder leaves to
  * toJsonString (unknown fields that may be extensions, a value of an unexpected type), so the
  * caller encodes it that way and gets toJsonString's own answer or error.
  */
-export type JsonEncoder = (message: object) => string | undefined;
+export type JsonEncoder = (message: object) => Uint8Array | undefined;
 
 /**
  * Compiles a JSON encoder for a message type, or returns undefined when the type holds a kind of
  * field it does not cover (proto2 required fields, wrapper and Struct fields, which protobuf-es
  * stores unboxed) or is itself a well-known type with its own JSON form.
  *
- * toJsonString builds a tree of JSON values and then has JSON.stringify walk it; this encoder
- * writes the text in one pass. Well-known types inside a message (Timestamp, Duration, Any, Value)
- * are written by toJson, so their rules live in one place.
+ * toJsonString builds a tree of JSON values, has JSON.stringify walk it into a string, and the
+ * string is encoded once more into bytes. This encoder writes the bytes in one pass into a scratch
+ * buffer it keeps: a 1.7 KB answer allocates its copy and little else, where text built by string
+ * concatenation allocated several times its size. Well-known types inside a message (Timestamp,
+ * Duration, Any, Value) are written by toJson, so their rules live in one place.
  */
 export function createJsonEncoder(
   desc: DescMessage,
@@ -41,12 +44,16 @@ export function createJsonEncoder(
     write: options,
   };
   const write = compileMessage(desc, opts, new Map());
+  const w = new ScratchBuffer();
   return (message) => {
+    w.reset();
     try {
-      return write(message as Fields);
+      write(w, message as Fields);
     } catch {
+      w.release();
       return undefined;
     }
+    return w.take();
   };
 }
 
@@ -62,10 +69,14 @@ interface Options {
 const FALLBACK = new Error("left to toJsonString");
 
 type Fields = Record<string, unknown> & { $typeName?: string; $unknown?: unknown[] };
-type WriteMessage = (message: Fields) => string;
-/** A field's `"name":value`, or undefined when the field is not written. */
-type WriteField = (message: Fields) => string | undefined;
-type WriteValue = (value: unknown) => string;
+type WriteMessage = (w: ScratchBuffer, message: Fields) => void;
+/** Writes a field's `"name":value` (after a comma unless `first`); false when it is not written. */
+type WriteField = (w: ScratchBuffer, message: Fields, first: boolean) => boolean;
+type WriteValue = (w: ScratchBuffer, value: unknown) => void;
+
+const COMMA = 0x2c;
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
 
 /** The well-known types whose JSON is not an object of their fields. */
 const OWN_JSON = new Set([
@@ -107,16 +118,15 @@ function compileMessage(
   if (known !== undefined) return known;
   const typeName = desc.typeName;
   const writers: WriteField[] = [];
-  const write: WriteMessage = (message) => {
+  const write: WriteMessage = (w, message) => {
     if (message.$typeName !== typeName) throw FALLBACK;
     if (opts.extensions && message.$unknown !== undefined && message.$unknown.length > 0) throw FALLBACK;
-    let out = "{";
+    w.ascii("{");
+    let first = true;
     for (let i = 0; i < writers.length; i++) {
-      const part = (writers[i] as WriteField)(message);
-      if (part === undefined) continue;
-      out += out.length === 1 ? part : `,${part}`;
+      if ((writers[i] as WriteField)(w, message, first)) first = false;
     }
-    return `${out}}`;
+    w.ascii("}");
   };
   // Registered before the fields compile, so recursive types find it.
   compiled.set(desc, write);
@@ -127,7 +137,14 @@ function compileMessage(
 
 function compileField(field: DescField, opts: Options, compiled: Map<DescMessage, WriteMessage>): WriteField {
   const name = field.localName;
-  const key = `${JSON.stringify(opts.useProtoFieldName ? field.name : field.jsonName)}:`;
+  const keyBytes = Buffer.from(`${JSON.stringify(opts.useProtoFieldName ? field.name : field.jsonName)}:`);
+  const key = (w: ScratchBuffer, first: boolean) => {
+    if (!first) {
+      w.ensure(1);
+      w.buf[w.pos++] = COMMA;
+    }
+    w.raw(keyBytes);
+  };
   switch (field.fieldKind) {
     case "list": {
       const write =
@@ -136,12 +153,17 @@ function compileField(field: DescField, opts: Options, compiled: Map<DescMessage
           : field.listKind === "enum"
             ? enumValue(field.enum, opts)
             : scalarValue(field.scalar);
-      return (message) => {
+      return (w, message, first) => {
         const items = message[name] as unknown[];
-        if (items.length === 0) return opts.alwaysEmitImplicit ? `${key}[]` : undefined;
-        let out = `${key}[`;
-        for (let i = 0; i < items.length; i++) out += i === 0 ? write(items[i]) : `,${write(items[i])}`;
-        return `${out}]`;
+        if (items.length === 0 && !opts.alwaysEmitImplicit) return false;
+        key(w, first);
+        w.ascii("[");
+        for (let i = 0; i < items.length; i++) {
+          if (i > 0) w.ascii(",");
+          write(w, items[i]);
+        }
+        w.ascii("]");
+        return true;
       };
     }
     case "map": {
@@ -151,18 +173,22 @@ function compileField(field: DescField, opts: Options, compiled: Map<DescMessage
           : field.mapKind === "enum"
             ? enumValue(field.enum, opts)
             : scalarValue(field.scalar);
-      return (message) => {
+      return (w, message, first) => {
         const record = message[name] as Record<string, unknown>;
         // Object.keys gives the order JSON.stringify writes the copy toJson makes.
         const keys = Object.keys(record);
-        if (keys.length === 0) return opts.alwaysEmitImplicit ? `${key}{}` : undefined;
-        let out = `${key}{`;
+        if (keys.length === 0 && !opts.alwaysEmitImplicit) return false;
+        key(w, first);
+        w.ascii("{");
         for (let i = 0; i < keys.length; i++) {
           const k = keys[i] as string;
-          const entry = `${JSON.stringify(k)}:${write(record[k])}`;
-          out += i === 0 ? entry : `,${entry}`;
+          if (i > 0) w.ascii(",");
+          jsonString(w, k);
+          w.ascii(":");
+          write(w, record[k]);
         }
-        return `${out}}`;
+        w.ascii("}");
+        return true;
       };
     }
     default: {
@@ -174,22 +200,30 @@ function compileField(field: DescField, opts: Options, compiled: Map<DescMessage
             : scalarValue(field.scalar);
       if (field.oneof !== undefined) {
         const oneof = field.oneof.localName;
-        return (message) => {
+        return (w, message, first) => {
           const selected = message[oneof] as { case: unknown; value: unknown };
-          return selected.case === name ? key + write(selected.value) : undefined;
+          if (selected.case !== name) return false;
+          key(w, first);
+          write(w, selected.value);
+          return true;
         };
       }
       if (field.presence !== IMPLICIT) {
-        return (message) => {
+        return (w, message, first) => {
           const value = message[name];
-          return value !== undefined && Object.hasOwn(message, name) ? key + write(value) : undefined;
+          if (value === undefined || !Object.hasOwn(message, name)) return false;
+          key(w, first);
+          write(w, value);
+          return true;
         };
       }
-      if (opts.alwaysEmitImplicit) return (message) => key + write(message[name]);
-      const isZero = zeroTest(field);
-      return (message) => {
+      const isZero = opts.alwaysEmitImplicit ? () => false : zeroTest(field);
+      return (w, message, first) => {
         const value = message[name];
-        return isZero(value) ? undefined : key + write(value);
+        if (isZero(value)) return false;
+        key(w, first);
+        write(w, value);
+        return true;
       };
     }
   }
@@ -201,33 +235,56 @@ function messageValue(
   compiled: Map<DescMessage, WriteMessage>,
 ): WriteValue {
   if (hasOwnJson(desc)) {
-    return (value) => {
+    return (w, value) => {
       if (value === null || typeof value !== "object") throw FALLBACK;
-      return JSON.stringify(toJson(desc, value as never, opts.write));
+      w.utf8(JSON.stringify(toJson(desc, value as never, opts.write)));
     };
   }
   const write = compileMessage(desc, opts, compiled);
-  return (value) => {
+  return (w, value) => {
     // An unset message value is written as an empty message (protobuf-es's toMessage); leave
     // anything that is not a message object to toJsonString.
     if (value === null || typeof value !== "object") throw FALLBACK;
-    return write(value as Fields);
+    write(w, value as Fields);
   };
 }
 
 function enumValue(desc: DescEnum, opts: Options): WriteValue {
   if (desc.typeName === "google.protobuf.NullValue") {
-    return (value) => {
+    return (w, value) => {
       if (typeof value !== "number") throw FALLBACK;
-      return "null";
+      w.ascii("null");
     };
   }
-  const names = new Map(desc.values.map((v) => [v.number, JSON.stringify(v.jsonName)]));
-  return (value) => {
+  const names = new Map(desc.values.map((v) => [v.number, Buffer.from(JSON.stringify(v.jsonName))]));
+  return (w, value) => {
     if (typeof value !== "number" || !Number.isFinite(value)) throw FALLBACK;
-    if (opts.enumAsInteger) return String(value);
-    return names.get(value) ?? String(value);
+    const known = opts.enumAsInteger ? undefined : names.get(value);
+    if (known === undefined) w.ascii(String(value));
+    else w.raw(known);
   };
+}
+
+/**
+ * A string as JSON.stringify writes it. Printable ASCII without quotes or backslashes, nearly all
+ * text here, is copied as it is; anything else goes through JSON.stringify.
+ */
+function jsonString(w: ScratchBuffer, text: string): void {
+  const length = text.length;
+  w.ensure(length + 2);
+  const buf = w.buf;
+  let pos = w.pos;
+  buf[pos++] = QUOTE;
+  for (let i = 0; i < length; i++) {
+    const code = text.charCodeAt(i);
+    if (code < 0x20 || code > 0x7e || code === QUOTE || code === BACKSLASH) {
+      w.utf8(JSON.stringify(text));
+      return;
+    }
+    buf[pos++] = code;
+  }
+  buf[pos++] = QUOTE;
+  w.pos = pos;
 }
 
 /**
@@ -241,42 +298,42 @@ function scalarValue(type: ScalarType | undefined): WriteValue {
     case ScalarType.SINT32:
     case ScalarType.FIXED32:
     case ScalarType.UINT32:
-      return (value) => {
+      return (w, value) => {
         // JSON.stringify writes a non-finite number as null; leave that to it.
         if (typeof value !== "number" || !Number.isFinite(value)) throw FALLBACK;
-        return String(value);
+        w.ascii(String(value));
       };
     case ScalarType.FLOAT:
     case ScalarType.DOUBLE:
-      return (value) => {
+      return (w, value) => {
         if (typeof value !== "number") throw FALLBACK;
-        if (Number.isFinite(value)) return String(value);
-        if (Number.isNaN(value)) return '"NaN"';
-        return value > 0 ? '"Infinity"' : '"-Infinity"';
+        if (Number.isFinite(value)) w.ascii(String(value));
+        else if (Number.isNaN(value)) w.ascii('"NaN"');
+        else w.ascii(value > 0 ? '"Infinity"' : '"-Infinity"');
       };
     case ScalarType.STRING:
-      return (value) => {
+      return (w, value) => {
         if (typeof value !== "string") throw FALLBACK;
-        return JSON.stringify(value);
+        jsonString(w, value);
       };
     case ScalarType.BOOL:
-      return (value) => {
+      return (w, value) => {
         if (typeof value !== "boolean") throw FALLBACK;
-        return value ? "true" : "false";
+        w.ascii(value ? "true" : "false");
       };
     case ScalarType.INT64:
     case ScalarType.UINT64:
     case ScalarType.FIXED64:
     case ScalarType.SFIXED64:
     case ScalarType.SINT64:
-      return (value) => {
+      return (w, value) => {
         if (typeof value !== "bigint") throw FALLBACK;
-        return `"${value.toString()}"`;
+        w.ascii(`"${value.toString()}"`);
       };
     case ScalarType.BYTES:
-      return (value) => {
+      return (w, value) => {
         if (!(value instanceof Uint8Array)) throw FALLBACK;
-        return `"${base64Encode(value)}"`;
+        w.ascii(`"${base64Encode(value)}"`);
       };
     default:
       throw new Error(`unexpected scalar type ${type}`);

@@ -238,7 +238,7 @@ export function createLeanUnary(options: LeanUnaryOptions): LeanUnary {
       },
       interceptors,
     );
-    let bytes: Uint8Array | string | undefined;
+    let bytes: Uint8Array | undefined;
     let error = outcome.error;
     if (outcome.error === undefined) {
       try {
@@ -453,15 +453,8 @@ export function createLeanUnary(options: LeanUnaryOptions): LeanUnary {
   };
 }
 
-/**
- * The answer's bytes, or its JSON text: from the lean encoders, or connect's serialization where
- * they step aside.
- */
-function encodeAnswer(
-  target: Target,
-  binary: boolean,
-  message: MessageShape<DescMessage>,
-): Uint8Array | string {
+/** The answer's bytes: from the lean encoders, or connect's serialization where they step aside. */
+function encodeAnswer(target: Target, binary: boolean, message: MessageShape<DescMessage>): Uint8Array {
   const fast = binary ? target.binaryEncoder?.(message) : target.jsonEncoder?.(message);
   if (fast !== undefined) return fast;
   return target.serialization.getO(binary).serialize(message);

@@ -125,11 +125,7 @@ function headerValue(headers: IncomingHttpHeaders, name: string): string | null 
 export interface Answer {
   readonly status: number;
   readonly headers: Record<string, string>;
-  /**
-   * A JSON answer may stay text: node:http then sends it in one write with the headers instead of
-   * copying it into bytes first.
-   */
-  readonly body: Uint8Array | string;
+  readonly body: Uint8Array;
   /** Only gRPC sends HTTP trailers; the others carry them in headers or in the body. */
   readonly trailers?: Record<string, string>;
 }
@@ -147,26 +143,24 @@ export interface AnswerOptions {
  */
 export async function layOutAnswer(
   options: AnswerOptions,
-  outcome: { message?: Uint8Array | string; error?: ConnectError; header: Headers; trailer: Headers },
+  outcome: { message?: Uint8Array; error?: ConnectError; header: Headers; trailer: Headers },
 ): Promise<Answer> {
   const { format, compression } = options;
   const { header, trailer, error } = outcome;
   if (format.protocol === "connect") {
     let status = 200;
-    let body: Uint8Array | string;
+    let body: Uint8Array;
     if (error === undefined) {
       header.set("content-type", format.binary ? contentTypeUnaryProto : contentTypeUnaryJson);
-      body = outcome.message as Uint8Array | string;
+      body = outcome.message as Uint8Array;
     } else {
       status = codeToHttpStatus(error.code);
       header.set("content-type", contentTypeUnaryJson);
       if (!error.isWireError) mergeNonProtocolHeaders(header, error.metadata);
       body = errorToJsonBytes(error, options.jsonOptions);
     }
-    let length = typeof body === "string" ? Buffer.byteLength(body) : body.byteLength;
-    if (compression !== null && length >= options.compressMinBytes) {
-      body = await compression.compress(typeof body === "string" ? Buffer.from(body) : body);
-      length = body.byteLength;
+    if (compression !== null && body.byteLength >= options.compressMinBytes) {
+      body = await compression.compress(body);
       header.set("content-encoding", compression.name);
     }
     // Connect unary sends trailers as headers prefixed "trailer-" (connect's trailerMux, without
@@ -176,7 +170,7 @@ export async function layOutAnswer(
       const name = `trailer-${key}`;
       headers[name] = headers[name] === undefined ? value : `${headers[name]}, ${value}`;
     });
-    headers["content-length"] = String(length);
+    headers["content-length"] = String(body.byteLength);
     return { status, headers, body };
   }
   const contentType =
@@ -196,10 +190,7 @@ export async function layOutAnswer(
   });
   if (error !== undefined) setTrailerStatus(status, error);
   const frames: Uint8Array[] = [];
-  if (error === undefined) {
-    const message = outcome.message as Uint8Array | string;
-    frames.push(await envelope(0, typeof message === "string" ? Buffer.from(message) : message, options));
-  }
+  if (error === undefined) frames.push(await envelope(0, outcome.message as Uint8Array, options));
   if (format.protocol === "grpc") {
     return { status: 200, headers: flatten(header), body: concat(frames), trailers: flatten(status) };
   }
