@@ -183,6 +183,22 @@ export async function layOutAnswer(
         : grpcWebContentTypeJson;
   header.set("content-type", contentType);
   if (compression !== null) header.set("grpc-encoding", compression.name);
+  let trailerEmpty = true;
+  trailer.forEach(() => {
+    trailerEmpty = false;
+  });
+  if (error === undefined && trailerEmpty) {
+    // The common answer: a message and a bare success status, laid out without building the
+    // status as Headers (a fifth of this function's cost) to flatten it again.
+    const body = await envelope(0, outcome.message as Uint8Array, options);
+    if (format.protocol === "grpc") {
+      return { status: 200, headers: flatten(header), body, trailers: { "grpc-status": "0" } };
+    }
+    const framed = concat([body, await envelope(trailerFlag, GRPC_WEB_OK_TRAILER, options)]);
+    const headers = flatten(header);
+    headers["content-length"] = String(framed.byteLength);
+    return { status: 200, headers, body: framed };
+  }
   // connect starts every gRPC trailer with a success status and overwrites it on error.
   const status = new Headers({ "grpc-status": "0" });
   trailer.forEach((value, key) => {
@@ -200,6 +216,9 @@ export async function layOutAnswer(
   headers["content-length"] = String(body.byteLength);
   return { status: 200, headers, body };
 }
+
+/** The gRPC-Web trailer of a bare success, as trailerSerialize writes it. */
+const GRPC_WEB_OK_TRAILER = trailerSerialize(new Headers({ "grpc-status": "0" }));
 
 /** A gRPC length-prefixed message: flags, a 4-byte big-endian length, the bytes. */
 async function envelope(flags: number, data: Uint8Array, options: AnswerOptions): Promise<Uint8Array> {
