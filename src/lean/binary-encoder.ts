@@ -26,16 +26,7 @@ export function createBinaryEncoder(desc: DescMessage): BinaryEncoder | undefine
   if (!supported(desc, new Set())) return undefined;
   const write = compileMessage(desc, compiled);
   const writer = new Writer();
-  return (message) => {
-    writer.reset();
-    try {
-      write(writer, message as Fields);
-    } catch {
-      writer.release();
-      return undefined;
-    }
-    return writer.take();
-  };
+  return (message) => writer.encode(write, message as Fields);
 }
 
 /** Thrown for a value the encoder leaves to toBinary. */

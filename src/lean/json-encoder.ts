@@ -44,17 +44,8 @@ export function createJsonEncoder(
     write: options,
   };
   const write = compileMessage(desc, opts, new Map());
-  const w = new ScratchBuffer();
-  return (message) => {
-    w.reset();
-    try {
-      write(w, message as Fields);
-    } catch {
-      w.release();
-      return undefined;
-    }
-    return w.take();
-  };
+  const scratch = new ScratchBuffer();
+  return (message) => scratch.encode(write, message as Fields);
 }
 
 interface Options {

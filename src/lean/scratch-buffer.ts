@@ -21,13 +21,18 @@ export class ScratchBuffer {
     this.buf = grown;
   }
 
-  /** Starts an answer. */
-  reset(): void {
+  /**
+   * One answer: what `write` writes of `message`, copied out; undefined when `write` throws (the
+   * encoder leaves the message to protobuf-es).
+   */
+  encode<M>(write: (buffer: this, message: M) => void, message: M): Buffer | undefined {
     this.pos = 0;
-  }
-
-  /** The answer written since reset(), copied out; the scratch is ready for the next. */
-  take(): Buffer {
+    try {
+      write(this, message);
+    } catch {
+      this.release();
+      return undefined;
+    }
     const out = Buffer.allocUnsafe(this.pos);
     this.buf.copy(out, 0, 0, this.pos);
     this.release();
@@ -35,7 +40,7 @@ export class ScratchBuffer {
   }
 
   /** Gives up a scratch grown past the size worth keeping (after an answer, used or abandoned). */
-  release(): void {
+  private release(): void {
     this.pos = 0;
     if (this.buf.length > KEEP_BYTES) this.buf = Buffer.allocUnsafe(INITIAL_BYTES);
   }
