@@ -1,6 +1,7 @@
 import { type DescField, type DescMessage, protoInt64, ScalarType } from "@bufbuild/protobuf";
 import { isWrapperDesc } from "@bufbuild/protobuf/wkt";
-import { childMessageOf, IMPLICIT, LEGACY_REQUIRED, zeroTest } from "./field-presence.ts";
+import { childMessageOf, everyField } from "./every-field.ts";
+import { IMPLICIT, LEGACY_REQUIRED, zeroTest } from "./field-presence.ts";
 import { ScratchBuffer } from "./scratch-buffer.ts";
 
 /**
@@ -23,7 +24,7 @@ export type BinaryEncoder = (message: object) => Uint8Array | undefined;
  */
 export function createBinaryEncoder(desc: DescMessage): BinaryEncoder | undefined {
   const compiled = new Map<DescMessage, WriteMessage>();
-  if (!supported(desc, new Set())) return undefined;
+  if (!everyField(desc, covered)) return undefined;
   const write = compileMessage(desc, compiled);
   const writer = new Writer();
   return (message) => writer.encode(write, message as Fields);
@@ -158,25 +159,19 @@ function varint32Size(value: number): number {
   return 5;
 }
 
-/** Whether every field of `desc`, and of the messages it holds, is of a kind this encoder covers. */
-function supported(desc: DescMessage, seen: Set<DescMessage>): boolean {
-  if (seen.has(desc)) return true;
-  seen.add(desc);
-  for (const field of desc.fields) {
-    if (field.presence === LEGACY_REQUIRED) return false;
-    if (field.fieldKind === "map" && field.mapKey !== ScalarType.STRING) return false;
-    const child = childMessageOf(field);
-    if (child === undefined) continue;
-    // Groups (proto2, or editions' delimited encoding).
-    if ("delimitedEncoding" in field && field.delimitedEncoding === true) return false;
-    // Stored as JsonObject, not as a message (protobuf-es's localMessageMapper).
-    if (child.typeName === "google.protobuf.Struct" && desc.typeName !== "google.protobuf.Value")
-      return false;
-    // Singular wrapper fields are stored unwrapped.
-    if (field.fieldKind === "message" && field.oneof === undefined && isWrapperDesc(child)) return false;
-    if (!supported(child, seen)) return false;
-  }
-  return true;
+/** Whether a field is of a kind this encoder covers (its message type is checked on its own). */
+function covered(field: DescField, parent: DescMessage): boolean {
+  if (field.presence === LEGACY_REQUIRED) return false;
+  if (field.fieldKind === "map" && field.mapKey !== ScalarType.STRING) return false;
+  const child = childMessageOf(field);
+  if (child === undefined) return true;
+  // Groups (proto2, or editions' delimited encoding).
+  if ("delimitedEncoding" in field && field.delimitedEncoding === true) return false;
+  // Stored as JsonObject, not as a message (protobuf-es's localMessageMapper).
+  if (child.typeName === "google.protobuf.Struct" && parent.typeName !== "google.protobuf.Value")
+    return false;
+  // Singular wrapper fields are stored unwrapped.
+  return !(field.fieldKind === "message" && field.oneof === undefined && isWrapperDesc(child));
 }
 
 function compileMessage(desc: DescMessage, compiled: Map<DescMessage, WriteMessage>): WriteMessage {

@@ -1,4 +1,4 @@
-import { type DescField, type DescMessage, ScalarType } from "@bufbuild/protobuf";
+import { type DescField, ScalarType } from "@bufbuild/protobuf";
 
 // protobuf-es's feature values (google.protobuf.FeatureSet.FieldPresence).
 export const IMPLICIT = 2;
@@ -28,13 +28,4 @@ export function zeroTest(field: DescField): (value: unknown) => boolean {
       // biome-ignore lint/suspicious/noDoubleEquals: the comparison protobuf-es makes
       return (value) => value == 0;
   }
-}
-
-/** The message type a field holds (singly, in a list or as map values), if any. */
-export function childMessageOf(field: DescField): DescMessage | undefined {
-  return field.fieldKind === "message" ||
-    (field.fieldKind === "list" && field.listKind === "message") ||
-    (field.fieldKind === "map" && field.mapKind === "message")
-    ? field.message
-    : undefined;
 }

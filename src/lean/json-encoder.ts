@@ -8,7 +8,8 @@ import {
 } from "@bufbuild/protobuf";
 import { base64Encode } from "@bufbuild/protobuf/wire";
 import { isWrapperDesc } from "@bufbuild/protobuf/wkt";
-import { childMessageOf, IMPLICIT, LEGACY_REQUIRED, zeroTest } from "./field-presence.ts";
+import { childMessageOf, everyField } from "./every-field.ts";
+import { IMPLICIT, LEGACY_REQUIRED, zeroTest } from "./field-presence.ts";
 import { ScratchBuffer } from "./scratch-buffer.ts";
 
 /**
@@ -34,7 +35,7 @@ export function createJsonEncoder(
   desc: DescMessage,
   options: Partial<JsonWriteOptions> = {},
 ): JsonEncoder | undefined {
-  if (hasOwnJson(desc) || !supported(desc, new Set())) return undefined;
+  if (hasOwnJson(desc) || !everyField(desc, covered, (child) => !hasOwnJson(child))) return undefined;
   const opts: Options = {
     alwaysEmitImplicit: options.alwaysEmitImplicit === true,
     enumAsInteger: options.enumAsInteger === true,
@@ -84,20 +85,19 @@ function hasOwnJson(desc: DescMessage): boolean {
   return OWN_JSON.has(desc.typeName) || isWrapperDesc(desc);
 }
 
-function supported(desc: DescMessage, seen: Set<DescMessage>): boolean {
-  if (seen.has(desc)) return true;
-  seen.add(desc);
-  for (const field of desc.fields) {
-    if (field.presence === LEGACY_REQUIRED) return false;
-    if (field.jsonName === "__proto__" || field.name === "__proto__") return false;
-    const child = childMessageOf(field);
-    if (child === undefined) continue;
-    if (child.typeName === "google.protobuf.Struct") return false;
-    if (field.fieldKind === "message" && field.oneof === undefined && isWrapperDesc(child)) return false;
-    // Well-known types with their own JSON are written by toJson; nothing inside them to check.
-    if (!hasOwnJson(child) && !supported(child, seen)) return false;
-  }
-  return true;
+/**
+ * Whether a field is of a kind this encoder covers (its message type is checked on its own, unless
+ * it is a well-known type with its own JSON, which toJson writes).
+ */
+function covered(field: DescField): boolean {
+  if (field.presence === LEGACY_REQUIRED) return false;
+  if (field.jsonName === "__proto__" || field.name === "__proto__") return false;
+  const child = childMessageOf(field);
+  if (child === undefined) return true;
+  // Stored as JsonObject, not as a message (protobuf-es's localMessageMapper).
+  if (child.typeName === "google.protobuf.Struct") return false;
+  // Singular wrapper fields are stored unwrapped.
+  return !(field.fieldKind === "message" && field.oneof === undefined && isWrapperDesc(child));
 }
 
 function compileMessage(
@@ -138,12 +138,7 @@ function compileField(field: DescField, opts: Options, compiled: Map<DescMessage
   };
   switch (field.fieldKind) {
     case "list": {
-      const write =
-        field.listKind === "message"
-          ? messageValue(field.message, opts, compiled)
-          : field.listKind === "enum"
-            ? enumValue(field.enum, opts)
-            : scalarValue(field.scalar);
+      const write = valueWriter(field, field.listKind, opts, compiled);
       return (w, message, first) => {
         const items = message[name] as unknown[];
         if (items.length === 0 && !opts.alwaysEmitImplicit) return false;
@@ -158,12 +153,7 @@ function compileField(field: DescField, opts: Options, compiled: Map<DescMessage
       };
     }
     case "map": {
-      const write =
-        field.mapKind === "message"
-          ? messageValue(field.message, opts, compiled)
-          : field.mapKind === "enum"
-            ? enumValue(field.enum, opts)
-            : scalarValue(field.scalar);
+      const write = valueWriter(field, field.mapKind, opts, compiled);
       return (w, message, first) => {
         const record = message[name] as Record<string, unknown>;
         // Object.keys gives the order JSON.stringify writes the copy toJson makes.
@@ -183,12 +173,7 @@ function compileField(field: DescField, opts: Options, compiled: Map<DescMessage
       };
     }
     default: {
-      const write =
-        field.fieldKind === "message"
-          ? messageValue(field.message, opts, compiled)
-          : field.fieldKind === "enum"
-            ? enumValue(field.enum, opts)
-            : scalarValue(field.scalar);
+      const write = valueWriter(field, field.fieldKind, opts, compiled);
       if (field.oneof !== undefined) {
         const oneof = field.oneof.localName;
         return (w, message, first) => {
@@ -218,6 +203,18 @@ function compileField(field: DescField, opts: Options, compiled: Map<DescMessage
       };
     }
   }
+}
+
+/** The writer of one value of a field: the field itself, a list item or a map value. */
+function valueWriter(
+  field: DescField,
+  kind: "message" | "enum" | "scalar",
+  opts: Options,
+  compiled: Map<DescMessage, WriteMessage>,
+): WriteValue {
+  if (kind === "message") return messageValue(field.message as DescMessage, opts, compiled);
+  if (kind === "enum") return enumValue(field.enum as DescEnum, opts);
+  return scalarValue(field.scalar);
 }
 
 function messageValue(
