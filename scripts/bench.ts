@@ -5,6 +5,7 @@
  * wrk, nghttp2-client); the MongoDB scenario uses the FerretDB the tests build.
  *
  *   npm run bench                      (BENCH_SECONDS=5 per scenario by default)
+ *   BENCH_LOG_LEVEL=warn npm run bench (the service without its per-call log line: what the line costs)
  *
  * The workload is GetTokenPrices without a filter: all 16 catalog entries, about 1.7 KB of JSON.
  */
@@ -19,6 +20,7 @@ import { GetTokenPricesRequestSchema } from "../gen/token/v1/token_pb.ts";
 import { type FerretdbServer, startFerretdb } from "../test/support/ferretdb.ts";
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
+const logLevel = process.env.BENCH_LOG_LEVEL ?? "info";
 const root = new URL("..", import.meta.url).pathname;
 const work = mkdtempSync(join(tmpdir(), "bench-"));
 const children: ChildProcess[] = [];
@@ -78,7 +80,7 @@ let ferret: FerretdbServer | undefined;
 
 try {
   const service = await start(["node", ...startFlags, "src/main.ts"], {
-    LOG_LEVEL: "info",
+    LOG_LEVEL: logLevel,
     AUTH_MODE: "none",
   });
   const url = `http://127.0.0.1:${service.port}`;
@@ -175,7 +177,7 @@ try {
   ferret = await startFerretdb();
   const db = `bench_${process.pid}`;
   const withMongo = await start(["node", ...startFlags, "src/main.ts"], {
-    LOG_LEVEL: "info",
+    LOG_LEVEL: logLevel,
     AUTH_MODE: "none",
     SCHEDULER_ENABLED: "false",
     MONGODB_URI: ferret.uri,
@@ -233,7 +235,7 @@ function print(): void {
   const cpu = cpus()[0]?.model ?? "unknown CPU";
   console.log(`\n${cpu}, ${cpus().length} cores, Node ${process.version}; ${seconds} s per scenario;`);
   console.log(
-    `service: node ${startFlags.join(" ")} src/main.ts (LOG_LEVEL=info), pinned to core 0; load on core 1\n`,
+    `service: node ${startFlags.join(" ")} src/main.ts (LOG_LEVEL=${logLevel}), pinned to core 0; load on core 1\n`,
   );
   console.log("| scenario | req/s | compared with | ratio | goal | |");
   console.log("|---|---:|---|---:|---:|---|");
