@@ -110,6 +110,23 @@ describe("call log lines", () => {
     },
   );
 
+  it("stamps each line with the time it was written, in ISO form", async () => {
+    const c = clients(shared.baseUrl);
+    const stamps: [number, string, number][] = [];
+    for (let i = 0; i < 3; i++) {
+      const before = Date.now();
+      await c.connect.getTokenPrices({});
+      stamps.push([before, callLines(shared).at(-1)?.time as string, Date.now()]);
+      // Lines a few milliseconds apart must not share a stamp.
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    for (const [before, time, after] of stamps) {
+      expect(time).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+      expect(Date.parse(time)).toBeGreaterThanOrEqual(before);
+      expect(Date.parse(time)).toBeLessThanOrEqual(after);
+    }
+  });
+
   it("replaces a request id that is too long or has other characters", async () => {
     const s = shared;
     const client = clients(s.baseUrl).connect;

@@ -115,6 +115,14 @@ describe("metrics on the in-memory store", () => {
     expect(buckets.at(-1)?.value).toBe(3);
     // Cumulative buckets never decrease.
     expect(buckets.map((b) => b.value)).toEqual([...buckets.map((b) => b.value)].sort((a, b) => a - b));
+    // Each call is counted in the first bucket whose bound it does not pass: the first bucket that
+    // holds all three calls is at least their mean, and the one before it was passed by one of them.
+    const sum = sampleValue(samples, "rpc_request_duration_seconds_sum", labels) as number;
+    const full = buckets.findIndex((b) => b.value === 3);
+    const bound = (i: number) =>
+      buckets[i]?.labels.le === "+Inf" ? Infinity : Number(buckets[i]?.labels.le);
+    expect(bound(full)).toBeGreaterThanOrEqual(sum / 3);
+    if (full > 0) expect(sum).toBeGreaterThan(bound(full - 1));
 
     // Nothing is left in flight once the calls have answered.
     expect(
