@@ -9,6 +9,8 @@ import {
   type UnaryRequest,
   type UnaryResponse,
 } from "@connectrpc/connect";
+import { createAnswerHeaders } from "./answer-headers.ts";
+import type { LazySignal } from "./lazy-signal.ts";
 
 /** One unary method as the service implements it. */
 export interface UnaryMethodImpl {
@@ -25,7 +27,8 @@ export interface UnaryCall {
   readonly url: string;
   readonly header: Headers;
   readonly contextValues: ContextValues;
-  readonly signal: AbortSignal;
+  /** The call's signal, made when an interceptor or the implementation first reads it. */
+  readonly signal: LazySignal;
   /** The call's deadline as a `performance.now()` time, when it has one. */
   readonly deadline: number | undefined;
 }
@@ -48,8 +51,8 @@ export async function invokeUnary(
   interceptors: readonly Interceptor[],
 ): Promise<UnaryOutcome> {
   const { target } = call;
-  const header = new Headers();
-  const trailer = new Headers();
+  const header = createAnswerHeaders();
+  const trailer = createAnswerHeaders();
   const deadline = call.deadline;
   const timeoutMs =
     deadline === undefined ? () => undefined : () => Math.max(0, Math.round(deadline - performance.now()));
@@ -57,7 +60,9 @@ export async function invokeUnary(
     const context: HandlerContext = {
       method: target.method,
       service: req.service,
-      signal: req.signal,
+      get signal() {
+        return req.signal;
+      },
       timeoutMs,
       requestMethod: call.requestMethod,
       requestHeader: req.header,
@@ -85,7 +90,9 @@ export async function invokeUnary(
     method: target.method,
     requestMethod: call.requestMethod,
     url: call.url,
-    signal: call.signal,
+    get signal() {
+      return call.signal.signal;
+    },
     header: call.header,
     contextValues: call.contextValues,
     message: call.message,

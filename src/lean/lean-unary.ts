@@ -22,6 +22,7 @@ import { clampDeadlineHeaders } from "../rpc/deadline.ts";
 import { type BinaryEncoder, createBinaryEncoder } from "./binary-encoder.ts";
 import { invokeUnary, type UnaryMethodImpl } from "./invoke-unary.ts";
 import { createJsonEncoder, type JsonEncoder } from "./json-encoder.ts";
+import { createLazySignal, type LazySignal } from "./lazy-signal.ts";
 import { createRequestHeaders } from "./request-headers.ts";
 import {
   type Answer,
@@ -207,7 +208,7 @@ export function createLeanUnary(options: LeanUnaryOptions): LeanUnary {
       headers: http.IncomingHttpHeaders;
       remoteAddress: string | undefined;
     },
-    signal: AbortSignal,
+    signal: LazySignal,
   ): Promise<Answer> {
     const { format } = route;
     const layout = {
@@ -282,7 +283,7 @@ export function createLeanUnary(options: LeanUnaryOptions): LeanUnary {
     write: (answer: Answer) => void,
     onGone: (abort: () => void) => void,
   ): void {
-    const controller = new AbortController();
+    const signal = createLazySignal();
     let timer: NodeJS.Timeout | undefined;
     let answered = false;
     const finish = (result: Answer) => {
@@ -293,12 +294,11 @@ export function createLeanUnary(options: LeanUnaryOptions): LeanUnary {
     };
     const start = (body: Uint8Array | ConnectError) => {
       if (route.timeoutMs !== undefined) {
-        const expire = () =>
-          controller.abort(new ConnectError("the operation timed out", Code.DeadlineExceeded));
+        const expire = () => signal.abort(new ConnectError("the operation timed out", Code.DeadlineExceeded));
         if (route.timeoutMs <= 0) expire();
         else timer = setTimeout(expire, route.timeoutMs);
       }
-      answer(route, body, call, controller.signal).then(finish, (error: unknown) =>
+      answer(route, body, call, signal).then(finish, (error: unknown) =>
         // answer() lays out every error itself; this is a last resort so no call hangs.
         finish({
           status: 500,
@@ -308,7 +308,7 @@ export function createLeanUnary(options: LeanUnaryOptions): LeanUnary {
       );
     };
     onGone(() => {
-      if (!answered) controller.abort(new ConnectError("the client went away", Code.Canceled));
+      if (!answered) signal.abort(new ConnectError("the client went away", Code.Canceled));
     });
     if (bodyDone) {
       source.resume();

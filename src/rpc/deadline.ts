@@ -48,28 +48,37 @@ function grpcTimeoutMs(value: string): number | undefined {
  * late answer succeeded, and every protocol must agree.
  */
 export function createDeadlineInterceptor(): Interceptor {
-  return (next) => async (req) => {
+  return (next) => (req) => {
     // connect has parsed the deadline already and aborts the call's signal when it passes; the
-    // header is read too for the answer that comes before that timer could fire.
+    // header is read too for the answer that comes before that timer could fire. A call without
+    // a deadline header has no deadline (connect sets none), so it passes straight through.
     const timeoutMs = timeoutMsOf(req.header);
-    const deadline = timeoutMs === undefined ? Number.POSITIVE_INFINITY : performance.now() + timeoutMs;
-    const passed = () =>
-      performance.now() > deadline ||
-      (req.signal.aborted && ConnectError.from(req.signal.reason).code === Code.DeadlineExceeded);
-    const late = () =>
-      new ConnectError(
-        `the deadline${timeoutMs === undefined ? "" : ` of ${timeoutMs} ms`} passed before the call completed`,
-        Code.DeadlineExceeded,
-      );
-    let res: Awaited<ReturnType<typeof next>>;
-    try {
-      res = await next(req);
-    } catch (error) {
-      // A late failure is as late as a late success.
-      if (passed()) throw late();
-      throw error;
-    }
-    if (passed()) throw late();
-    return res;
+    return timeoutMs === undefined ? next(req) : withinDeadline(next, req, timeoutMs);
   };
+}
+
+async function withinDeadline(
+  next: Parameters<Interceptor>[0],
+  req: Parameters<Parameters<Interceptor>[0]>[0],
+  timeoutMs: number,
+): ReturnType<Parameters<Interceptor>[0]> {
+  const deadline = performance.now() + timeoutMs;
+  const passed = () =>
+    performance.now() > deadline ||
+    (req.signal.aborted && ConnectError.from(req.signal.reason).code === Code.DeadlineExceeded);
+  const late = () =>
+    new ConnectError(
+      `the deadline of ${timeoutMs} ms passed before the call completed`,
+      Code.DeadlineExceeded,
+    );
+  let res: Awaited<ReturnType<typeof next>>;
+  try {
+    res = await next(req);
+  } catch (error) {
+    // A late failure is as late as a late success.
+    if (passed()) throw late();
+    throw error;
+  }
+  if (passed()) throw late();
+  return res;
 }
