@@ -10,7 +10,6 @@ import {
   type UnaryResponse,
 } from "@connectrpc/connect";
 import { createAnswerHeaders } from "./answer-headers.ts";
-import type { LazySignal } from "./lazy-signal.ts";
 
 /** One unary method as the service implements it. */
 export interface UnaryMethodImpl {
@@ -27,8 +26,7 @@ export interface UnaryCall {
   readonly url: string;
   readonly header: Headers;
   readonly contextValues: ContextValues;
-  /** The call's signal, made when an interceptor or the implementation first reads it. */
-  readonly signal: LazySignal;
+  readonly signal: AbortSignal;
   /** The call's deadline as a `performance.now()` time, when it has one. */
   readonly deadline: number | undefined;
 }
@@ -60,9 +58,7 @@ export async function invokeUnary(
     const context: HandlerContext = {
       method: target.method,
       service: req.service,
-      get signal() {
-        return req.signal;
-      },
+      signal: req.signal,
       timeoutMs,
       requestMethod: call.requestMethod,
       requestHeader: req.header,
@@ -90,9 +86,7 @@ export async function invokeUnary(
     method: target.method,
     requestMethod: call.requestMethod,
     url: call.url,
-    get signal() {
-      return call.signal.signal;
-    },
+    signal: call.signal,
     header: call.header,
     contextValues: call.contextValues,
     message: call.message,

@@ -22,7 +22,6 @@ import { clampDeadlineHeaders } from "../rpc/deadline.ts";
 import { type BinaryEncoder, createBinaryEncoder } from "./binary-encoder.ts";
 import { invokeUnary, type UnaryMethodImpl } from "./invoke-unary.ts";
 import { createJsonEncoder, type JsonEncoder } from "./json-encoder.ts";
-import { createLazySignal, type LazySignal } from "./lazy-signal.ts";
 import { createRequestHeaders } from "./request-headers.ts";
 import {
   type Answer,
@@ -208,7 +207,7 @@ export function createLeanUnary(options: LeanUnaryOptions): LeanUnary {
       headers: http.IncomingHttpHeaders;
       remoteAddress: string | undefined;
     },
-    signal: LazySignal,
+    signal: AbortSignal,
   ): Promise<Answer> {
     const { format } = route;
     const layout = {
@@ -283,7 +282,7 @@ export function createLeanUnary(options: LeanUnaryOptions): LeanUnary {
     write: (answer: Answer) => void,
     onGone: (abort: () => void) => void,
   ): void {
-    const signal = createLazySignal();
+    const controller = new AbortController();
     let timer: NodeJS.Timeout | undefined;
     let answered = false;
     const finish = (result: Answer) => {
@@ -294,11 +293,12 @@ export function createLeanUnary(options: LeanUnaryOptions): LeanUnary {
     };
     const start = (body: Uint8Array | ConnectError) => {
       if (route.timeoutMs !== undefined) {
-        const expire = () => signal.abort(new ConnectError("the operation timed out", Code.DeadlineExceeded));
+        const expire = () =>
+          controller.abort(new ConnectError("the operation timed out", Code.DeadlineExceeded));
         if (route.timeoutMs <= 0) expire();
         else timer = setTimeout(expire, route.timeoutMs);
       }
-      answer(route, body, call, signal).then(finish, (error: unknown) =>
+      answer(route, body, call, controller.signal).then(finish, (error: unknown) =>
         // answer() lays out every error itself; this is a last resort so no call hangs.
         finish({
           status: 500,
@@ -308,7 +308,7 @@ export function createLeanUnary(options: LeanUnaryOptions): LeanUnary {
       );
     };
     onGone(() => {
-      if (!answered) signal.abort(new ConnectError("the client went away", Code.Canceled));
+      if (!answered) controller.abort(new ConnectError("the client went away", Code.Canceled));
     });
     if (bodyDone) {
       source.resume();
