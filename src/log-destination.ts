@@ -8,6 +8,11 @@ export interface LogDestinationOptions {
    * dropped, and counted, rather than held until memory runs out.
    */
   readonly maxBufferBytes: number;
+  /**
+   * How long a line may wait for others to share its write. 0 writes once per turn of the event
+   * loop. A batch that reaches BATCH_BYTES goes at once.
+   */
+  readonly flushIntervalMs?: number;
 }
 
 /** A pino destination: `write` takes one line, `flush` and `flushSync` push out what is held. */
@@ -23,38 +28,53 @@ export interface LogDestination {
 
 /** How long to wait before writing again to a descriptor that answered EAGAIN. */
 const RETRY_MS = 5;
+/** A batch this large is written without waiting for the interval. */
+const BATCH_BYTES = 64 * 1024;
 
 /**
- * Log lines written in batches, once per turn of the event loop, off the main thread.
+ * Log lines written in batches, off the main thread.
  *
  * Under load a service writes a line per call. pino's own destination (sonic-boom) appends each
  * line to one growing string and measures that string's byte length on every append, which
  * copies the whole pending batch again and again: at a few thousand calls a second that was the
- * largest source of garbage in the process, several kilobytes per 200-byte line. Here a line is
- * kept as it is; the lines of one loop turn (and those that arrive while a write is under way)
- * are joined once and handed to one asynchronous `fs.write`, so a blocking descriptor (a pipe
- * whose reader is slow) never stalls the event loop. Order is kept: one write at a time.
+ * largest source of garbage in the process, several kilobytes per 200-byte line. And it writes
+ * as soon as the last write is done, so at a steady rate below saturation every call paid a
+ * hand-over to the thread pool and back. Here a line is kept as it is; the lines of a short
+ * interval are joined once and handed to one asynchronous `fs.write`, so a blocking descriptor
+ * (a pipe whose reader is slow) never stalls the event loop. Order is kept: one write at a time.
  */
 export function createLogDestination(options: LogDestinationOptions): LogDestination {
   const { fd, maxBufferBytes } = options;
+  const intervalMs = options.flushIntervalMs ?? 0;
   /** Lines not yet handed to a write, and their size. */
   let pending: string[] = [];
   let pendingBytes = 0;
   /** The batch a write is working on (what is left of it), or undefined when idle. */
   let writing: Buffer | undefined;
-  let scheduled = false;
+  let timer: NodeJS.Timeout | undefined;
+  let immediate: NodeJS.Immediate | undefined;
   let broken = false;
   let dropped = 0;
   let waiting: ((error?: Error) => void)[] = [];
 
-  const schedule = () => {
-    if (scheduled || writing !== undefined) return;
-    scheduled = true;
-    setImmediate(writeNext);
+  /** Arranges for the pending lines to be written: now when `soon`, else after the interval. */
+  const schedule = (soon: boolean) => {
+    if (writing !== undefined || immediate !== undefined) return;
+    if (soon || intervalMs === 0) {
+      clearTimeout(timer);
+      timer = undefined;
+      immediate = setImmediate(writeNext);
+    } else if (timer === undefined) {
+      // Unreferenced: lines waiting here never keep the process alive; exit writes them.
+      timer = setTimeout(writeNext, intervalMs);
+      timer.unref();
+    }
   };
 
   function writeNext(): void {
-    scheduled = false;
+    clearTimeout(timer);
+    timer = undefined;
+    immediate = undefined;
     if (writing !== undefined) return;
     if (pending.length === 0 || broken) {
       settle();
@@ -89,7 +109,10 @@ export function createLogDestination(options: LogDestinationOptions): LogDestina
         return;
       }
       writing = undefined;
-      writeNext();
+      // Lines that came during the write wait their turn like any others, unless a flush waits.
+      if (waiting.length > 0 || pendingBytes >= BATCH_BYTES) writeNext();
+      else if (pending.length > 0) schedule(false);
+      else settle();
     });
   }
 
@@ -115,13 +138,13 @@ export function createLogDestination(options: LogDestinationOptions): LogDestina
       }
       pending.push(line);
       pendingBytes += bytes;
-      schedule();
+      schedule(pendingBytes >= BATCH_BYTES);
     },
     flush(callback) {
       if (callback !== undefined) waiting.push(callback);
       if (writing === undefined) {
         if (pending.length === 0 || broken) settle();
-        else schedule();
+        else schedule(true);
       }
     },
     flushSync() {
