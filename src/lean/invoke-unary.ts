@@ -9,7 +9,6 @@ import {
   type UnaryRequest,
   type UnaryResponse,
 } from "@connectrpc/connect";
-import { createAnswerHeaders } from "./answer-headers.ts";
 
 /** One unary method as the service implements it. */
 export interface UnaryMethodImpl {
@@ -49,8 +48,8 @@ export async function invokeUnary(
   interceptors: readonly Interceptor[],
 ): Promise<UnaryOutcome> {
   const { target } = call;
-  const header = createAnswerHeaders();
-  const trailer = createAnswerHeaders();
+  const header = new Headers();
+  const trailer = new Headers();
   const deadline = call.deadline;
   const timeoutMs =
     deadline === undefined ? () => undefined : () => Math.max(0, Math.round(deadline - performance.now()));
