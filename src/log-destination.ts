@@ -29,7 +29,7 @@ export interface LogDestination {
 /** How long to wait before writing again to a descriptor that answered EAGAIN. */
 const RETRY_MS = 5;
 /** A batch this large is written without waiting for the interval. */
-const BATCH_BYTES = 64 * 1024;
+const BATCH_BYTES = 16 * 1024;
 
 /**
  * Log lines written in batches, off the main thread.

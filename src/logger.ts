@@ -54,7 +54,7 @@ export function createLogger(options: {
 
 const MAX_LOG_BUFFER_BYTES = 8 * 1024 * 1024;
 /** How long a log line may wait for company: short enough that a person tailing logs sees it at once. */
-const LOG_FLUSH_MS = 25;
+const LOG_FLUSH_MS = 5;
 
 /**
  * pino's isoTime, formatted once per millisecond: under load a dozen lines share each
