@@ -140,7 +140,7 @@ function summarize(calls: number, measuredFrom: number): void {
     }
   };
   console.log("by file:");
-  top(byFile, 25);
+  top(byFile, 40);
   console.log("\nby function:");
   top(byFunction, 25);
 }
