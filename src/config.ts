@@ -79,6 +79,8 @@ export interface Config {
   readonly host: string;
   readonly port: number;
   readonly logLevel: LogLevel;
+  /** Log bytes held while stdout does not keep up; lines past it are dropped and counted. */
+  readonly logBufferBytes: number;
   /** Origins allowed to call from a browser; ["*"] allows any. Empty: no CORS headers at all. */
   readonly corsOrigins: readonly string[];
   /** Largest request message accepted, in bytes. */
@@ -106,6 +108,7 @@ export const CONFIG_VARIABLES = {
   HOST: "0.0.0.0",
   PORT: "8080",
   LOG_LEVEL: "info",
+  LOG_BUFFER_BYTES: "8388608",
   CORS_ORIGINS: "",
   MAX_REQUEST_BYTES: "1048576",
   SHUTDOWN_TIMEOUT_MS: "10000",
@@ -178,6 +181,7 @@ export function loadConfig(env: Env = process.env): Config {
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
     problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")} (got "${logLevel}")`);
   }
+  const logBufferBytes = int("LOG_BUFFER_BYTES", 1024, 1024 * 1024 * 1024);
   const corsOrigins = parseOrigins(read("CORS_ORIGINS"), problems);
   const maxRequestBytes = int("MAX_REQUEST_BYTES", 1024, 64 * 1024 * 1024);
   const shutdownTimeoutMs = int("SHUTDOWN_TIMEOUT_MS", 0, 600_000);
@@ -279,6 +283,7 @@ export function loadConfig(env: Env = process.env): Config {
     host,
     port,
     logLevel: logLevel as LogLevel,
+    logBufferBytes,
     corsOrigins,
     maxRequestBytes,
     leanUnary,

@@ -22,12 +22,17 @@ export interface LogDestination {
   flush(callback?: (error?: Error) => void): void;
   /** Writes what is held now, blocking; for the process's last moments (`exit`). */
   flushSync(): void;
-  /** Lines dropped because the buffer was full or the descriptor gone (EPIPE). */
+  /** Lines dropped: the buffer full, the descriptor gone (EPIPE), or not taking writes at exit. */
   readonly dropped: number;
 }
 
 /** How long to wait before writing again to a descriptor that answered EAGAIN. */
 const RETRY_MS = 5;
+/**
+ * A write still unfinished after this long means the descriptor is not being read (a full pipe):
+ * `flushSync` then leaves what it holds, since a blocking write would keep the process from exiting.
+ */
+const STUCK_MS = 1000;
 /** A batch this large is written without waiting for the interval. */
 const BATCH_BYTES = 16 * 1024;
 
@@ -51,6 +56,7 @@ export function createLogDestination(options: LogDestinationOptions): LogDestina
   let pendingBytes = 0;
   /** The batch a write is working on (what is left of it), or undefined when idle. */
   let writing: Buffer | undefined;
+  let writeStartedAt = 0;
   let timer: NodeJS.Timeout | undefined;
   let immediate: NodeJS.Immediate | undefined;
   let broken = false;
@@ -81,6 +87,7 @@ export function createLogDestination(options: LogDestinationOptions): LogDestina
       return;
     }
     writing = Buffer.from(pending.length === 1 ? (pending[0] as string) : pending.join(""), "utf8");
+    writeStartedAt = performance.now();
     pending = [];
     pendingBytes = 0;
     writeChunk();
@@ -149,6 +156,12 @@ export function createLogDestination(options: LogDestinationOptions): LogDestina
     },
     flushSync() {
       if (broken) return;
+      if (writing !== undefined && performance.now() - writeStartedAt > STUCK_MS) {
+        dropped += pending.length;
+        pending = [];
+        pendingBytes = 0;
+        return;
+      }
       // A write already handed to the thread pool finishes there; what is held goes after it.
       let bytes = Buffer.from(pending.join(""), "utf8");
       pending = [];

@@ -11,6 +11,8 @@ export type Logger = pino.Logger;
  */
 export function createLogger(options: {
   level: LogLevel;
+  /** Bytes held while stdout does not keep up (default 8 MB); ignored with `destination`. */
+  bufferBytes?: number;
   /** Where lines go; defaults to stdout. Tests pass a stream to read what was logged. */
   destination?: pino.DestinationStream;
 }): Logger {
@@ -45,7 +47,7 @@ export function createLogger(options: {
   // runs out.
   const destination = createLogDestination({
     fd: 1,
-    maxBufferBytes: MAX_LOG_BUFFER_BYTES,
+    maxBufferBytes: options.bufferBytes ?? MAX_LOG_BUFFER_BYTES,
     flushIntervalMs: LOG_FLUSH_MS,
   });
   process.once("exit", () => destination.flushSync());
@@ -53,6 +55,18 @@ export function createLogger(options: {
 }
 
 const MAX_LOG_BUFFER_BYTES = 8 * 1024 * 1024;
+
+/**
+ * How many lines the logger's destination has dropped so far (its buffer full, or stdout gone),
+ * for a metric: the log cannot report its own losses. Always 0 for destinations that drop nothing
+ * of their own (a test's stream, pretty-printing in a terminal).
+ */
+export function droppedLogLines(logger: Logger): () => number {
+  const stream = (logger as unknown as Record<symbol, unknown>)[pino.symbols.streamSym] as
+    | { dropped?: unknown }
+    | undefined;
+  return () => (typeof stream?.dropped === "number" ? stream.dropped : 0);
+}
 /** How long a log line may wait for company: short enough that a person tailing logs sees it at once. */
 const LOG_FLUSH_MS = 5;
 

@@ -18,7 +18,7 @@ async function main(): Promise<void> {
     }
     throw error;
   }
-  const logger = createLogger({ level: config.logLevel });
+  const logger = createLogger({ level: config.logLevel, bufferBytes: config.logBufferBytes });
   const context = await createAppContext(config, logger).catch((error: unknown) => {
     if (error instanceof ConfigError) {
       process.stderr.write(`${error.message}\n`);

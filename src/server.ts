@@ -12,6 +12,7 @@ import { createMetricsEndpoint } from "./http/metrics-endpoint.ts";
 import { createProbeHandler } from "./http/probes.ts";
 import { answerUnknownRoute } from "./http/unknown-route.ts";
 import { createLeanUnary } from "./lean/lean-unary.ts";
+import { droppedLogLines } from "./logger.ts";
 import { createMetrics } from "./observability/metrics.ts";
 import { createRateLimitedLog } from "./observability/rate-limited-log.ts";
 import { createDocsHandler } from "./rest/docs-handler.ts";
@@ -60,7 +61,10 @@ export function build(context: AppContext, options: BuildOptions = {}): Server {
   const probes = createProbeHandler({
     isReady: async () => !shutdown.signal.aborted && (await readiness.check()),
   });
-  const metrics = createMetrics({ mongoClient: context.mongoClient });
+  const metrics = createMetrics({
+    mongoClient: context.mongoClient,
+    logLinesDropped: droppedLogLines(logger),
+  });
   const metricsEndpoint = createMetricsEndpoint({ registry: metrics.registry });
   const scheduler = config.scheduler.enabled ? createServiceScheduler(context, metrics.registry) : undefined;
   const docs = createDocsHandler();

@@ -72,7 +72,13 @@ export interface Metrics {
  * The registry is the server's own, not prom-client's global default, so several servers in one
  * process (as in tests) never share or double-register series.
  */
-export function createMetrics(options: { mongoClient?: MongoClient | undefined } = {}): Metrics {
+export function createMetrics(
+  options: {
+    mongoClient?: MongoClient | undefined;
+    /** Log lines dropped so far (see droppedLogLines in src/logger.ts). */
+    logLinesDropped?: () => number;
+  } = {},
+): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const rejections = new Counter({
@@ -82,6 +88,13 @@ export function createMetrics(options: { mongoClient?: MongoClient | undefined }
     registers: [registry],
   });
   if (options.mongoClient !== undefined) registerMongoPoolMetrics(options.mongoClient, registry);
+  const logLinesDropped = options.logLinesDropped ?? (() => 0);
+  registerCollected(registry, {
+    name: "log_lines_dropped_total",
+    help: "Log lines dropped because stdout did not keep up (LOG_BUFFER_BYTES held) or was closed.",
+    type: "counter",
+    values: () => [{ labels: {}, value: logLinesDropped() }],
+  });
 
   // A call only bumps plain numbers in its series (made once per procedure, protocol and code);
   // the three metrics below read them when scraped. prom-client's own counters hash a label
