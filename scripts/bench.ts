@@ -19,12 +19,13 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import * as http2 from "node:http2";
-import * as net from "node:net";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { GetTokenPricesRequestSchema } from "../gen/token/v1/token_pb.ts";
 import { type FerretdbServer, startFerretdb } from "../test/support/ferretdb.ts";
+import { freePort, waitForPort } from "../test/support/ports.ts";
+import { npmStartFlags } from "./bench/start-flags.ts";
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -50,10 +51,7 @@ for (const tool of ["wrk", "h2load"]) {
   }
 }
 
-/** The node flags `npm start` runs the service with, so the bench measures what users run. */
-const startFlags = (JSON.parse(readFileSync(join(root, "package.json"), "utf8")).scripts.start as string)
-  .split(/\s+/)
-  .filter((word) => word.startsWith("--"));
+const startFlags = npmStartFlags(root);
 
 const JSON_BODY = "{}";
 const message = toBinary(GetTokenPricesRequestSchema, create(GetTokenPricesRequestSchema, {}));
@@ -400,29 +398,8 @@ async function start(
     stdio: "ignore",
   });
   children.push(child);
-  const deadline = Date.now() + 15_000;
-  while (Date.now() < deadline) {
-    if (await canConnect(port)) return { port, pid: child.pid as number, child };
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${argv.join(" ")} did not start`);
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = net.createServer().listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-function canConnect(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect(port, "127.0.0.1");
-    socket.once("connect", () => resolve(socket.destroy() !== undefined));
-    socket.once("error", () => resolve(false));
-  });
+  await waitForPort(port);
+  return { port, pid: child.pid as number, child };
 }
 
 async function answerOf(target: string): Promise<Buffer> {

@@ -55,6 +55,8 @@ export function createLogger(options: {
 }
 
 const MAX_LOG_BUFFER_BYTES = 8 * 1024 * 1024;
+/** How long a log line may wait for company: short enough that a person tailing logs sees it at once. */
+const LOG_FLUSH_MS = 5;
 
 /**
  * How many lines the logger's destination has dropped so far (its buffer full, or stdout gone),
@@ -67,8 +69,6 @@ export function droppedLogLines(logger: Logger): () => number {
     | undefined;
   return () => (typeof stream?.dropped === "number" ? stream.dropped : 0);
 }
-/** How long a log line may wait for company: short enough that a person tailing logs sees it at once. */
-const LOG_FLUSH_MS = 5;
 
 /**
  * pino's isoTime, formatted once per millisecond: under load a dozen lines share each

@@ -4,21 +4,12 @@
  * instead of blocking on the full pipe.
  */
 import { spawn } from "node:child_process";
-import * as net from "node:net";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
+import { freePort } from "./support/ports.ts";
 
 const MAIN = fileURLToPath(new URL("../src/main.ts", import.meta.url));
 const PRICES = "/token.v1.TokenService/GetTokenPrices";
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = net.createServer().listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 async function until(check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;

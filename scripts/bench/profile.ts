@@ -17,18 +17,17 @@
  */
 import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import * as net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { freePort, waitForPort } from "../../test/support/ports.ts";
+import { npmStartFlags } from "./start-flags.ts";
 
 const kind = process.argv[2] ?? "service";
 const seconds = Number(process.env.BENCH_SECONDS ?? 8);
 const root = new URL("../..", import.meta.url).pathname;
 const work = mkdtempSync(join(tmpdir(), "profile-"));
 const port = await freePort();
-const startFlags = (JSON.parse(readFileSync(join(root, "package.json"), "utf8")).scripts.start as string)
-  .split(/\s+/)
-  .filter((word) => word.startsWith("--"));
+const startFlags = npmStartFlags(root);
 
 const script = join(work, "post.lua");
 writeFileSync(
@@ -163,27 +162,4 @@ async function serviceAnswer(): Promise<Buffer> {
   } finally {
     child.kill("SIGTERM");
   }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, "127.0.0.1", () => {
-      const { port: p } = s.address() as net.AddressInfo;
-      s.close(() => resolve(p));
-    });
-  });
-}
-
-async function waitForPort(p: number): Promise<void> {
-  const deadline = Date.now() + 15_000;
-  while (Date.now() < deadline) {
-    const open = await new Promise<boolean>((resolve) => {
-      const socket = net.connect(p, "127.0.0.1");
-      socket.once("connect", () => resolve(socket.destroy() !== undefined));
-      socket.once("error", () => resolve(false));
-    });
-    if (open) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`nothing listens on port ${p}`);
 }

@@ -9,11 +9,11 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { rmSync } from "node:fs";
 import { mkdtemp, readdir, rm, stat } from "node:fs/promises";
-import { connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { buildGoTool, TOOLS_BIN } from "./go-tool.ts";
+import { accepts, freePort } from "./ports.ts";
 
 export interface FerretdbServer {
   /** `mongodb://127.0.0.1:<port>/` */
@@ -204,37 +204,6 @@ async function launch(binary: string, port: number, dataDir: string): Promise<Ru
     }
     await sleep(50);
   }
-}
-
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: "127.0.0.1", port });
-    socket.setTimeout(1_000);
-    socket.once("connect", () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once("timeout", () => {
-      socket.destroy();
-      resolve(false);
-    });
-    socket.once("error", () => {
-      socket.destroy();
-      resolve(false);
-    });
-  });
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address !== null ? address.port : 0;
-      server.close(() => (port > 0 ? resolve(port) : reject(new Error("could not read a free port"))));
-    });
-  });
 }
 
 function sleep(ms: number): Promise<void> {
