@@ -28,6 +28,9 @@ const root = new URL("../..", import.meta.url).pathname;
 const work = mkdtempSync(join(tmpdir(), "profile-"));
 const port = await freePort();
 const startFlags = npmStartFlags(root);
+// The peers run with the service's heap flags, as in the bench; PEER_DEFAULT_HEAP=1 gives them
+// Node's defaults instead (a young generation several times larger, and several times the RSS).
+const peerFlags = process.env.PEER_DEFAULT_HEAP === "1" ? [] : startFlags;
 
 const script = join(work, "post.lua");
 writeFileSync(
@@ -44,13 +47,13 @@ const grpc = kind === "service-grpc" || kind === "grpcjs";
 if (kind === "service" || kind === "service-grpc") {
   serverArgs = [...startFlags, "src/main.ts"];
 } else if (kind === "grpcjs") {
-  serverArgs = ["--import", exitOnInt, "scripts/bench/baseline-server.ts", "grpcjs", String(port)];
+  serverArgs = [...peerFlags, "--import", exitOnInt, "scripts/bench/baseline-server.ts", "grpcjs", String(port)];
 } else if (kind === "plain") {
-  serverArgs = ["--import", exitOnInt, "scripts/bench/baseline-server.ts", "plain", String(port)];
+  serverArgs = [...peerFlags, "--import", exitOnInt, "scripts/bench/baseline-server.ts", "plain", String(port)];
 } else if (kind === "raw") {
   const answer = join(work, "answer.json");
   writeFileSync(answer, await serviceAnswer());
-  serverArgs = ["--import", exitOnInt, "scripts/bench/baseline-server.ts", "http", String(port), answer];
+  serverArgs = [...peerFlags, "--import", exitOnInt, "scripts/bench/baseline-server.ts", "http", String(port), answer];
 } else {
   console.error("usage: profile.ts service|plain|raw|service-grpc|grpcjs");
   process.exit(2);

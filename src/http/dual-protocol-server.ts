@@ -88,9 +88,9 @@ export function createDualProtocolServer(options: DualProtocolServerOptions): Du
     // of its own; streams the raw handler declines are passed on to it unchanged.
     const compat = h2.listeners("stream") as ((...args: unknown[]) => void)[];
     for (const listener of compat) h2.off("stream", listener);
-    h2.on("stream", (stream, headers, ...rest) => {
+    h2.on("stream", (stream, headers, flags, rawHeaders) => {
       if (streamHandler(stream, headers)) return;
-      for (const listener of compat) listener.call(h2, stream, headers, ...rest);
+      for (const listener of compat) listener.call(h2, stream, headers, flags, rawHeaders);
     });
   }
   const streamDeadlines = createStreamDeadlines({

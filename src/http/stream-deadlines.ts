@@ -16,6 +16,12 @@ export interface StreamDeadlines {
  * streams and bidi) are exempt: their bodies stay open by design.
  *
  * The same sweep resets streams that were answered while their client is still uploading.
+ *
+ * Most requests arrive whole in the read that opens their stream (a unary call's headers and its
+ * one DATA frame), so streams are not watched from the start: those that opened in one turn of
+ * the event loop are looked at together once the turn's I/O is done, and only those still
+ * receiving then are watched until they close. Watching every stream (a map entry and a "close"
+ * listener each) cost about 5 % of gRPC unary throughput, measured side by side.
  */
 export function createStreamDeadlines(options: {
   timeoutMs: number;
@@ -58,23 +64,51 @@ export function createStreamDeadlines(options: {
     }
   }
 
+  /** Streams opened in this turn of the event loop, and their paths, not yet looked at. */
+  const opened: ServerHttp2Stream[] = [];
+  const openedPaths: string[] = [];
+  let openedAt = 0;
+  let admission: NodeJS.Immediate | undefined;
+
+  /** Watches the streams opened in the last turn that are still receiving their request. */
+  function admit(): void {
+    admission = undefined;
+    for (let i = 0; i < opened.length; i++) {
+      const stream = opened[i] as ServerHttp2Stream;
+      // Gone, or its request read to the end: nothing left to time.
+      if (stream.destroyed || stream.readableEnded) continue;
+      const path = openedPaths[i] as string;
+      const query = path.indexOf("?");
+      const streaming = exempt(query < 0 ? path : path.slice(0, query));
+      receiving.set(stream, streaming ? Number.POSITIVE_INFINITY : openedAt);
+      stream.once("close", () => receiving.delete(stream));
+    }
+    opened.length = 0;
+    openedPaths.length = 0;
+    if (receiving.size > 0 && sweep === undefined) {
+      sweep = setInterval(check, Math.min(1_000, timeoutMs));
+      sweep.unref();
+    }
+  }
+
   return {
     track(stream, headers) {
       // A request without a body (GET, or END_STREAM on its headers) has been received whole.
       if (stream.endAfterHeaders) return;
-      const path = headers[":path"] ?? "";
-      const query = path.indexOf("?");
-      const streaming = exempt(query < 0 ? path : path.slice(0, query));
-      receiving.set(stream, streaming ? Number.POSITIVE_INFINITY : performance.now());
-      stream.once("close", () => receiving.delete(stream));
-      if (sweep === undefined) {
-        sweep = setInterval(check, Math.min(1_000, timeoutMs));
-        sweep.unref();
+      if (admission === undefined) {
+        openedAt = performance.now();
+        admission = setImmediate(admit);
       }
+      opened.push(stream);
+      openedPaths.push(headers[":path"] ?? "");
     },
     stop() {
       clearInterval(sweep);
       sweep = undefined;
+      clearImmediate(admission);
+      admission = undefined;
+      opened.length = 0;
+      openedPaths.length = 0;
       receiving.clear();
     },
   };
