@@ -42,18 +42,25 @@ const exitOnInt = join(work, "exit-on-int.mjs");
 writeFileSync(exitOnInt, 'process.on("SIGINT", () => process.exit(0));\n');
 
 const path = "/token.v1.TokenService/GetTokenPrices";
+const peer = (...args: string[]) => [
+  ...peerFlags,
+  "--import",
+  exitOnInt,
+  "scripts/bench/baseline-server.ts",
+  ...args,
+];
 let serverArgs: string[];
 const grpc = kind === "service-grpc" || kind === "grpcjs";
 if (kind === "service" || kind === "service-grpc") {
   serverArgs = [...startFlags, "src/main.ts"];
 } else if (kind === "grpcjs") {
-  serverArgs = [...peerFlags, "--import", exitOnInt, "scripts/bench/baseline-server.ts", "grpcjs", String(port)];
+  serverArgs = peer("grpcjs", String(port));
 } else if (kind === "plain") {
-  serverArgs = [...peerFlags, "--import", exitOnInt, "scripts/bench/baseline-server.ts", "plain", String(port)];
+  serverArgs = peer("plain", String(port));
 } else if (kind === "raw") {
   const answer = join(work, "answer.json");
   writeFileSync(answer, await serviceAnswer());
-  serverArgs = [...peerFlags, "--import", exitOnInt, "scripts/bench/baseline-server.ts", "http", String(port), answer];
+  serverArgs = peer("http", String(port), answer);
 } else {
   console.error("usage: profile.ts service|plain|raw|service-grpc|grpcjs");
   process.exit(2);
