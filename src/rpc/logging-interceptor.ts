@@ -4,6 +4,7 @@ import { codeToString } from "@connectrpc/connect/protocol-connect";
 import { UnavailableError } from "../domain/errors.ts";
 import type { Logger } from "../logger.ts";
 import { createProcedureNames, protocolOf } from "./call-labels.ts";
+import { type CallLineWriter, createCallLineWriter } from "./call-line.ts";
 import type { UnexpectedErrorSink } from "./connect-error-from.ts";
 import { observeCall } from "./observe-call.ts";
 import { keyIdKey } from "./principal.ts";
@@ -26,18 +27,18 @@ export function createLoggingInterceptor(options: { logger: Logger }): Intercept
   // and paid on every call).
   const logger = options.logger.child({}, { redact: [] });
   const procedureOf = createProcedureNames();
-  // One child logger per procedure and protocol (a fixed set), whose two fields pino serializes
-  // once, when the child is made, instead of on every call.
-  const lineLoggers = new WeakMap<DescMethod, Map<string, Logger>>();
-  const lineLoggerOf = (method: DescMethod, protocol: string): Logger => {
-    let byProtocol = lineLoggers.get(method);
+  // One line writer per procedure and protocol (a fixed set), over a child logger whose two
+  // fields pino serializes once, when the child is made, instead of on every call.
+  const lineWriters = new WeakMap<DescMethod, Map<string, CallLineWriter>>();
+  const lineWriterOf = (method: DescMethod, protocol: string): CallLineWriter => {
+    let byProtocol = lineWriters.get(method);
     if (byProtocol === undefined) {
       byProtocol = new Map();
-      lineLoggers.set(method, byProtocol);
+      lineWriters.set(method, byProtocol);
     }
     let line = byProtocol.get(protocol);
     if (line === undefined) {
-      line = logger.child({ procedure: procedureOf(method), protocol });
+      line = createCallLineWriter(logger.child({ procedure: procedureOf(method), protocol }));
       byProtocol.set(protocol, line);
     }
     return line;
@@ -50,15 +51,13 @@ export function createLoggingInterceptor(options: { logger: Logger }): Intercept
       const res = await observeCall(next, req, (code) => {
         const level = levelOf(code);
         if (!logger.isLevelEnabled(level)) return;
-        lineLoggerOf(req.method, protocolOf(req))[level](
-          {
-            code: code === undefined ? "ok" : codeToString(code),
-            duration_ms: Math.round((performance.now() - started) * 1000) / 1000,
-            request_id: requestId,
-            // The API key's id, never the key; absent for calls without one.
-            key_id: req.contextValues.get(keyIdKey) || undefined,
-          },
-          "rpc",
+        lineWriterOf(req.method, protocolOf(req))(
+          level,
+          code === undefined ? "ok" : codeToString(code),
+          Math.round((performance.now() - started) * 1000) / 1000,
+          requestId,
+          // The API key's id, never the key; absent for calls without one.
+          req.contextValues.get(keyIdKey) || undefined,
         );
       });
       res.header.set(REQUEST_ID_HEADER, requestId);
