@@ -52,6 +52,14 @@ for (const tool of ["wrk", "h2load"]) {
 }
 
 const startFlags = npmStartFlags(root);
+/**
+ * The peers run with the service's heap flags: the same runtime, so that a ratio compares the
+ * work of a call. With Node's defaults V8 sizes the young generation from the machine's memory:
+ * under this load grpc-js then reclaimed about 50 MB per young collection (the service, with the
+ * 4 MB semi-spaces that keep it under its RSS goal, about 3 MB), collected a tenth as often, and
+ * grew past 300 MB. One extra row shows grpc-js so, for scale.
+ */
+const peerFlags = startFlags;
 
 const JSON_BODY = "{}";
 const message = toBinary(GetTokenPricesRequestSchema, create(GetTokenPricesRequestSchema, {}));
@@ -105,6 +113,7 @@ try {
   writeFileSync(join(work, "answer.grpc"), await grpcAnswer(url));
   const raw = await start([
     "node",
+    ...peerFlags,
     "scripts/bench/baseline-server.ts",
     "http",
     "PORT",
@@ -112,13 +121,15 @@ try {
   ]);
   const raw2 = await start([
     "node",
+    ...peerFlags,
     "scripts/bench/baseline-server.ts",
     "http2",
     "PORT",
     join(work, "answer.grpc"),
   ]);
-  const plain = await start(["node", "scripts/bench/baseline-server.ts", "plain", "PORT"]);
-  const grpcJs = await start(["node", "scripts/bench/baseline-server.ts", "grpcjs", "PORT"]);
+  const plain = await start(["node", ...peerFlags, "scripts/bench/baseline-server.ts", "plain", "PORT"]);
+  const grpcJs = await start(["node", ...peerFlags, "scripts/bench/baseline-server.ts", "grpcjs", "PORT"]);
+  const grpcJsDefaultHeap = await start(["node", "scripts/bench/baseline-server.ts", "grpcjs", "PORT"]);
   const grpcHeaders = ["-H", "content-type: application/grpc", "-H", "te: trailers"];
   const path = "/token.v1.TokenService/GetTokenPrices";
 
@@ -126,26 +137,37 @@ try {
   const plainUrl = `http://127.0.0.1:${plain.port}/`;
   const raw2Url = `http://127.0.0.1:${raw2.port}${path}`;
   const grpcJsUrl = `http://127.0.0.1:${grpcJs.port}${path}`;
+  const grpcJsDefaultHeapUrl = `http://127.0.0.1:${grpcJsDefaultHeap.port}${path}`;
   const jsonPost = lua("application/json", files.json);
   const peers = {
     raw: wrk(rawUrl, jsonPost),
     plain: wrk(plainUrl, jsonPost),
     raw2: h2load(raw2Url, grpcHeaders, files.grpc),
     grpcJs: h2load(grpcJsUrl, grpcHeaders, files.grpc),
+    grpcJsDefaultHeap: h2load(grpcJsDefaultHeapUrl, grpcHeaders, files.grpc),
   };
   const peerNames = {
     raw: "raw node:http",
     plain: "JSON handler",
     raw2: "raw node:http2",
     grpcJs: "grpc-js",
+    grpcJsDefaultHeap: "grpc-js, Node's default heap",
   } as const;
   rows.push({ scenario: "peer: raw node:http, the service's JSON bytes", rps: await peers.raw.alone() });
   rows.push({ scenario: "peer: node:http JSON handler, same work", rps: await peers.plain.alone() });
   rows.push({ scenario: "peer: raw node:http2, the service's gRPC bytes", rps: await peers.raw2.alone() });
   rows.push({ scenario: "peer: @grpc/grpc-js server, same work", rps: await peers.grpcJs.alone() });
+  rows.push({
+    scenario: "peer: the same grpc-js server with Node's default heap",
+    rps: await peers.grpcJsDefaultHeap.alone(),
+  });
 
   /** The service alone, then paired with each peer for the ratio. */
-  const measure = async (scenario: string, load: Load, against: [keyof typeof peers, number][]) => {
+  const measure = async (
+    scenario: string,
+    load: Load,
+    against: [keyof typeof peers, number | undefined][],
+  ) => {
     const rps = await load.alone();
     for (const [peer, goal] of against) {
       const { ratio, ratios } = await paired(load, peers[peer]);
@@ -170,6 +192,7 @@ try {
   await measure("gRPC (h2c)", h2load(`${url}${path}`, grpcHeaders, files.grpc), [
     ["grpcJs", 1.0],
     ["raw2", 0.5],
+    ["grpcJsDefaultHeap", undefined],
   ]);
   await measure(
     "Connect JSON POST (h2c)",
@@ -196,6 +219,12 @@ try {
   const rssMb = peakRssMb(service.pid);
   notes.push(
     `peak RSS of the service across the runs above: ${rssMb.toFixed(0)} MB (goal < 150 MB: ${rssMb < 150 ? "met" : "MISSED"})`,
+  );
+  const peerRss = (name: string, pid: number) => `${name} ${peakRssMb(pid).toFixed(0)} MB`;
+  notes.push(
+    `peak RSS of the peers (node ${peerFlags.join(" ")}): ${peerRss("raw node:http", raw.pid)}, ` +
+      `${peerRss("JSON handler", plain.pid)}, ${peerRss("raw node:http2", raw2.pid)}, ` +
+      `${peerRss("grpc-js", grpcJs.pid)}; grpc-js with Node's default heap: ${peakRssMb(grpcJsDefaultHeap.pid).toFixed(0)} MB`,
   );
   service.child.kill("SIGTERM");
 
@@ -278,7 +307,12 @@ function print(): void {
   for (const r of rows) {
     const rps = Math.round(r.rps).toLocaleString("en-US");
     if (r.peer === undefined) console.log(`| ${r.scenario} | ${rps} | | | | |`);
-    else {
+    else if (r.goal === undefined) {
+      const spread = r.ratios === undefined ? "" : ` (${r.ratios.map((x) => x.toFixed(2)).join(", ")})`;
+      console.log(
+        `| ${r.scenario} | ${rps} | ${r.peer} | ${(r.ratio ?? 0).toFixed(2)}×${spread} | | for scale |`,
+      );
+    } else {
       const met = (r.ratio ?? 0) >= (r.goal ?? 0) ? "met" : "MISSED";
       const spread = r.ratios === undefined ? "" : ` (${r.ratios.map((x) => x.toFixed(2)).join(", ")})`;
       console.log(
