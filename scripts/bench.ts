@@ -380,6 +380,11 @@ function load(argv: (duration: number) => string[], parse: (out: string) => numb
  * each round's ratio). Both servers are pinned to core 0 and both generators to core 1.
  */
 async function paired(a: Load, b: Load): Promise<{ ratio: number; ratios: number[] }> {
+  // A first round, not counted, loads both at once. Counted, the first round against each peer
+  // stood out (gRPC against grpc-js 1.1 to 1.2 where the rest read 1.0): the peer had idled since
+  // its own run while the service had just been loaded, and a server that has idled starts slower
+  // (likely its young generation, which V8 shrinks while idle, growing back).
+  await Promise.all([output(a.argv(2)), output(b.argv(2))]);
   const ratios: number[] = [];
   for (let i = 0; i < rounds; i++) {
     const [x, y] = await Promise.all([output(a.argv(seconds)), output(b.argv(seconds))]);
