@@ -5,12 +5,14 @@
  * Time the process spends idle, and everything before the measured load, are left out.
  *
  *   node scripts/bench/profile.ts service       the service, as `npm start` runs it
+ *   node scripts/bench/profile.ts service-proto the service over the Connect protocol's binary codec
  *   node scripts/bench/profile.ts plain         the node:http JSON handler doing the same work
  *   node scripts/bench/profile.ts raw           raw node:http answering the service's bytes
  *   node scripts/bench/profile.ts service-grpc  the service over gRPC (h2load instead of wrk)
  *   node scripts/bench/profile.ts grpcjs        the @grpc/grpc-js server doing the same work
  *
- * BENCH_SECONDS (default 8) sets the measured load; LOG_LEVEL is passed to the service.
+ * BENCH_SECONDS (default 8) sets the measured load; LOG_LEVEL is passed to the service. The peers
+ * run with the service's heap flags, as in the bench; PEER_DEFAULT_HEAP=1 runs them on Node's.
  * A system call's row (writev, writeUtf8String) also holds the time the process's other threads
  * (garbage collection, compilers, the thread pool) took the core from the main thread while it
  * was in that call: the profiler samples the main thread by the clock.
@@ -28,14 +30,14 @@ const root = new URL("../..", import.meta.url).pathname;
 const work = mkdtempSync(join(tmpdir(), "profile-"));
 const port = await freePort();
 const startFlags = npmStartFlags(root);
-// The peers run with the service's heap flags, as in the bench; PEER_DEFAULT_HEAP=1 gives them
-// Node's defaults instead (a young generation several times larger, and several times the RSS).
 const peerFlags = process.env.PEER_DEFAULT_HEAP === "1" ? [] : startFlags;
 
+// An empty GetTokenPricesRequest: `{}` in JSON, no bytes at all in binary.
+const [body, contentType] = kind === "service-proto" ? ["", "application/proto"] : ["{}", "application/json"];
 const script = join(work, "post.lua");
 writeFileSync(
   script,
-  'wrk.method = "POST"\nwrk.body = "{}"\nwrk.headers["content-type"] = "application/json"\n',
+  `wrk.method = "POST"\nwrk.body = "${body}"\nwrk.headers["content-type"] = "${contentType}"\n`,
 );
 // The peers have no signal handler; exiting on SIGINT lets --cpu-prof write its profile.
 const exitOnInt = join(work, "exit-on-int.mjs");
@@ -51,7 +53,7 @@ const peer = (...args: string[]) => [
 ];
 let serverArgs: string[];
 const grpc = kind === "service-grpc" || kind === "grpcjs";
-if (kind === "service" || kind === "service-grpc") {
+if (kind === "service" || kind === "service-grpc" || kind === "service-proto") {
   serverArgs = [...startFlags, "src/main.ts"];
 } else if (kind === "grpcjs") {
   serverArgs = peer("grpcjs", String(port));
@@ -62,7 +64,7 @@ if (kind === "service" || kind === "service-grpc") {
   writeFileSync(answer, await serviceAnswer());
   serverArgs = peer("http", String(port), answer);
 } else {
-  console.error("usage: profile.ts service|plain|raw|service-grpc|grpcjs");
+  console.error("usage: profile.ts service|service-proto|plain|raw|service-grpc|grpcjs");
   process.exit(2);
 }
 
