@@ -111,67 +111,84 @@ try {
   // The raw peers answer exactly the bytes the service answers.
   writeFileSync(join(work, "answer.json"), await answerOf(prices));
   writeFileSync(join(work, "answer.grpc"), await grpcAnswer(url));
-  const raw = await start([
-    "node",
-    ...peerFlags,
-    "scripts/bench/baseline-server.ts",
-    "http",
-    "PORT",
-    join(work, "answer.json"),
-  ]);
-  const raw2 = await start([
-    "node",
-    ...peerFlags,
-    "scripts/bench/baseline-server.ts",
-    "http2",
-    "PORT",
-    join(work, "answer.grpc"),
-  ]);
-  const plain = await start(["node", ...peerFlags, "scripts/bench/baseline-server.ts", "plain", "PORT"]);
-  const grpcJs = await start(["node", ...peerFlags, "scripts/bench/baseline-server.ts", "grpcjs", "PORT"]);
-  const grpcJsDefaultHeap = await start(["node", "scripts/bench/baseline-server.ts", "grpcjs", "PORT"]);
   const grpcHeaders = ["-H", "content-type: application/grpc", "-H", "te: trailers"];
   const path = "/token.v1.TokenService/GetTokenPrices";
-
-  const rawUrl = `http://127.0.0.1:${raw.port}/`;
-  const plainUrl = `http://127.0.0.1:${plain.port}/`;
-  const raw2Url = `http://127.0.0.1:${raw2.port}${path}`;
-  const grpcJsUrl = `http://127.0.0.1:${grpcJs.port}${path}`;
-  const grpcJsDefaultHeapUrl = `http://127.0.0.1:${grpcJsDefaultHeap.port}${path}`;
   const jsonPost = lua("application/json", files.json);
+  const baseline = (...args: string[]) => ["node", ...peerFlags, "scripts/bench/baseline-server.ts", ...args];
   const peers = {
-    raw: wrk(rawUrl, jsonPost),
-    plain: wrk(plainUrl, jsonPost),
-    raw2: h2load(raw2Url, grpcHeaders, files.grpc),
-    grpcJs: h2load(grpcJsUrl, grpcHeaders, files.grpc),
-    grpcJsDefaultHeap: h2load(grpcJsDefaultHeapUrl, grpcHeaders, files.grpc),
+    raw: {
+      name: "raw node:http",
+      argv: baseline("http", "PORT", join(work, "answer.json")),
+      load: (port: number) => wrk(`http://127.0.0.1:${port}/`, jsonPost),
+    },
+    plain: {
+      name: "JSON handler",
+      argv: baseline("plain", "PORT"),
+      load: (port: number) => wrk(`http://127.0.0.1:${port}/`, jsonPost),
+    },
+    raw2: {
+      name: "raw node:http2",
+      argv: baseline("http2", "PORT", join(work, "answer.grpc")),
+      load: (port: number) => h2load(`http://127.0.0.1:${port}${path}`, grpcHeaders, files.grpc),
+    },
+    grpcJs: {
+      name: "grpc-js",
+      argv: baseline("grpcjs", "PORT"),
+      load: (port: number) => h2load(`http://127.0.0.1:${port}${path}`, grpcHeaders, files.grpc),
+    },
+    grpcJsDefaultHeap: {
+      name: "grpc-js, Node's default heap",
+      argv: ["node", "scripts/bench/baseline-server.ts", "grpcjs", "PORT"],
+      load: (port: number) => h2load(`http://127.0.0.1:${port}${path}`, grpcHeaders, files.grpc),
+    },
   };
-  const peerNames = {
-    raw: "raw node:http",
-    plain: "JSON handler",
-    raw2: "raw node:http2",
-    grpcJs: "grpc-js",
-    grpcJsDefaultHeap: "grpc-js, Node's default heap",
-  } as const;
-  rows.push({ scenario: "peer: raw node:http, the service's JSON bytes", rps: await peers.raw.alone() });
-  rows.push({ scenario: "peer: node:http JSON handler, same work", rps: await peers.plain.alone() });
-  rows.push({ scenario: "peer: raw node:http2, the service's gRPC bytes", rps: await peers.raw2.alone() });
-  rows.push({ scenario: "peer: @grpc/grpc-js server, same work", rps: await peers.grpcJs.alone() });
+  type PeerName = keyof typeof peers;
+  const peerRss = new Map<PeerName, number>();
+  /**
+   * Runs `use` against a peer started for it, and stops the peer afterwards. Every measurement
+   * gets a fresh peer, warmed up first: a peer left idle for minutes while the service was loaded
+   * (as when all peers started at the beginning) served about 10 % less for the next half minute
+   * and more, which flattered the service.
+   */
+  const withPeer = async <T>(peer: PeerName, use: (load: Load, port: number) => Promise<T>): Promise<T> => {
+    const server = await start(peers[peer].argv);
+    try {
+      const load = peers[peer].load(server.port);
+      await load.alone(3);
+      const result = await use(load, server.port);
+      peerRss.set(peer, Math.max(peerRss.get(peer) ?? 0, peakRssMb(server.pid)));
+      return result;
+    } finally {
+      server.child.kill("SIGTERM");
+    }
+  };
+  rows.push({
+    scenario: "peer: raw node:http, the service's JSON bytes",
+    rps: await withPeer("raw", (load) => load.alone()),
+  });
+  rows.push({
+    scenario: "peer: node:http JSON handler, same work",
+    rps: await withPeer("plain", (load) => load.alone()),
+  });
+  rows.push({
+    scenario: "peer: raw node:http2, the service's gRPC bytes",
+    rps: await withPeer("raw2", (load) => load.alone()),
+  });
+  rows.push({
+    scenario: "peer: @grpc/grpc-js server, same work",
+    rps: await withPeer("grpcJs", (load) => load.alone()),
+  });
   rows.push({
     scenario: "peer: the same grpc-js server with Node's default heap",
-    rps: await peers.grpcJsDefaultHeap.alone(),
+    rps: await withPeer("grpcJsDefaultHeap", (load) => load.alone()),
   });
 
   /** The service alone, then paired with each peer for the ratio. */
-  const measure = async (
-    scenario: string,
-    load: Load,
-    against: [keyof typeof peers, number | undefined][],
-  ) => {
+  const measure = async (scenario: string, load: Load, against: [PeerName, number | undefined][]) => {
     const rps = await load.alone();
     for (const [peer, goal] of against) {
-      const { ratio, ratios } = await paired(load, peers[peer]);
-      rows.push({ scenario, rps, peer: peerNames[peer], ratio, ratios, goal });
+      const { ratio, ratios } = await withPeer(peer, (peerLoad) => paired(load, peerLoad));
+      rows.push({ scenario, rps, peer: peers[peer].name, ratio, ratios, goal });
     }
     return rps;
   };
@@ -209,7 +226,7 @@ try {
     return fixedRate(port, p, half, seconds);
   };
   const serviceLatency = latency(service.port, path);
-  const plainLatency = latency(plain.port, "/");
+  const plainLatency = await withPeer("plain", async (_load, port) => latency(port, "/"));
   notes.push(
     `latency of Connect JSON POST at ${half} req/s (half the highest), open loop over 32 connections: ` +
       `p50 ${serviceLatency.p50.toFixed(2)} ms, p99 ${serviceLatency.p99.toFixed(2)} ms ` +
@@ -220,11 +237,10 @@ try {
   notes.push(
     `peak RSS of the service across the runs above: ${rssMb.toFixed(0)} MB (goal < 150 MB: ${rssMb < 150 ? "met" : "MISSED"})`,
   );
-  const peerRss = (name: string, pid: number) => `${name} ${peakRssMb(pid).toFixed(0)} MB`;
+  const peerRssText = ([peer, mb]: [PeerName, number]) => `${peers[peer].name} ${mb.toFixed(0)} MB`;
   notes.push(
-    `peak RSS of the peers (node ${peerFlags.join(" ")}): ${peerRss("raw node:http", raw.pid)}, ` +
-      `${peerRss("JSON handler", plain.pid)}, ${peerRss("raw node:http2", raw2.pid)}, ` +
-      `${peerRss("grpc-js", grpcJs.pid)}; grpc-js with Node's default heap: ${peakRssMb(grpcJsDefaultHeap.pid).toFixed(0)} MB`,
+    `peak RSS of the peers (node ${peerFlags.join(" ")}, Node's defaults where named): ` +
+      [...peerRss].map(peerRssText).join(", "),
   );
   service.child.kill("SIGTERM");
 
@@ -380,10 +396,8 @@ function load(argv: (duration: number) => string[], parse: (out: string) => numb
  * each round's ratio). Both servers are pinned to core 0 and both generators to core 1.
  */
 async function paired(a: Load, b: Load): Promise<{ ratio: number; ratios: number[] }> {
-  // A first round, not counted, loads both at once. Counted, the first round against each peer
-  // stood out (gRPC against grpc-js 1.1 to 1.2 where the rest read 1.0): the peer had idled since
-  // its own run while the service had just been loaded, and a server that has idled starts slower
-  // (likely its young generation, which V8 shrinks while idle, growing back).
+  // A first round, not counted, loads both at once, so that neither starts the measured rounds
+  // from a different state (before, the first round against each peer always stood out).
   await Promise.all([output(a.argv(2)), output(b.argv(2))]);
   const ratios: number[] = [];
   for (let i = 0; i < rounds; i++) {
