@@ -118,26 +118,31 @@ try {
   const peers = {
     raw: {
       name: "raw node:http",
+      alone: "raw node:http, the service's JSON bytes",
       argv: baseline("http", "PORT", join(work, "answer.json")),
       load: (port: number) => wrk(`http://127.0.0.1:${port}/`, jsonPost),
     },
     plain: {
       name: "JSON handler",
+      alone: "node:http JSON handler, same work",
       argv: baseline("plain", "PORT"),
       load: (port: number) => wrk(`http://127.0.0.1:${port}/`, jsonPost),
     },
     raw2: {
       name: "raw node:http2",
+      alone: "raw node:http2, the service's gRPC bytes",
       argv: baseline("http2", "PORT", join(work, "answer.grpc")),
       load: (port: number) => h2load(`http://127.0.0.1:${port}${path}`, grpcHeaders, files.grpc),
     },
     grpcJs: {
       name: "grpc-js",
+      alone: "@grpc/grpc-js server, same work",
       argv: baseline("grpcjs", "PORT"),
       load: (port: number) => h2load(`http://127.0.0.1:${port}${path}`, grpcHeaders, files.grpc),
     },
     grpcJsDefaultHeap: {
       name: "grpc-js, Node's default heap",
+      alone: "the same grpc-js server with Node's default heap",
       argv: ["node", "scripts/bench/baseline-server.ts", "grpcjs", "PORT"],
       load: (port: number) => h2load(`http://127.0.0.1:${port}${path}`, grpcHeaders, files.grpc),
     },
@@ -162,26 +167,9 @@ try {
       server.child.kill("SIGTERM");
     }
   };
-  rows.push({
-    scenario: "peer: raw node:http, the service's JSON bytes",
-    rps: await withPeer("raw", (load) => load.alone()),
-  });
-  rows.push({
-    scenario: "peer: node:http JSON handler, same work",
-    rps: await withPeer("plain", (load) => load.alone()),
-  });
-  rows.push({
-    scenario: "peer: raw node:http2, the service's gRPC bytes",
-    rps: await withPeer("raw2", (load) => load.alone()),
-  });
-  rows.push({
-    scenario: "peer: @grpc/grpc-js server, same work",
-    rps: await withPeer("grpcJs", (load) => load.alone()),
-  });
-  rows.push({
-    scenario: "peer: the same grpc-js server with Node's default heap",
-    rps: await withPeer("grpcJsDefaultHeap", (load) => load.alone()),
-  });
+  for (const peer of Object.keys(peers) as PeerName[]) {
+    rows.push({ scenario: `peer: ${peers[peer].alone}`, rps: await withPeer(peer, (load) => load.alone()) });
+  }
 
   /** The service alone, then paired with each peer for the ratio. */
   const measure = async (scenario: string, load: Load, against: [PeerName, number | undefined][]) => {
