@@ -64,10 +64,13 @@ const LOG_FLUSH_MS = 5;
  * of their own (a test's stream, pretty-printing in a terminal).
  */
 export function droppedLogLines(logger: Logger): () => number {
-  const stream = (logger as unknown as Record<symbol, unknown>)[pino.symbols.streamSym] as
-    | { dropped?: unknown }
-    | undefined;
+  const stream = destinationOf(logger) as { dropped?: unknown } | undefined;
   return () => (typeof stream?.dropped === "number" ? stream.dropped : 0);
+}
+
+/** The stream a logger (or any of its children) writes its lines to, through pino's public symbol. */
+export function destinationOf(logger: Logger): unknown {
+  return (logger as unknown as Record<symbol, unknown>)[pino.symbols.streamSym];
 }
 
 /**

@@ -161,13 +161,14 @@ export function build(context: AppContext, options: BuildOptions = {}): Server {
   const dual = createDualProtocolServer({
     handler(req, res) {
       if (cors(req, res)) return;
-      clampDeadlineHeaders(req.headers);
+      // The lean path clamps the deadline of the calls it takes itself.
       if (
         config.leanUnary &&
         req.httpVersionMajor === 1 &&
         lean.http1(req as http.IncomingMessage, res as http.ServerResponse)
       )
         return;
+      clampDeadlineHeaders(req.headers);
       drainUnreadBody(req);
       connect(req, res);
     },

@@ -1,5 +1,5 @@
 import { pino } from "pino";
-import type { Logger } from "../logger.ts";
+import { destinationOf, type Logger } from "../logger.ts";
 
 export type CallLineLevel = "info" | "warn" | "error";
 
@@ -37,7 +37,9 @@ export function createCallLineWriter(logger: Logger): CallLineWriter {
     const symbol = symbols[name];
     return symbol === undefined ? undefined : own[symbol];
   };
-  const stream = at("streamSym") as ({ write(line: string): void } & Record<symbol, unknown>) | undefined;
+  const stream = destinationOf(logger) as
+    | ({ write(line: string): void } & Record<symbol, unknown>)
+    | undefined;
   const levelPrefixes = at("lsCacheSym") as Record<number, string> | undefined;
   const time = at("timeSym");
   const bindings = at("chindingsSym");
