@@ -6,6 +6,7 @@ import { createMemoryAgentStore } from "./agent/memory-agent-store.ts";
 import type { ApiKeyStore } from "./auth/api-key-store.ts";
 import { type ApiKeys, createApiKeys } from "./auth/api-keys.ts";
 import { createMemoryApiKeyStore } from "./auth/memory-api-key-store.ts";
+import type { Chain } from "./chain/chain.ts";
 import { type Config, ConfigError, type MongoConfig, redactUri } from "./config.ts";
 import type { Logger } from "./logger.ts";
 import type { Executor } from "./scheduler/executor.ts";
@@ -13,9 +14,11 @@ import { createMemoryRunStore } from "./scheduler/memory-run-store.ts";
 import type { RunStore } from "./scheduler/run-store.ts";
 import { createScheduleClock, type ScheduleClock } from "./scheduler/schedule-clock.ts";
 import { createSimulatedExecutor } from "./scheduler/simulated-executor.ts";
-import { createCatalogTokenSource } from "./token/catalog-token-source.ts";
+import type { Catalog } from "./token/catalog.ts";
+import { createCatalogPriceSource } from "./token/catalog-price-source.ts";
+import { createChainTokenSource } from "./token/chain-token-source.ts";
 import { createTokenQueries, type TokenQueries } from "./token/token-queries.ts";
-import type { TokenSource } from "./token/token-source.ts";
+import type { PriceSource, TokenSource } from "./token/token-source.ts";
 
 /**
  * Everything the service needs at run time, built once from the configuration. It owns the
@@ -24,7 +27,14 @@ import type { TokenSource } from "./token/token-source.ts";
 export interface AppContext {
   readonly config: Config;
   readonly logger: Logger;
+  /** The token list: symbols, names, decimals, logos and tags of the tokens the service knows. */
+  readonly catalog: Catalog;
+  /** The chain token data is read from (a cluster, or the embedded local chain). */
+  readonly chain: Chain;
+  /** Metadata and transactions, from the chain. */
   readonly tokenSource: TokenSource;
+  /** Prices, from the catalog's snapshot. */
+  readonly prices: PriceSource;
   readonly tokens: TokenQueries;
   readonly agentStore: AgentStore;
   readonly agents: AgentCommands;
@@ -42,11 +52,16 @@ export interface AppContext {
   readonly mongoClient: MongoClient | undefined;
   /** True when every dependency can serve (readiness). Never throws. */
   isReady(): Promise<boolean>;
+  /** True when the agent store answers. Never throws. */
+  isStoreReady(): Promise<boolean>;
+  /** True when the chain answers and is healthy. Never throws. */
+  isChainReady(): Promise<boolean>;
   destroy(): Promise<void>;
 }
 
 export interface AppContextOverrides {
   readonly tokenSource?: TokenSource;
+  readonly prices?: PriceSource;
   readonly agentStore?: AgentStore;
   readonly runStore?: RunStore;
   readonly executor?: Executor;
@@ -54,12 +69,21 @@ export interface AppContextOverrides {
   readonly now?: () => Date;
 }
 
+/**
+ * The context on a chain that is already up (see service.ts, which makes it): the token sources,
+ * the stores and the executor.
+ */
 export async function createAppContext(
   config: Config,
   logger: Logger,
+  parts: { readonly chain: Chain; readonly catalog: Catalog },
   overrides: AppContextOverrides = {},
 ): Promise<AppContext> {
-  const tokenSource = overrides.tokenSource ?? createCatalogTokenSource();
+  const { chain, catalog } = parts;
+  const tokenSource =
+    overrides.tokenSource ??
+    createChainTokenSource({ chain, catalog, concurrency: TRANSACTION_READS_AT_ONCE });
+  const prices = overrides.prices ?? createCatalogPriceSource({ catalog });
   let store: AgentStore;
   let runStore: RunStore | undefined = overrides.runStore;
   let storeKind: AppContext["storeKind"] = "memory";
@@ -119,30 +143,41 @@ export async function createAppContext(
   const executor =
     overrides.executor ??
     createSimulatedExecutor({
-      tokens: tokenSource,
+      tokens: prices,
       faults: {
         failureRate: config.scheduler.simulatedFailureRate,
         hangRate: config.scheduler.simulatedHangRate,
         latencyMs: config.scheduler.simulatedLatencyMs,
       },
     });
-  const tokens = createTokenQueries({ source: tokenSource });
+  const tokens = createTokenQueries({ prices, source: tokenSource });
+  const decimals = new Map(catalog.tokens.map((t) => [t.symbol, t.decimals]));
   const agents = createAgentCommands({
     store,
     runs,
     clock: scheduleClock,
-    lookupSymbol: (symbol) => tokenSource.canonicalSymbol(symbol),
-    async lookupDecimals(symbol) {
-      const entry = (await tokenSource.listPrices()).find((p) => p.symbol === symbol);
-      return entry === undefined ? undefined : (await tokenSource.getMetadata(entry.mint))?.decimals;
-    },
+    lookupSymbol: (symbol) => prices.canonicalSymbol(symbol),
+    // The token list's decimals are the mints' real ones, so creating an agent needs no chain call.
+    lookupDecimals: async (symbol) => decimals.get(symbol),
     newId: newAgentId,
     ...(overrides.now === undefined ? {} : { now: overrides.now }),
   });
+  const isStoreReady = async () => {
+    try {
+      await store.ping();
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const isChainReady = () => chain.isHealthy(AbortSignal.timeout(config.solana.timeoutMs));
   return {
     config,
     logger,
+    catalog,
+    chain,
     tokenSource,
+    prices,
     tokens,
     agentStore: store,
     agents,
@@ -153,19 +188,20 @@ export async function createAppContext(
     storeKind,
     mongoClient,
     async isReady() {
-      try {
-        await store.ping();
-        return true;
-      } catch {
-        return false;
-      }
+      const [storeReady, chainReady] = await Promise.all([isStoreReady(), isChainReady()]);
+      return storeReady && chainReady;
     },
+    isStoreReady,
+    isChainReady,
     async destroy() {
       await runs.close();
       await store.close();
     },
   };
 }
+
+/** Transactions of one GetTokenTransactions page read from the chain at once. */
+const TRANSACTION_READS_AT_ONCE = 8;
 
 /** The MongoDB store's options from the configuration, for the server and the keys command alike. */
 export function mongoStoreOptions(mongo: MongoConfig) {

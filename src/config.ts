@@ -75,6 +75,40 @@ export interface AuthConfig {
   readonly anonymous: RateLimitConfig;
 }
 
+/** Which chain the token data comes from, and how its JSON-RPC is called. */
+export interface SolanaConfig {
+  /** SOLANA_RPC_URL: a cluster's JSON-RPC endpoint; undefined runs the embedded local chain. */
+  readonly rpcUrl: string | undefined;
+  /** Commitment of every read: processed, confirmed or finalized. */
+  readonly commitment: SolanaCommitment;
+  /** Bound on one JSON-RPC request (one attempt), in milliseconds. */
+  readonly timeoutMs: number;
+  /** JSON-RPC requests in flight at once; more wait, up to `maxQueued`, then fail fast. */
+  readonly maxConcurrency: number;
+  readonly maxQueued: number;
+  /** Retries of a request the cluster refused for now (429, 5xx, connection lost), with backoff. */
+  readonly maxRetries: number;
+  readonly retryBaseMs: number;
+  /** Longest a request waits on a 429's Retry-After; a longer wait fails at once as unavailable. */
+  readonly maxRetryWaitMs: number;
+  /** Largest JSON-RPC answer read, in bytes; a larger one is refused as a bad answer. */
+  readonly maxResponseBytes: number;
+  /** The embedded local chain (used when `rpcUrl` is undefined, and by `npm run local-chain`). */
+  readonly local: LocalChainConfig;
+}
+
+export const SOLANA_COMMITMENTS = ["processed", "confirmed", "finalized"] as const;
+export type SolanaCommitment = (typeof SOLANA_COMMITMENTS)[number];
+
+export interface LocalChainConfig {
+  /** Port of its JSON-RPC on 127.0.0.1 (0: any free port). */
+  readonly port: number;
+  /** File its state is kept in across restarts; undefined: a fresh chain on every start. */
+  readonly statePath: string | undefined;
+  /** Length of a slot in milliseconds (Solana's target is 400). */
+  readonly slotMs: number;
+}
+
 export interface Config {
   readonly host: string;
   readonly port: number;
@@ -97,6 +131,7 @@ export interface Config {
   readonly auth: AuthConfig;
   /** Undefined: agents live in the in-process store (not persisted). */
   readonly mongo: MongoConfig | undefined;
+  readonly solana: SolanaConfig;
 }
 
 export class ConfigError extends Error {
@@ -148,6 +183,18 @@ export const CONFIG_VARIABLES = {
   MONGODB_CONNECT_TIMEOUT_MS: "2000",
   MONGODB_SOCKET_TIMEOUT_MS: "5000",
   MONGODB_OPERATION_TIMEOUT_MS: "5000",
+  SOLANA_RPC_URL: "",
+  SOLANA_COMMITMENT: "confirmed",
+  SOLANA_RPC_TIMEOUT_MS: "3000",
+  SOLANA_RPC_MAX_CONCURRENCY: "16",
+  SOLANA_RPC_MAX_QUEUED: "256",
+  SOLANA_RPC_MAX_RETRIES: "2",
+  SOLANA_RPC_RETRY_BASE_MS: "100",
+  SOLANA_RPC_MAX_RETRY_WAIT_MS: "2000",
+  SOLANA_RPC_MAX_RESPONSE_BYTES: "8388608",
+  LOCAL_SOLANA_RPC_PORT: "8899",
+  LOCAL_SOLANA_STATE: "",
+  LOCAL_SOLANA_SLOT_MS: "400",
 } as const;
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -276,6 +323,8 @@ export function loadConfig(env: Env = process.env): Config {
     anonymous: bucket("ANONYMOUS"),
   };
 
+  const solana = readSolana(read, int, problems);
+
   if (problems.length > 0) {
     throw new ConfigError(`invalid configuration: ${problems.join("; ")}`);
   }
@@ -292,7 +341,61 @@ export function loadConfig(env: Env = process.env): Config {
     scheduler,
     auth,
     mongo,
+    solana,
   };
+}
+
+type Read = (name: keyof typeof CONFIG_VARIABLES) => string;
+type Int = (name: keyof typeof CONFIG_VARIABLES, min: number, max: number) => number;
+
+function readSolana(read: Read, int: Int, problems: string[]): SolanaConfig {
+  const url = read("SOLANA_RPC_URL");
+  if (url !== "" && !isHttpUrl(url)) {
+    // Not echoed: providers put their API key in the URL.
+    problems.push("SOLANA_RPC_URL must be an http:// or https:// URL");
+  }
+  const commitment = read("SOLANA_COMMITMENT").toLowerCase();
+  if (!(SOLANA_COMMITMENTS as readonly string[]).includes(commitment)) {
+    problems.push(`SOLANA_COMMITMENT must be one of ${SOLANA_COMMITMENTS.join(", ")} (got "${commitment}")`);
+  }
+  const statePath = read("LOCAL_SOLANA_STATE");
+  return {
+    rpcUrl: url === "" ? undefined : url,
+    commitment: commitment as SolanaCommitment,
+    timeoutMs: int("SOLANA_RPC_TIMEOUT_MS", 10, 600_000),
+    maxConcurrency: int("SOLANA_RPC_MAX_CONCURRENCY", 1, 1000),
+    maxQueued: int("SOLANA_RPC_MAX_QUEUED", 0, 100_000),
+    maxRetries: int("SOLANA_RPC_MAX_RETRIES", 0, 10),
+    retryBaseMs: int("SOLANA_RPC_RETRY_BASE_MS", 0, 60_000),
+    maxRetryWaitMs: int("SOLANA_RPC_MAX_RETRY_WAIT_MS", 0, 600_000),
+    maxResponseBytes: int("SOLANA_RPC_MAX_RESPONSE_BYTES", 1024, 1024 * 1024 * 1024),
+    local: {
+      port: int("LOCAL_SOLANA_RPC_PORT", 0, 65535),
+      statePath: statePath === "" ? undefined : statePath,
+      slotMs: int("LOCAL_SOLANA_SLOT_MS", 1, 60_000),
+    },
+  };
+}
+
+function isHttpUrl(text: string): boolean {
+  try {
+    const url = new URL(text);
+    return (url.protocol === "http:" || url.protocol === "https:") && url.hostname !== "";
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A Solana RPC URL as logs may show it: scheme, host and port only. Providers carry their key in
+ * the path (Triton), the query (Helius) or the user info, so nothing else is shown.
+ */
+export function redactRpcUrl(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return "(invalid URL)";
+  }
 }
 
 function parseOrigins(text: string, problems: string[]): string[] {

@@ -1,11 +1,11 @@
-import { createAppContext } from "./app-context.ts";
 import { ConfigError, loadConfig } from "./config.ts";
 import { createLogger } from "./logger.ts";
-import { build } from "./server.ts";
+import { createService, LocalChainPortInUseError } from "./service.ts";
 
 /**
- * Entry point: configuration from the environment, then the context, then the server. SIGTERM or
- * SIGINT stops accepting, lets calls in flight finish (bounded by SHUTDOWN_TIMEOUT_MS) and exits 0.
+ * Entry point: configuration from the environment, then the service (chain, context, scheduler,
+ * server; see service.ts). SIGTERM or SIGINT stops accepting, lets calls and runs in flight finish
+ * (bounded by SHUTDOWN_TIMEOUT_MS), saves the local chain's state and exits 0.
  */
 async function main(): Promise<void> {
   let config: ReturnType<typeof loadConfig>;
@@ -19,28 +19,39 @@ async function main(): Promise<void> {
     throw error;
   }
   const logger = createLogger({ level: config.logLevel, bufferBytes: config.logBufferBytes });
-  const context = await createAppContext(config, logger).catch((error: unknown) => {
+  const service = await createService(config, logger).catch((error: unknown) => {
     if (error instanceof ConfigError) {
       process.stderr.write(`${error.message}\n`);
       process.exit(2);
     }
+    if (error instanceof LocalChainPortInUseError) {
+      logger.fatal(error.message);
+      logger.flush();
+      process.exit(1);
+    }
     throw error;
   });
-  const server = build(context);
-  let address: Awaited<ReturnType<typeof server.listen>>;
+  let address: Awaited<ReturnType<typeof service.listen>>;
   try {
-    address = await server.listen();
+    address = await service.listen();
   } catch (error) {
     // EADDRINUSE and friends: one clear line, not a stack trace.
     logger.fatal(
       { err: error, host: config.host, port: config.port },
       `cannot listen on ${config.host}:${config.port}`,
     );
-    await context.destroy();
+    await service.close();
     process.exit(1);
   }
   logger.info(
-    { host: address.address, port: address.port, store: context.storeKind },
+    {
+      host: address.address,
+      port: address.port,
+      store: service.context.storeKind,
+      chain: config.solana.rpcUrl === undefined ? "local" : "cluster",
+      // Milliseconds since the process started: what a rollout waits for.
+      ready_ms: Math.round(performance.now()),
+    },
     `serving gRPC, gRPC-Web and Connect on port ${address.port}`,
   );
 
@@ -49,8 +60,7 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, "shutting down: finishing calls in flight");
-    await server.close();
-    await context.destroy();
+    await service.close();
     logger.info("stopped");
     logger.flush();
     process.exit(0);

@@ -1,8 +1,9 @@
 import type * as http from "node:http";
 import type { AddressInfo, Server as NetServer } from "node:net";
-import type { Registry } from "@bufbuild/protobuf";
+import type { Registry as MessageRegistry } from "@bufbuild/protobuf";
 import { type ConnectRouter, createServiceImplSpec, type ServiceImplSpec } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
+import type { Registry as PrometheusRegistry } from "prom-client";
 import type { AppContext } from "./app-context.ts";
 import { createRateLimiter } from "./auth/rate-limiter.ts";
 import { createCorsHandler } from "./http/cors.ts";
@@ -25,7 +26,6 @@ import { withDecodeErrorsAsInvalidArgument } from "./rpc/decode-errors.ts";
 import { createLoggingInterceptor, createUnexpectedErrorLogger } from "./rpc/logging-interceptor.ts";
 import { createReadinessPoller } from "./rpc/readiness-poller.ts";
 import { createRoutes } from "./rpc/routes.ts";
-import { createServiceScheduler } from "./scheduler/service-scheduler.ts";
 
 export interface Server {
   /** The listening socket (connection events, addresses); `listen` starts it. */
@@ -42,7 +42,12 @@ export interface BuildOptions {
    * fallback): the Connect conformance suite's service in test/conformance/. `registry` names the
    * messages their google.protobuf.Any fields carry, which the JSON codec must know.
    */
-  readonly extraServices?: { readonly routes: (router: ConnectRouter) => void; readonly registry?: Registry };
+  readonly extraServices?: {
+    readonly routes: (router: ConnectRouter) => void;
+    readonly registry?: MessageRegistry;
+  };
+  /** The Prometheus registry /metrics serves; the process's other parts (the chain) count there too. */
+  readonly metricsRegistry?: PrometheusRegistry;
 }
 
 /**
@@ -54,21 +59,23 @@ export interface BuildOptions {
 export function build(context: AppContext, options: BuildOptions = {}): Server {
   const { config, logger } = context;
   const shutdown = new AbortController();
-  // One database ping answers every readiness question asked while it runs (/readyz, health
-  // checks), so probes cannot pile pings onto a database that is slow to answer.
-  const readiness = createReadinessPoller({ isReady: () => context.isReady(), intervalMs: 1000 });
+  // One probe per dependency answers every readiness question asked while it runs (/readyz,
+  // health checks), so probes cannot pile requests onto a dependency that is slow to answer.
+  const store = createReadinessPoller({ isReady: () => context.isStoreReady(), intervalMs: 1000 });
+  const chain = createReadinessPoller({ isReady: () => context.isChainReady(), intervalMs: 1000 });
   const cors = createCorsHandler({ origins: config.corsOrigins });
   const probes = createProbeHandler({
-    isReady: async () => !shutdown.signal.aborted && (await readiness.check()),
+    isReady: async () =>
+      !shutdown.signal.aborted && (await Promise.all([store.check(), chain.check()])).every(Boolean),
   });
   const metrics = createMetrics({
     mongoClient: context.mongoClient,
     logLinesDropped: droppedLogLines(logger),
+    ...(options.metricsRegistry === undefined ? {} : { registry: options.metricsRegistry }),
   });
   const metricsEndpoint = createMetricsEndpoint({ registry: metrics.registry });
-  const scheduler = config.scheduler.enabled ? createServiceScheduler(context, metrics.registry) : undefined;
   const docs = createDocsHandler();
-  const routes = createRoutes(context, { shutdownSignal: shutdown.signal, isReady: readiness.check });
+  const routes = createRoutes(context, { shutdownSignal: shutdown.signal, chain, store });
   // Requests turned away before any service sees them: counted by reason, logged at a bounded rate.
   const rejectionLog = createRateLimitedLog({ logger, level: "info", perSecond: 10 });
   const rejected = (reason: string) => {
@@ -185,7 +192,6 @@ export function build(context: AppContext, options: BuildOptions = {}): Server {
         dual.server.once("error", reject);
         dual.server.listen(config.port, config.host, () => {
           dual.server.off("error", reject);
-          scheduler?.start();
           resolve(dual.server.address() as AddressInfo);
         });
       });
@@ -193,8 +199,7 @@ export function build(context: AppContext, options: BuildOptions = {}): Server {
     async close() {
       // Readiness and health turn NOT_SERVING, and health watches end, before the drain begins.
       shutdown.abort();
-      // The scheduler stops claiming at once and finishes (or releases) its runs while calls drain.
-      await Promise.all([dual.close(config.shutdownTimeoutMs), scheduler?.stop(config.shutdownTimeoutMs)]);
+      await dual.close(config.shutdownTimeoutMs);
     },
   };
 }

@@ -4,7 +4,7 @@
  * each variable.
  */
 import { describe, expect, it } from "vitest";
-import { CONFIG_VARIABLES, ConfigError, loadConfig, redactUri } from "../src/config.ts";
+import { CONFIG_VARIABLES, ConfigError, loadConfig, redactRpcUrl, redactUri } from "../src/config.ts";
 import { type MainProcess, spawnMain } from "./support/main-process.ts";
 
 /** "Quickly": the process only has to read its environment. Loose, no performance assertion. */
@@ -43,6 +43,15 @@ describe("the process refuses bad configuration", () => {
     },
     { env: { MONGODB_DB: "a/b" }, names: ["MONGODB_DB"] },
     { env: { CORS_ORIGINS: "notanorigin" }, names: ["CORS_ORIGINS"] },
+    {
+      env: { SOLANA_RPC_URL: `ftp://${PASSWORD}@rpc.example.com` },
+      names: ["SOLANA_RPC_URL"],
+      why: "with a secret",
+    },
+    { env: { SOLANA_RPC_URL: "not a url" }, names: ["SOLANA_RPC_URL"] },
+    { env: { SOLANA_COMMITMENT: "max-ish" }, names: ["SOLANA_COMMITMENT"] },
+    { env: { LOCAL_SOLANA_RPC_PORT: "99999" }, names: ["LOCAL_SOLANA_RPC_PORT"] },
+    { env: { SOLANA_RPC_TIMEOUT_MS: "0" }, names: ["SOLANA_RPC_TIMEOUT_MS"] },
     {
       env: { PORT: "abc", LOG_LEVEL: "loud", CORS_ORIGINS: "ftp://x" },
       names: ["PORT", "LOG_LEVEL", "CORS_ORIGINS"],
@@ -125,6 +134,18 @@ describe("loadConfig", () => {
         anonymous: { rate: 2, burst: 20 },
       },
       mongo: undefined,
+      solana: {
+        rpcUrl: undefined,
+        commitment: "confirmed",
+        timeoutMs: 3000,
+        maxConcurrency: 16,
+        maxQueued: 256,
+        maxRetries: 2,
+        retryBaseMs: 100,
+        maxRetryWaitMs: 2000,
+        maxResponseBytes: 8_388_608,
+        local: { port: 8899, statePath: undefined, slotMs: 400 },
+      },
     });
   });
 
@@ -198,6 +219,18 @@ describe("loadConfig", () => {
         MONGODB_CONNECT_TIMEOUT_MS: "700",
         MONGODB_SOCKET_TIMEOUT_MS: "0",
         MONGODB_OPERATION_TIMEOUT_MS: "1500",
+        SOLANA_RPC_URL: "https://mainnet.helius-rpc.com/?api-key=secret",
+        SOLANA_COMMITMENT: "Finalized",
+        SOLANA_RPC_TIMEOUT_MS: "1500",
+        SOLANA_RPC_MAX_CONCURRENCY: "4",
+        SOLANA_RPC_MAX_QUEUED: "10",
+        SOLANA_RPC_MAX_RETRIES: "0",
+        SOLANA_RPC_RETRY_BASE_MS: "5",
+        SOLANA_RPC_MAX_RETRY_WAIT_MS: "100",
+        SOLANA_RPC_MAX_RESPONSE_BYTES: "2048",
+        LOCAL_SOLANA_RPC_PORT: "0",
+        LOCAL_SOLANA_STATE: "/var/lib/chain.bin",
+        LOCAL_SOLANA_SLOT_MS: "50",
       }),
     ).toEqual({
       host: "127.0.0.1",
@@ -248,7 +281,27 @@ describe("loadConfig", () => {
         socketTimeoutMs: 0,
         operationTimeoutMs: 1500,
       },
+      solana: {
+        rpcUrl: "https://mainnet.helius-rpc.com/?api-key=secret",
+        commitment: "finalized",
+        timeoutMs: 1500,
+        maxConcurrency: 4,
+        maxQueued: 10,
+        maxRetries: 0,
+        retryBaseMs: 5,
+        maxRetryWaitMs: 100,
+        maxResponseBytes: 2048,
+        local: { port: 0, statePath: "/var/lib/chain.bin", slotMs: 50 },
+      },
     });
+  });
+
+  it("shows a Solana RPC URL by its origin only: providers put their key in the path, query or user info", () => {
+    expect(redactRpcUrl("https://mainnet.helius-rpc.com/?api-key=secret")).toBe(
+      "https://mainnet.helius-rpc.com",
+    );
+    expect(redactRpcUrl("https://example.rpcpool.com/secret-token")).toBe("https://example.rpcpool.com");
+    expect(redactRpcUrl("https://user:secret@rpc.example.com:8443/x")).toBe("https://rpc.example.com:8443");
   });
 
   it("leaves the database name to the URI when MONGODB_DB is unset", () => {

@@ -6,7 +6,8 @@ import { TokenService } from "../gen/token/v1/token_pb.ts";
 import { createMemoryAgentStore } from "../src/agent/memory-agent-store.ts";
 import { InvalidArgumentError, NotFoundError, quote, UnavailableError } from "../src/domain/errors.ts";
 import { connectErrorFrom } from "../src/rpc/connect-error-from.ts";
-import { createCatalogTokenSource } from "../src/token/catalog-token-source.ts";
+import { loadCatalog } from "../src/token/catalog.ts";
+import { createCatalogPriceSource } from "../src/token/catalog-price-source.ts";
 import { createProtocols, type Protocol } from "./support/callers.ts";
 import { type RunningServer, startServer } from "./support/start-server.ts";
 
@@ -22,15 +23,12 @@ let server: RunningServer;
 let protocols: Protocol[];
 
 beforeAll(async () => {
-  const catalog = createCatalogTokenSource();
+  const catalog = createCatalogPriceSource({ catalog: loadCatalog() });
   const store = createMemoryAgentStore();
   server = await startServer({
     overrides: {
-      tokenSource: {
-        ...catalog,
+      prices: {
         canonicalSymbol: (s) => catalog.canonicalSymbol(s),
-        getMetadata: (m) => catalog.getMetadata(m),
-        listTransactions: (m, q) => catalog.listTransactions(m, q),
         listPrices: async () => {
           throw new Error(SECRET);
         },

@@ -9,7 +9,7 @@ import { ApiKeyService } from "../gen/auth/v1/auth_pb.ts";
 import { http } from "../gen/google/api/annotations_pb.ts";
 import { TokenService } from "../gen/token/v1/token_pb.ts";
 import { restBindingsOf } from "../src/rest/rest-bindings.ts";
-import { loadCatalog } from "../src/token/catalog-token-source.ts";
+import { loadCatalog } from "../src/token/catalog.ts";
 import { type RunningServer, startServer } from "./support/start-server.ts";
 
 /*

@@ -52,7 +52,13 @@ describe("production install", () => {
   it("starts, serves a call, and stops cleanly on SIGTERM", async () => {
     const proc = spawn(process.execPath, ["src/main.ts"], {
       cwd: scratch,
-      env: { PATH: process.env.PATH, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "info" },
+      env: {
+        PATH: process.env.PATH,
+        PORT: "0",
+        HOST: "127.0.0.1",
+        LOG_LEVEL: "info",
+        LOCAL_SOLANA_RPC_PORT: "0",
+      },
       stdio: ["ignore", "pipe", "pipe"],
     });
     child = proc;

@@ -18,7 +18,7 @@ import {
 } from "../gen/grpc/reflection/v1/reflection_pb.ts";
 import { ServerReflection as ServerReflectionV1alpha } from "../gen/grpc/reflection/v1alpha/reflection_pb.ts";
 import { TokenService } from "../gen/token/v1/token_pb.ts";
-import { loadCatalog } from "../src/token/catalog-token-source.ts";
+import { loadCatalog } from "../src/token/catalog.ts";
 import { ensureGrpcurl } from "./support/grpcurl.ts";
 import { type RunningServer, startServer } from "./support/start-server.ts";
 

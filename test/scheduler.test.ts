@@ -16,14 +16,15 @@ import { createScheduleClock } from "../src/scheduler/schedule-clock.ts";
 import { createScheduler, type Scheduler, type SchedulerOptions } from "../src/scheduler/scheduler.ts";
 import { createSimulatedExecutor } from "../src/scheduler/simulated-executor.ts";
 import { slotAt } from "../src/scheduler/slots.ts";
-import { createCatalogTokenSource } from "../src/token/catalog-token-source.ts";
+import { loadCatalog } from "../src/token/catalog.ts";
+import { createCatalogPriceSource } from "../src/token/catalog-price-source.ts";
 import { TRANSFER_CONFIG } from "./support/agent-fixtures.ts";
 import { useCleanups } from "./support/cleanups.ts";
 import { startFerretdb } from "./support/ferretdb.ts";
 
 const HOUR = 3_600_000;
 const T0 = new Date("2031-06-01T00:00:00.000Z");
-const tokens = createCatalogTokenSource();
+const tokens = createCatalogPriceSource({ catalog: loadCatalog() });
 
 function movableClock(start: Date) {
   let current = start.getTime();

@@ -10,7 +10,7 @@ import * as http from "node:http";
 import * as http2 from "node:http2";
 import { connect } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { loadCatalog } from "../src/token/catalog-token-source.ts";
+import { loadCatalog } from "../src/token/catalog.ts";
 import { type MainProcess, startMain } from "./support/main-process.ts";
 
 const PATH = "/token.v1.TokenService/GetTokenPrices";

@@ -15,7 +15,8 @@ import * as http from "node:http";
 import * as http2 from "node:http2";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
-import { createCatalogTokenSource } from "../../src/token/catalog-token-source.ts";
+import { loadCatalog } from "../../src/token/catalog.ts";
+import { createCatalogPriceSource } from "../../src/token/catalog-price-source.ts";
 import { createTokenQueries } from "../../src/token/token-queries.ts";
 
 const [kind, portText, bodyFile] = process.argv.slice(2);
@@ -45,7 +46,7 @@ if (kind === "http") {
   });
   server.listen(port, "127.0.0.1", () => console.log("ready"));
 } else if (kind === "plain") {
-  const queries = createTokenQueries({ source: createCatalogTokenSource() });
+  const queries = catalogQueries();
   http
     .createServer((req, res) => {
       const chunks: Buffer[] = [];
@@ -70,7 +71,7 @@ if (kind === "http") {
   const loaded = grpc.loadPackageDefinition(definition) as unknown as {
     token: { v1: { TokenService: { service: grpc.ServiceDefinition } } };
   };
-  const queries = createTokenQueries({ source: createCatalogTokenSource() });
+  const queries = catalogQueries();
   const server = new grpc.Server();
   server.addService(loaded.token.v1.TokenService.service, {
     GetTokenPrices(
@@ -86,4 +87,13 @@ if (kind === "http") {
 } else {
   console.error("usage: baseline-server.ts http|http2|plain|grpcjs PORT [BODY_FILE]");
   process.exit(2);
+}
+
+/** The token queries on the catalog's prices, as the service's GetTokenPrices runs them (no chain). */
+function catalogQueries() {
+  const unused = () => Promise.reject(new Error("the baseline serves prices only"));
+  return createTokenQueries({
+    prices: createCatalogPriceSource({ catalog: loadCatalog() }),
+    source: { getMetadata: unused, listTransactions: unused },
+  });
 }

@@ -1,4 +1,5 @@
-import { ADDRESS_RULE, isAddress } from "../domain/base58.ts";
+import { isAddress } from "@solana/addresses";
+import { ADDRESS_RULE } from "../domain/address-rule.ts";
 import { alternatives, type FieldViolation, quote } from "../domain/errors.ts";
 import type { AgentType, JsonObject, JsonValue } from "./agent-store.ts";
 import { SCHEDULES, type Schedule } from "./schedule.ts";

@@ -77,9 +77,11 @@ export function createMetrics(
     mongoClient?: MongoClient | undefined;
     /** Log lines dropped so far (see droppedLogLines in src/logger.ts). */
     logLinesDropped?: () => number;
+    /** The process's registry, when other parts count there too; a new one otherwise. */
+    registry?: Registry;
   } = {},
 ): Metrics {
-  const registry = new Registry();
+  const registry = options.registry ?? new Registry();
   collectDefaultMetrics({ register: registry });
   const rejections = new Counter({
     name: "http_rejections_total",

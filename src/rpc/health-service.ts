@@ -8,7 +8,7 @@ import {
   HealthCheckResponse_ServingStatus as ServingStatus,
 } from "../../gen/health/v1/health_pb.ts";
 import { quote } from "../domain/errors.ts";
-import { createReadinessPoller } from "./readiness-poller.ts";
+import type { ReadinessPoller } from "./readiness-poller.ts";
 
 type Status = ServingStatus;
 
@@ -16,63 +16,49 @@ type Status = ServingStatus;
  * grpc.health.v1.Health (https://github.com/grpc/grpc/blob/master/doc/health-checking.md), so load
  * balancers, Kubernetes' gRPC probes and grpc-health-probe can ask the service itself.
  *
- * "" (the server as a whole) and each of `services` are SERVING while `isReady` says the
- * dependencies answer, except the `selfContained` services, which need none (the token catalog is
- * embedded) and keep serving through a database outage. Once `shutdownSignal` aborts, everything is
+ * Each service is SERVING while the dependency it needs answers (`services` maps a service to the
+ * readiness of its dependency: the chain for TokenService, the agent store for AgentService), and
+ * "" (the server as a whole) while all of them do. Once `shutdownSignal` aborts, everything is
  * NOT_SERVING, so balancers drain the server while calls in flight finish.
  *
  * Check of an unknown service fails with NOT_FOUND; Watch of one answers SERVICE_UNKNOWN and
  * stays open, as the protocol asks. Watch sends the current status at once and then each change,
- * found by polling `isReady` every `pollIntervalMs` (one poller shared by all watchers), and ends
- * when the caller goes away or, after a last NOT_SERVING, at shutdown, so it never holds up a drain.
+ * found by the readiness pollers (one per dependency, shared by all watchers), and ends when the
+ * caller goes away or, after a last NOT_SERVING, at shutdown, so it never holds up a drain.
  */
 export function createHealthService(options: {
-  isReady: () => Promise<boolean>;
-  /** Service names this server answers for, besides "" (overall). */
-  services: readonly string[];
-  /** Those of `services` that do not depend on `isReady`. */
-  selfContained?: readonly string[];
-  pollIntervalMs?: number;
+  /** Service names this server answers for, besides "" (overall), each with its dependency's readiness. */
+  services: Readonly<Record<string, ReadinessPoller>>;
   shutdownSignal?: AbortSignal;
 }): ServiceImpl<typeof Health> {
-  const known = new Set(["", ...options.services]);
-  const selfContained = new Set(options.selfContained ?? []);
+  const dependencies = new Map<string, readonly ReadinessPoller[]>(
+    Object.entries(options.services).map(([service, poller]) => [service, [poller]]),
+  );
+  dependencies.set("", [...new Set(Object.values(options.services))]);
   const shutdown = options.shutdownSignal;
-  const readiness = createReadinessPoller({
-    isReady: options.isReady,
-    intervalMs: options.pollIntervalMs ?? 1000,
-  });
   // Four possible answers, made once: a check allocates no response of its own.
   const responses = new Map<Status, HealthCheckResponse>(
     Object.values(ServingStatus).map((status) => [status, create(HealthCheckResponseSchema, { status })]),
   );
   const response = (status: Status) => responses.get(status) ?? create(HealthCheckResponseSchema, { status });
 
-  const statusOf = (service: string, ready: boolean): Status =>
-    shutdown?.aborted === true
-      ? ServingStatus.NOT_SERVING
-      : selfContained.has(service) || ready
-        ? ServingStatus.SERVING
-        : ServingStatus.NOT_SERVING;
-
-  /** Asks `isReady` only when the answer depends on it. */
-  const currentStatus = async (service: string): Promise<Status> =>
-    shutdown?.aborted === true || selfContained.has(service)
-      ? statusOf(service, true)
-      : statusOf(service, await readiness.check());
+  const currentStatus = async (service: string): Promise<Status> => {
+    if (shutdown?.aborted === true) return ServingStatus.NOT_SERVING;
+    const ready = await Promise.all((dependencies.get(service) ?? []).map((poller) => poller.check()));
+    return ready.every(Boolean) ? ServingStatus.SERVING : ServingStatus.NOT_SERVING;
+  };
 
   return {
     async check(req) {
-      if (!known.has(req.service)) {
+      if (!dependencies.has(req.service)) {
         throw new ConnectError(`unknown service ${quote(req.service)}`, Code.NotFound);
       }
       return response(await currentStatus(req.service));
     },
 
     async list() {
-      const ready = await readiness.check();
       const statuses: Record<string, HealthCheckResponse> = {};
-      for (const service of known) statuses[service] = response(statusOf(service, ready));
+      for (const service of dependencies.keys()) statuses[service] = response(await currentStatus(service));
       return create(HealthListResponseSchema, { statuses });
     },
 
@@ -82,21 +68,32 @@ export function createHealthService(options: {
       let wake: (() => void) | undefined;
       const onStop = () => wake?.();
       stop.addEventListener("abort", onStop);
-      let unsubscribe = () => {};
+      const unsubscribes: (() => void)[] = [];
       try {
-        if (!known.has(service)) {
+        const pollers = dependencies.get(service);
+        if (pollers === undefined) {
           // The set of services is fixed at startup: this one will not become known.
           yield response(ServingStatus.SERVICE_UNKNOWN);
           if (!stop.aborted) await new Promise<void>((resolve) => (wake = resolve));
           return;
         }
-        let latest = await currentStatus(service);
+        const ready = new Map<ReadinessPoller, boolean>();
+        const answers = await Promise.all(pollers.map((poller) => poller.check()));
+        pollers.forEach((poller, i) => {
+          ready.set(poller, answers[i] === true);
+        });
+        const statusNow = () =>
+          pollers.every((p) => ready.get(p)) ? ServingStatus.SERVING : ServingStatus.NOT_SERVING;
+        let latest = statusNow();
         let sent: Status | undefined;
-        if (!selfContained.has(service)) {
-          unsubscribe = readiness.subscribe((ready) => {
-            latest = statusOf(service, ready);
-            wake?.();
-          });
+        for (const poller of pollers) {
+          unsubscribes.push(
+            poller.subscribe((answer) => {
+              ready.set(poller, answer);
+              latest = statusNow();
+              wake?.();
+            }),
+          );
         }
         for (;;) {
           if (ctx.signal.aborted) return;
@@ -110,7 +107,7 @@ export function createHealthService(options: {
           wake = undefined;
         }
       } finally {
-        unsubscribe();
+        for (const unsubscribe of unsubscribes) unsubscribe();
         stop.removeEventListener("abort", onStop);
       }
     },

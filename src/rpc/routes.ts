@@ -10,16 +10,18 @@ import type { AppContext } from "../app-context.ts";
 import { createAgentService } from "./agent-service.ts";
 import { createApiKeyService } from "./api-key-service.ts";
 import { createHealthService } from "./health-service.ts";
+import type { ReadinessPoller } from "./readiness-poller.ts";
 import { createReflectionServices } from "./reflection-service.ts";
 import { createTokenService } from "./token-service.ts";
 
 /**
  * Every service the server answers: the contract's two, gRPC health checking and server
- * reflection. `shutdownSignal` aborts when the server begins to drain (health turns NOT_SERVING).
+ * reflection. `shutdownSignal` aborts when the server begins to drain (health turns NOT_SERVING);
+ * `chain` and `store` say whether the dependencies of TokenService and AgentService answer.
  */
 export function createRoutes(
   context: AppContext,
-  options: { shutdownSignal: AbortSignal; isReady: () => Promise<boolean> },
+  options: { shutdownSignal: AbortSignal; chain: ReadinessPoller; store: ReadinessPoller },
 ): (router: ConnectRouter) => void {
   return (router) => {
     router.service(TokenService, createTokenService({ queries: context.tokens }));
@@ -28,11 +30,9 @@ export function createRoutes(
     router.service(
       Health,
       createHealthService({
-        isReady: options.isReady,
-        services: [TokenService.typeName, AgentService.typeName],
-        // The token catalog is embedded: token calls succeed while the agent store is down. (A live
-        // token source would bring its own readiness, and this would change with it.)
-        selfContained: [TokenService.typeName],
+        // Token calls need the chain, agent calls the store: each keeps serving while the other's
+        // dependency is down.
+        services: { [TokenService.typeName]: options.chain, [AgentService.typeName]: options.store },
         shutdownSignal: options.shutdownSignal,
       }),
     );

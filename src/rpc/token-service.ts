@@ -14,8 +14,9 @@ import type { TokenMetadata, TokenPrice, TokenTransaction } from "../token/token
 
 /**
  * TokenService over the token queries: protobuf in, domain values across, protobuf out.
- * Catalog data is static, so each domain object is converted to its message once and the message
- * reused (keyed weakly by the domain object, so a live source's fresh objects are simply collected).
+ * The token list's prices are static, so each domain object is converted to its message once and
+ * the message reused (keyed weakly by the domain object, so the chain's fresh objects are simply
+ * collected). The call's signal goes down to the chain, so reads stop when the caller goes away.
  */
 export function createTokenService(options: { queries: TokenQueries }): ServiceImpl<typeof TokenService> {
   const { queries } = options;
@@ -36,12 +37,15 @@ export function createTokenService(options: { queries: TokenQueries }): ServiceI
       const prices = await queries.getPrices({ mint: req.mint, symbol: req.symbol });
       return create(GetTokenPricesResponseSchema, { success: true, data: prices.map(price) });
     },
-    async getTokenMetadata(req) {
-      const found = await queries.getMetadata(req.mint);
+    async getTokenMetadata(req, ctx) {
+      const found = await queries.getMetadata(req.mint, ctx.signal);
       return create(GetTokenMetadataResponseSchema, { success: true, data: metadata(found) });
     },
-    async getTokenTransactions(req) {
-      const page = await queries.getTransactions({ mint: req.mint, limit: req.limit, before: req.before });
+    async getTokenTransactions(req, ctx) {
+      const page = await queries.getTransactions(
+        { mint: req.mint, limit: req.limit, before: req.before },
+        ctx.signal,
+      );
       return create(GetTokenTransactionsResponseSchema, { success: true, data: page.map(transaction) });
     },
   };

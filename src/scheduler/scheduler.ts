@@ -17,8 +17,8 @@
  */
 import type { AgentPatch, AgentRecord, AgentStore } from "../agent/agent-store.ts";
 import type { Schedule } from "../agent/schedule.ts";
+import { retryDelayMs } from "../domain/backoff.ts";
 import { abortableSleep } from "./abortable-sleep.ts";
-import { retryDelayMs } from "./backoff.ts";
 import { type Executor, executionKeyOf } from "./executor.ts";
 import type { Lease, RunRecord, RunStore, SlotRef } from "./run-store.ts";
 import { runIdOf } from "./run-store.ts";

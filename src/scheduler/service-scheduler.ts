@@ -1,9 +1,13 @@
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { Registry } from "prom-client";
-import type { AgentRecord } from "../agent/agent-store.ts";
-import type { AppContext } from "../app-context.ts";
+import type { AgentRecord, AgentStore } from "../agent/agent-store.ts";
+import type { SchedulerConfig } from "../config.ts";
+import type { Logger } from "../logger.ts";
 import { registerSchedulerMetrics } from "../observability/scheduler-metrics.ts";
+import type { Executor } from "./executor.ts";
+import type { RunStore } from "./run-store.ts";
+import type { ScheduleClock } from "./schedule-clock.ts";
 import { createScheduler, type Scheduler } from "./scheduler.ts";
 
 /** The config members naming catalog tokens, by agent type. */
@@ -12,20 +16,31 @@ const TOKEN_FIELDS: Record<string, readonly string[]> = {
   swap: ["inputToken", "outputToken"],
 };
 
+export interface ServiceSchedulerOptions {
+  readonly settings: SchedulerConfig;
+  readonly logger: Logger;
+  readonly agents: AgentStore;
+  readonly runs: RunStore;
+  readonly executor: Executor;
+  readonly clock: ScheduleClock;
+  /** The token list's spelling of a symbol, or undefined when the list does not hold it. */
+  readonly canonicalSymbol: (symbol: string) => Promise<string | undefined>;
+  readonly registry: Registry;
+}
+
 /**
- * The scheduler as the service runs it: on the context's stores and executor, with its settings
- * from the configuration, one log line per run and the scheduler metrics on `registry`.
+ * The scheduler as the service runs it: on the stores and executor given, with its settings from
+ * the configuration, one log line per run and the scheduler metrics on `registry`.
  */
-export function createServiceScheduler(context: AppContext, registry: Registry): Scheduler {
-  const { config, logger, tokenSource } = context;
-  const settings = config.scheduler;
+export function createServiceScheduler(options: ServiceSchedulerOptions): Scheduler {
+  const { settings, logger, canonicalSymbol, registry } = options;
   const worker = `${hostname()}.${process.pid}.${randomBytes(3).toString("hex")}`;
   const metrics = registerSchedulerMetrics(registry);
   return createScheduler({
-    agents: context.agentStore,
-    runs: context.runStore,
-    executor: context.executor,
-    clock: context.scheduleClock,
+    agents: options.agents,
+    runs: options.runs,
+    executor: options.executor,
+    clock: options.clock,
     worker,
     concurrency: settings.concurrency,
     pollIntervalMs: settings.pollIntervalMs,
@@ -39,7 +54,7 @@ export function createServiceScheduler(context: AppContext, registry: Registry):
     async checkRunnable(agent: AgentRecord) {
       for (const field of TOKEN_FIELDS[agent.type] ?? []) {
         const symbol = agent.config[field];
-        if (typeof symbol !== "string" || (await tokenSource.canonicalSymbol(symbol)) === undefined) {
+        if (typeof symbol !== "string" || (await canonicalSymbol(symbol)) === undefined) {
           return `config.${field} names a token that is no longer in the catalog`;
         }
       }

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { JsonObject } from "../agent/agent-store.ts";
-import type { TokenSource } from "../token/token-source.ts";
+import type { PriceSource } from "../token/token-source.ts";
 import { abortableSleep } from "./abortable-sleep.ts";
 import type { ExecutionResult, Executor } from "./executor.ts";
 
@@ -24,7 +24,7 @@ export interface SimulatedFaults {
  * `faults` (SIMULATED_FAILURE_RATE, SIMULATED_HANG_RATE).
  */
 export function createSimulatedExecutor(options: {
-  tokens: TokenSource;
+  tokens: PriceSource;
   faults?: SimulatedFaults;
 }): Executor {
   const { tokens } = options;
@@ -55,7 +55,7 @@ export function createSimulatedExecutor(options: {
   };
 }
 
-async function swap(config: JsonObject, tokens: TokenSource, signature: string): Promise<ExecutionResult> {
+async function swap(config: JsonObject, tokens: PriceSource, signature: string): Promise<ExecutionResult> {
   const { inputToken, outputToken, amount, slippageBps } = config;
   const prices = await tokens.listPrices();
   const input = prices.find((p) => p.symbol === inputToken);

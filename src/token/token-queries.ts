@@ -1,7 +1,15 @@
-import { ADDRESS_RULE, isAddress } from "../domain/base58.ts";
+import { isAddress } from "@solana/addresses";
+import { isSignature } from "@solana/keys";
+import { ADDRESS_RULE, SIGNATURE_RULE } from "../domain/address-rule.ts";
 import { type FieldViolation, InvalidArgumentError, NotFoundError } from "../domain/errors.ts";
 import { pageLimit } from "../domain/page-limit.ts";
-import type { TokenMetadata, TokenPrice, TokenSource, TokenTransaction } from "./token-source.ts";
+import type {
+  PriceSource,
+  TokenMetadata,
+  TokenPrice,
+  TokenSource,
+  TokenTransaction,
+} from "./token-source.ts";
 
 /** Empty strings mean "not given", as proto3 strings have no presence. */
 export interface PriceQuery {
@@ -15,22 +23,23 @@ export interface TransactionsQuery {
   readonly before: string;
 }
 
+/** `signal` aborts when the caller goes away or its deadline passes; reads stop there. */
 export interface TokenQueries {
   getPrices(query: PriceQuery): Promise<readonly TokenPrice[]>;
-  getMetadata(mint: string): Promise<TokenMetadata>;
-  getTransactions(query: TransactionsQuery): Promise<readonly TokenTransaction[]>;
+  getMetadata(mint: string, signal?: AbortSignal): Promise<TokenMetadata>;
+  getTransactions(query: TransactionsQuery, signal?: AbortSignal): Promise<readonly TokenTransaction[]>;
 }
 
 /**
  * The token rules of the contract, independent of any transport and of where token data comes
  * from: input validation, filters, paging. Sources only look data up.
  */
-export function createTokenQueries(options: { source: TokenSource }): TokenQueries {
-  const { source } = options;
+export function createTokenQueries(options: { prices: PriceSource; source: TokenSource }): TokenQueries {
+  const { prices: priceSource, source } = options;
   return {
     async getPrices({ mint, symbol }) {
       if (mint !== "" && !isAddress(mint)) throw InvalidArgumentError.field("mint", ADDRESS_RULE);
-      const prices = await source.listPrices();
+      const prices = await priceSource.listPrices();
       if (mint === "" && symbol === "") return prices;
       const wanted = symbol.toLowerCase();
       return prices.filter(
@@ -38,21 +47,24 @@ export function createTokenQueries(options: { source: TokenSource }): TokenQueri
       );
     },
 
-    async getMetadata(mint) {
+    async getMetadata(mint, signal) {
       requireMint(mint, []);
-      const metadata = await source.getMetadata(mint);
+      const metadata = await source.getMetadata(mint, signal);
       if (metadata === undefined) throw new NotFoundError(`token ${mint} not found`);
       return metadata;
     },
 
-    async getTransactions({ mint, limit, before }) {
+    async getTransactions({ mint, limit, before }, signal) {
       const violations: FieldViolation[] = [];
       requireMint(mint, violations, false);
       const applied = pageLimit(limit, violations);
+      if (before !== "" && !isSignature(before))
+        violations.push({ field: "before", description: SIGNATURE_RULE });
       if (violations.length > 0) throw new InvalidArgumentError(violations);
       const page = await source.listTransactions(
         mint,
         before === "" ? { limit: applied } : { limit: applied, before },
+        signal,
       );
       switch (page.kind) {
         case "page":

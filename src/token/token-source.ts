@@ -1,7 +1,9 @@
 /**
- * The token source port: where token prices, metadata and transactions come from. The embedded
- * catalog implements it today; a live source (Solana RPC plus a price API) can replace it without
- * touching the RPC layer. Inputs reaching a source are already validated (see `token-queries.ts`).
+ * The token ports: where token data comes from. A TokenSource reads a token's metadata and
+ * transactions (the chain token source, `chain-token-source.ts`); a PriceSource lists prices and
+ * knows the tokens' symbols (the embedded catalog, `catalog-price-source.ts`). Inputs reaching a
+ * source are already validated (see `token-queries.ts`). A source whose dependency cannot answer
+ * throws UnavailableError; one whose caller's `signal` aborted rethrows the signal's reason.
  */
 
 export interface TokenPrice {
@@ -22,7 +24,7 @@ export interface TokenMetadata {
 
 export interface TokenTransaction {
   readonly signature: string;
-  /** Seconds since the Unix epoch. */
+  /** Seconds since the Unix epoch (0 when the chain does not know the block's time). */
   readonly blockTime: number;
   readonly amount: number;
   readonly sender: string;
@@ -47,12 +49,15 @@ export type TransactionPage =
   | { readonly kind: "unknown-cursor" };
 
 export interface TokenSource {
-  /** Every token's price, in a stable order (the same order on every call). */
+  /** One token's metadata, or undefined when there is no mint at that address. */
+  getMetadata(mint: string, signal?: AbortSignal): Promise<TokenMetadata | undefined>;
+  /** A page of a token's transactions, newest first in the chain's order (slot, then position). */
+  listTransactions(mint: string, query: TransactionPageQuery, signal?: AbortSignal): Promise<TransactionPage>;
+}
+
+export interface PriceSource {
+  /** Every listed token's price, in a stable order (the same order on every call). */
   listPrices(): Promise<readonly TokenPrice[]>;
-  /** One token's metadata, or undefined for an unknown mint. */
-  getMetadata(mint: string): Promise<TokenMetadata | undefined>;
-  /** A page of a token's transactions, newest first (blockTime descending, ties by signature). */
-  listTransactions(mint: string, query: TransactionPageQuery): Promise<TransactionPage>;
-  /** The catalog spelling of a token symbol (matched case-insensitively), or undefined if unknown. */
+  /** The token list's spelling of a symbol (matched case-insensitively), or undefined if unknown. */
   canonicalSymbol(symbol: string): Promise<string | undefined>;
 }

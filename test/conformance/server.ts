@@ -16,10 +16,9 @@ import {
   ServerCompatRequestSchema,
   ServerCompatResponseSchema,
 } from "../../gen/connectrpc/conformance/v1/server_compat_pb.ts";
-import { createAppContext } from "../../src/app-context.ts";
 import { loadConfig } from "../../src/config.ts";
 import { createLogger } from "../../src/logger.ts";
-import { build } from "../../src/server.ts";
+import { createService } from "../../src/service.ts";
 import { createConformanceService } from "./conformance-service.ts";
 
 const request = fromBinary(ServerCompatRequestSchema, await readSizePrefixed(process.stdin));
@@ -30,19 +29,25 @@ const config = loadConfig({
   HOST: "127.0.0.1",
   PORT: "0",
   LOG_LEVEL: process.env.LOG_LEVEL ?? "silent",
+  // The embedded chain answers in-process only: the suite's server needs no JSON-RPC port.
+  LOCAL_SOLANA_RPC_PORT: "0",
   // The suite's per-message limit, when it tests one; else the service's default.
   ...(request.messageReceiveLimit > 0 ? { MAX_REQUEST_BYTES: String(request.messageReceiveLimit) } : {}),
 });
 const logger = createLogger({ level: config.logLevel, destination: process.stderr });
-const context = await createAppContext(config, logger);
 const conformance = createConformanceService();
-const server = build(context, {
-  extraServices: {
-    routes: (router) => router.service(conformance.service, conformance.implementation),
-    registry: conformance.registry,
+const service = await createService(
+  config,
+  logger,
+  {},
+  {
+    extraServices: {
+      routes: (router) => router.service(conformance.service, conformance.implementation),
+      registry: conformance.registry,
+    },
   },
-});
-const address = await server.listen();
+);
+const address = await service.listen();
 writeSizePrefixed(
   process.stdout,
   toBinary(
@@ -52,8 +57,7 @@ writeSizePrefixed(
 );
 
 await once(process, "SIGTERM");
-await server.close();
-await context.destroy();
+await service.close();
 process.exit(0);
 
 /** Reads one message framed by a 32-bit big-endian length, as the suite writes it. */

@@ -1,14 +1,17 @@
 import type { Server as NetServer } from "node:net";
 import { Writable } from "node:stream";
-import { type AppContext, type AppContextOverrides, createAppContext } from "../../src/app-context.ts";
+import type { AppContext } from "../../src/app-context.ts";
 import { loadConfig } from "../../src/config.ts";
+import type { RunningLocalChain } from "../../src/local-chain/start-local-chain.ts";
 import { createLogger } from "../../src/logger.ts";
-import { build } from "../../src/server.ts";
+import { createService, type ServiceOverrides } from "../../src/service.ts";
 
 export interface RunningServer {
   readonly baseUrl: string;
   readonly port: number;
   readonly context: AppContext;
+  /** The embedded local chain the server reads (when no SOLANA_RPC_URL is given): its url serves JSON-RPC. */
+  readonly localChain: RunningLocalChain | undefined;
   /** The server's listening socket, e.g. to watch its connections. */
   readonly listener: NetServer;
   /** Every log line the server wrote, parsed. */
@@ -17,11 +20,12 @@ export interface RunningServer {
 }
 
 /**
- * Starts the real server, as `main.ts` builds it, on an ephemeral loopback port. `env` is read by
- * the real configuration loader; logs are captured instead of printed.
+ * Starts the real service, as `main.ts` builds it (chain, context, server), on an ephemeral
+ * loopback port. `env` is read by the real configuration loader; logs are captured instead of
+ * printed. The embedded local chain's JSON-RPC listens on an ephemeral port too.
  */
 export async function startServer(
-  options: { env?: Record<string, string>; overrides?: AppContextOverrides } = {},
+  options: { env?: Record<string, string>; overrides?: ServiceOverrides } = {},
 ): Promise<RunningServer> {
   // The scheduler would activate agents behind the back of tests about other things; the tests
   // about it turn it on.
@@ -32,6 +36,7 @@ export async function startServer(
     SCHEDULER_ENABLED: "false",
     // Tests about other things call without keys; the auth tests turn keys on.
     AUTH_MODE: "none",
+    LOCAL_SOLANA_RPC_PORT: "0",
     ...options.env,
   });
   const logs: Record<string, unknown>[] = [];
@@ -42,18 +47,15 @@ export async function startServer(
     },
   });
   const logger = createLogger({ level: config.logLevel, destination });
-  const context = await createAppContext(config, logger, options.overrides);
-  const server = build(context);
-  const address = await server.listen();
+  const service = await createService(config, logger, options.overrides);
+  const address = await service.listen();
   return {
     baseUrl: `http://127.0.0.1:${address.port}`,
     port: address.port,
-    context,
-    listener: server.listener,
+    context: service.context,
+    localChain: service.localChain,
+    listener: service.server.listener,
     logs,
-    async close() {
-      await server.close();
-      await context.destroy();
-    },
+    close: () => service.close(),
   };
 }

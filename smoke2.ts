@@ -1,0 +1,15 @@
+const t0 = performance.now();
+const { startLocalChain } = await import("./src/local-chain/start-local-chain.ts");
+const { loadCatalog } = await import("./src/token/catalog.ts");
+const kit = await import("@solana/kit");
+const t = performance.now();
+const lc = await startLocalChain({ catalog: loadCatalog(), port: 0, statePath: process.argv[2], slotMs: 400, log: (l, m, f) => console.log(l, m, JSON.stringify(f ?? {})) });
+console.log("import", (t - t0).toFixed(0), "start", (performance.now() - t).toFixed(0), "ms rss", (process.memoryUsage().rss/1e6).toFixed(0), "heap", (process.memoryUsage().heapUsed/1e6).toFixed(0));
+const rpc = kit.createSolanaRpc(lc.url!);
+const USDC = kit.address("EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v");
+console.log((await rpc.getSignaturesForAddress(USDC, { limit: 1 }).send())[0]?.signature, (await rpc.getTokenSupply(USDC).send()).value.amount, await rpc.getSlot({commitment: "confirmed"}).send());
+const me = kit.address("9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM");
+console.log("balance before", (await rpc.getBalance(me).send()).value);
+await rpc.requestAirdrop(me, kit.lamports(1_000_000_000n)).send();
+console.log("balance after", (await rpc.getBalance(me).send()).value);
+await lc.close();

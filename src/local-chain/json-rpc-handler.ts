@@ -1,0 +1,130 @@
+import { parseJsonExactIntegers, stringifyJsonBigInts } from "../chain/json-bigints.ts";
+import {
+  INTERNAL_ERROR,
+  INVALID_REQUEST,
+  JsonRpcError,
+  METHOD_NOT_FOUND,
+  PARSE_ERROR,
+} from "./json-rpc-error.ts";
+
+/** One JSON-RPC method: its positional params in, its result out (or a JsonRpcError thrown). */
+export type RpcMethod = (params: readonly unknown[]) => unknown | Promise<unknown>;
+
+export interface JsonRpcHandlerOptions {
+  readonly methods: Readonly<Record<string, RpcMethod>>;
+  /** Requests one batch may hold; a larger batch is refused whole. */
+  readonly maxBatch: number;
+  /** Told about every request: its method (or why it had none) and its outcome. */
+  readonly onRequest?: (method: string, outcome: "ok" | "error", code?: number) => void;
+  /** Told about errors no method meant to raise (they answer -32603 "Internal error"). */
+  readonly onUnexpected?: (error: unknown, method: string) => void;
+}
+
+export interface JsonRpcHandler {
+  /** Answers a request body (one request or a batch) with its response body, or "" when none is due. */
+  handle(body: string): Promise<string>;
+}
+
+/**
+ * JSON-RPC 2.0 as Solana's validators serve it (jsonrpc-core): single requests and batches,
+ * notifications (no `id`: no answer), params by position, and the standard errors (-32700 parse
+ * error, -32600 invalid request, -32601 method not found, -32602 invalid params, -32603 internal
+ * error). u64 values are read and written as exact integers. The same handler serves the HTTP port
+ * and the in-process transport, so both answer byte for byte alike.
+ */
+export function createJsonRpcHandler(options: JsonRpcHandlerOptions): JsonRpcHandler {
+  const { methods, maxBatch } = options;
+  const onRequest = options.onRequest ?? (() => {});
+  const onUnexpected = options.onUnexpected ?? (() => {});
+
+  const failure = (id: unknown, error: JsonRpcError) => ({
+    jsonrpc: "2.0",
+    error: {
+      code: error.code,
+      message: error.message,
+      ...(error.data === undefined ? {} : { data: error.data }),
+    },
+    id,
+  });
+
+  /** One request's response object, or undefined for a notification. */
+  const one = async (request: unknown): Promise<object | undefined> => {
+    if (typeof request !== "object" || request === null || Array.isArray(request)) {
+      onRequest("invalid", "error", INVALID_REQUEST);
+      return failure(null, new JsonRpcError(INVALID_REQUEST, "Invalid request"));
+    }
+    const { jsonrpc, method, params, id } = request as Record<string, unknown>;
+    const validId =
+      id === undefined ||
+      id === null ||
+      typeof id === "string" ||
+      typeof id === "number" ||
+      typeof id === "bigint";
+    if (
+      jsonrpc !== "2.0" ||
+      typeof method !== "string" ||
+      !validId ||
+      (params !== undefined && typeof params !== "object")
+    ) {
+      onRequest("invalid", "error", INVALID_REQUEST);
+      return failure(validId ? (id ?? null) : null, new JsonRpcError(INVALID_REQUEST, "Invalid request"));
+    }
+    const implementation = Object.hasOwn(methods, method) ? methods[method] : undefined;
+    let response: object;
+    if (implementation === undefined) {
+      onRequest("unknown", "error", METHOD_NOT_FOUND);
+      response = failure(id ?? null, new JsonRpcError(METHOD_NOT_FOUND, "Method not found"));
+    } else if (params !== undefined && params !== null && !Array.isArray(params)) {
+      // Solana's methods take positional params only.
+      onRequest(method, "error", -32602);
+      response = failure(
+        id ?? null,
+        new JsonRpcError(-32602, "Invalid params: invalid type: map, expected a sequence."),
+      );
+    } else {
+      try {
+        const result = await implementation((params as unknown[] | undefined) ?? []);
+        onRequest(method, "ok");
+        response = { jsonrpc: "2.0", result, id };
+      } catch (error) {
+        const known = error instanceof JsonRpcError;
+        if (!known) onUnexpected(error, method);
+        const rpcError = known ? error : new JsonRpcError(INTERNAL_ERROR, "Internal error");
+        onRequest(method, "error", rpcError.code);
+        response = failure(id ?? null, rpcError);
+      }
+    }
+    return id === undefined ? undefined : response;
+  };
+
+  return {
+    async handle(body) {
+      let parsed: unknown;
+      try {
+        parsed = parseJsonExactIntegers(body);
+      } catch {
+        onRequest("invalid", "error", PARSE_ERROR);
+        return stringifyJsonBigInts(failure(null, new JsonRpcError(PARSE_ERROR, "Parse error")));
+      }
+      if (!Array.isArray(parsed)) {
+        const response = await one(parsed);
+        return response === undefined ? "" : stringifyJsonBigInts(response);
+      }
+      if (parsed.length === 0 || parsed.length > maxBatch) {
+        onRequest("invalid", "error", INVALID_REQUEST);
+        const message =
+          parsed.length === 0
+            ? "Invalid request"
+            : `Invalid request: a batch may hold at most ${maxBatch} requests`;
+        return stringifyJsonBigInts(failure(null, new JsonRpcError(INVALID_REQUEST, message)));
+      }
+      // One after another: the chain is one machine, and a batch's order is its order.
+      const responses: object[] = [];
+      for (const request of parsed) {
+        const response = await one(request);
+        if (response !== undefined) responses.push(response);
+      }
+      return responses.length === 0 ? "" : stringifyJsonBigInts(responses);
+    },
+  };
+}

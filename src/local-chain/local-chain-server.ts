@@ -1,0 +1,100 @@
+import * as http from "node:http";
+import type { AddressInfo } from "node:net";
+import type { JsonRpcHandler } from "./json-rpc-handler.ts";
+
+export interface LocalChainServerOptions {
+  readonly handler: JsonRpcHandler;
+  /** 0: any free port. */
+  readonly port: number;
+  /** Largest request body read; a larger one is refused with 413. */
+  readonly maxRequestBytes: number;
+  /** Told about requests turned away before JSON-RPC saw them: `too_large`, `method`, `not_found`. */
+  readonly onRejected?: (reason: string) => void;
+}
+
+export interface LocalChainServer {
+  /** The URL wallets and scripts use (http://127.0.0.1:port). */
+  readonly url: string;
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+/** Only this host: the local chain's faucet and cheatcodes are for the developer at this machine. */
+const HOST = "127.0.0.1";
+
+/**
+ * Serves the local chain's JSON-RPC over HTTP on 127.0.0.1, as a validator's RPC port does: POST
+ * with a JSON-RPC body (any path), and `GET /health` answering "ok". Bodies are read up to a bound,
+ * slow clients are cut off, and nothing listens on any other interface.
+ */
+export async function startLocalChainServer(options: LocalChainServerOptions): Promise<LocalChainServer> {
+  const { handler, maxRequestBytes } = options;
+  const rejected = options.onRejected ?? (() => {});
+  const server = http.createServer({
+    headersTimeout: 10_000,
+    requestTimeout: 30_000,
+    keepAliveTimeout: 5_000,
+  });
+  server.on("request", (req, res) => {
+    if (req.method === "GET" && (req.url === "/health" || req.url?.startsWith("/health?"))) {
+      res.writeHead(200, { "content-type": "text/plain" }).end("ok");
+      return;
+    }
+    if (req.method !== "POST") {
+      rejected("method");
+      req.resume();
+      res
+        .writeHead(405, { allow: "POST", "content-type": "text/plain" })
+        .end("Used HTTP Method is not allowed. POST or OPTIONS is required");
+      return;
+    }
+    const declared = Number(req.headers["content-length"] ?? Number.NaN);
+    if (declared > maxRequestBytes) {
+      rejected("too_large");
+      res.writeHead(413, { connection: "close", "content-type": "text/plain" }).end("Payload Too Large");
+      req.destroy();
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let refused = false;
+    req.on("data", (chunk: Buffer) => {
+      if (refused) return;
+      size += chunk.length;
+      if (size > maxRequestBytes) {
+        refused = true;
+        rejected("too_large");
+        res.writeHead(413, { connection: "close", "content-type": "text/plain" }).end("Payload Too Large");
+        req.destroy();
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on("end", async () => {
+      if (refused) return;
+      const answer = await handler.handle(Buffer.concat(chunks, size).toString("utf8"));
+      res.writeHead(200, {
+        "content-type": "application/json; charset=utf-8",
+        "content-length": Buffer.byteLength(answer),
+      });
+      res.end(answer);
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port, HOST, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://${HOST}:${port}`,
+    port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}

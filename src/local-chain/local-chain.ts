@@ -1,0 +1,542 @@
+import { createPublicKey, verify } from "node:crypto";
+import {
+  type Address,
+  getAddressEncoder,
+  getBase58Decoder,
+  getBase64Decoder,
+  getCompiledTransactionMessageEncoder,
+  getTransactionEncoder,
+  type Transaction,
+} from "@solana/kit";
+import { Clock, FailedTransactionMetadata, LiteSVM, type TransactionMetadata } from "litesvm";
+import { stringifyJsonBigInts } from "../chain/json-bigints.ts";
+import { type BlockClock, type Commitment, FINALIZATION_SLOTS } from "./block-clock.ts";
+import type { SavedAccount } from "./chain-state.ts";
+import type { Ledger, LedgerEntry, SignatureRange } from "./ledger.ts";
+import { type RawAccount, readMint, readTokenAccount, uiTokenAmount } from "./token-accounts.ts";
+import { type TransactionError, transactionError, transactionErrorFrom } from "./transaction-error.ts";
+import { decodeWireTransaction, type WireTransaction } from "./wire-transaction.ts";
+
+const SLOTS_PER_EPOCH = 432_000n;
+
+interface TokenBalanceJson {
+  readonly accountIndex: number;
+  readonly mint: string;
+  readonly owner: string;
+  readonly programId: string;
+  readonly uiTokenAmount: ReturnType<typeof uiTokenAmount>;
+}
+
+interface Balances {
+  readonly lamports: readonly bigint[];
+  readonly tokens: readonly TokenBalanceJson[];
+}
+const LOOKUP_TABLE_PROGRAM = "AddressLookupTab1e1111111111111111111111111";
+
+/** What a simulation (or a preflight) found. */
+export interface Simulation {
+  readonly err: TransactionError | null;
+  readonly logs: readonly string[];
+  readonly unitsConsumed: bigint;
+  readonly returnData: { programId: string; data: string } | null;
+  readonly innerInstructions: unknown[];
+  /** Accounts after the simulation, for the addresses asked for (undefined: no account). */
+  readonly accounts: readonly (RawAccount | undefined)[];
+  readonly fee: bigint;
+}
+
+export type SendOutcome =
+  /** Accepted: it landed (maybe failed, paying its fee), or was dropped, as a cluster drops it. */
+  | { readonly kind: "sent"; readonly signature: string }
+  /** The preflight simulation failed; nothing was sent. */
+  | { readonly kind: "preflight-failed"; readonly simulation: Simulation }
+  /** A signature does not verify. */
+  | { readonly kind: "bad-signature" };
+
+export interface SignatureStatus {
+  readonly slot: number;
+  readonly confirmations: number | null;
+  readonly err: unknown;
+  readonly confirmationStatus: "confirmed" | "finalized";
+}
+
+export interface LocalChain {
+  /** Produces the slot the wall clock is in, if it has not been produced; returns it. */
+  tick(): number;
+  slot(commitment: Commitment): number;
+  latestBlockhash(commitment: Commitment): { blockhash: string; lastValidBlockHeight: number };
+  isBlockhashValid(blockhash: string): boolean;
+  account(address: string): RawAccount | undefined;
+  programAccounts(program: string): { address: Address; account: RawAccount }[];
+  setAccount(address: string, account: RawAccount): void;
+  rentExemption(size: number): bigint;
+  send(bytes: Uint8Array, options: { skipPreflight: boolean }): SendOutcome;
+  simulate(
+    bytes: Uint8Array,
+    options: { sigVerify: boolean; replaceRecentBlockhash: boolean; accounts: readonly string[] },
+  ):
+    | { simulation: Simulation; replacement?: { blockhash: string; lastValidBlockHeight: number } }
+    | "bad-signature";
+  /** The fee of a message, or null when its blockhash is no longer valid. */
+  feeForMessage(messageBytes: Uint8Array): bigint | null;
+  status(signature: string): SignatureStatus | null;
+  transaction(signature: string, commitment: Commitment): LedgerEntry | undefined;
+  signaturesFor(
+    address: string,
+    range: Omit<SignatureRange, "maxSlot">,
+    commitment: Commitment,
+  ): LedgerEntry[];
+  /** Sends `lamports` from the faucet; returns the airdrop's signature. */
+  airdrop(address: string, lamports: bigint): string;
+  /** Unix seconds of a slot. */
+  timeOf(slot: number): number;
+  /** Every account that differs from a fresh LiteSVM's: what transactions wrote and cheatcodes set. */
+  savedAccounts(): [string, SavedAccount][];
+  readonly ledger: Ledger;
+  readonly clock: BlockClock;
+  readonly svm: LiteSVM;
+}
+
+export interface LocalChainOptions {
+  readonly svm: LiteSVM;
+  readonly clock: BlockClock;
+  readonly ledger: Ledger;
+  /** Signs the faucet's airdrops: `sign(message)` gives its signature. */
+  readonly faucet: { readonly address: Address; sign(message: Uint8Array): Uint8Array };
+  /** Called after every change of state, so it can be saved. */
+  readonly onChange?: () => void;
+  /** Addresses written before (those of the saved state the chain was restored from). */
+  readonly written?: Iterable<string>;
+}
+
+/**
+ * A Solana chain in this process, on LiteSVM (a real Solana runtime with the SPL Token, Token-2022
+ * and Associated Token Account programs). LiteSVM executes; this adds what a validator has and
+ * LiteSVM does not: slots that follow the wall clock with a blockhash each, valid for 150 blocks;
+ * a ledger of landed transactions with their balances before and after, indexed by address;
+ * signature statuses and commitments; fees; and a faucet. The JSON-RPC methods
+ * (`json-rpc-handler.ts`) are written on top of it.
+ */
+export function createLocalChain(options: LocalChainOptions): LocalChain {
+  const { svm, clock, ledger, faucet } = options;
+  const changed = options.onChange ?? (() => {});
+  /** What differs from a fresh LiteSVM: every account a transaction could write or a cheatcode set. */
+  const written = new Set<string>(options.written ?? []);
+  const addresses = getAddressEncoder();
+  const base58 = getBase58Decoder();
+  const base64 = getBase64Decoder();
+  const encodeTransaction = getTransactionEncoder();
+
+  const produce = (slot: number) => {
+    svm.expireBlockhash();
+    const unix = BigInt(clock.timeOf(slot));
+    const epoch = BigInt(slot) / SLOTS_PER_EPOCH;
+    const epochStart = BigInt(clock.timeOf(Number(epoch * SLOTS_PER_EPOCH)));
+    svm.setClock(new Clock(BigInt(slot), epochStart, epoch, epoch + 1n, unix));
+    clock.produce(slot, svm.latestBlockhash());
+  };
+  const tick = () => {
+    const due = clock.dueSlot();
+    if (due > clock.slot) {
+      produce(due);
+      changed();
+    }
+    return clock.slot;
+  };
+
+  const readAccount = (address: string): RawAccount | undefined => {
+    const account = svm.getAccount(address as Address);
+    return account.exists ? account : undefined;
+  };
+  /** Decimals by mint: a mint's decimals never change, except through setAccount (which clears this). */
+  const decimals = new Map<string, number>();
+  const lookupTable = (address: Address) => {
+    const account = readAccount(address);
+    return account?.programAddress === LOOKUP_TABLE_PROGRAM ? (account.data as Uint8Array) : undefined;
+  };
+
+  /**
+   * Lamports and token balances of every account a transaction names, as its meta records them.
+   * Programs are read for their lamports only (their data is the program itself, often hundreds
+   * of kilobytes), and accounts the transaction cannot write are read once: `before` is reused.
+   */
+  const balances = (wire: WireTransaction, before?: Balances): Balances => {
+    const lamports: bigint[] = [];
+    const tokens: TokenBalanceJson[] = [];
+    wire.accounts.forEach((key, accountIndex) => {
+      if (before !== undefined && !wire.writable[accountIndex]) {
+        lamports.push(before.lamports[accountIndex] ?? 0n);
+        const token = before.tokens.find((t) => t.accountIndex === accountIndex);
+        if (token !== undefined) tokens.push(token);
+        return;
+      }
+      if (wire.programs.has(key)) {
+        lamports.push(svm.getBalance(key) ?? 0n);
+        return;
+      }
+      const account = readAccount(key);
+      lamports.push(account?.lamports ?? 0n);
+      const token = readTokenAccount(account);
+      if (token === undefined || account === undefined) return;
+      let places = decimals.get(token.mint);
+      if (places === undefined) {
+        places = readMint(readAccount(token.mint))?.decimals ?? 0;
+        decimals.set(token.mint, places);
+      }
+      tokens.push({
+        accountIndex,
+        mint: token.mint,
+        owner: token.owner,
+        programId: account.programAddress,
+        uiTokenAmount: uiTokenAmount(token.amount, places),
+      });
+    });
+    tokens.sort((a, b) => a.accountIndex - b.accountIndex);
+    return { lamports, tokens };
+  };
+
+  const signaturesVerify = (wire: WireTransaction): boolean => {
+    const message = wire.transaction.messageBytes as unknown as Uint8Array;
+    return Object.entries(wire.transaction.signatures).every(([signer, signature]) => {
+      if (signature === null) return false;
+      const key = createPublicKey({
+        key: Buffer.concat([ED25519_SPKI_PREFIX, addresses.encode(signer as Address) as Uint8Array]),
+        format: "der",
+        type: "spki",
+      });
+      return verify(null, message, key, signature as Uint8Array);
+    });
+  };
+
+  /** Checks a cluster makes before running a transaction: a live blockhash, and not seen before. */
+  const precheck = (wire: WireTransaction): TransactionError | null => {
+    if (!clock.isValid(wire.blockhash)) return transactionError("BlockhashNotFound");
+    if (ledger.get(wire.signatures[0] as string) !== undefined) return transactionError("AlreadyProcessed");
+    return null;
+  };
+
+  const simulateWire = (
+    wire: WireTransaction,
+    transaction: Transaction,
+    accounts: readonly string[],
+  ): Simulation => {
+    const checked = precheck(wire);
+    const base = { fee: wire.fee, innerInstructions: [], accounts: accounts.map(() => undefined) };
+    if (checked !== null) {
+      return { ...base, err: checked, logs: [], unitsConsumed: 0n, returnData: null };
+    }
+    // Simulation never checks signatures here: sendTransaction checked them already, and
+    // simulateTransaction checks them only when asked (sigVerify), as a validator does.
+    svm.withSigverify(false);
+    let result: ReturnType<LiteSVM["simulateTransaction"]>;
+    try {
+      result = svm.simulateTransaction(transaction);
+    } finally {
+      svm.withSigverify(true);
+    }
+    if (result instanceof FailedTransactionMetadata) {
+      return { ...base, err: transactionErrorFrom(result.err()), ...metaFields(result.meta()) };
+    }
+    const after = new Map(result.postAccounts().map((a) => [a.address as string, a]));
+    return {
+      ...base,
+      err: null,
+      ...metaFields(result.meta()),
+      accounts: accounts.map((address) => after.get(address) ?? readAccount(address)),
+    };
+  };
+
+  const execute = (wire: WireTransaction, bytes: Uint8Array): void => {
+    const keys = wire.accounts;
+    const slot = clock.slot;
+    const pre = balances(wire);
+    const result = svm.sendTransaction(wire.transaction);
+    const post = balances(wire, pre);
+    const failed = result instanceof FailedTransactionMetadata;
+    // A transaction that failed before it ran (its fee payer cannot pay, say) never lands: nothing
+    // was charged, and a cluster would not have included it in a block either.
+    if (failed && (post.lamports[0] ?? 0n) >= (pre.lamports[0] ?? 0n)) return;
+    wire.accounts.forEach((key, i) => {
+      if (wire.writable[i]) written.add(key);
+    });
+    const err = failed ? transactionErrorFrom(result.err()) : null;
+    const meta = failed ? result.meta() : result;
+    const fields = metaFields(meta);
+    ledger.append({
+      signature: wire.signatures[0] as string,
+      slot,
+      err: err?.json ?? null,
+      memo: wire.memo,
+      version: wire.version,
+      wire: base64.decode(bytes),
+      transactionJson: JSON.stringify(transactionJsonOf(wire)),
+      metaJson: stringifyJsonBigInts({
+        err: err?.json ?? null,
+        status: err === null ? { Ok: null } : { Err: err.json },
+        fee: wire.fee,
+        preBalances: pre.lamports,
+        postBalances: post.lamports,
+        innerInstructions: fields.innerInstructions,
+        logMessages: fields.logs,
+        preTokenBalances: pre.tokens,
+        postTokenBalances: post.tokens,
+        rewards: [],
+        loadedAddresses: wire.loaded,
+        computeUnitsConsumed: fields.unitsConsumed,
+        ...(fields.returnData === null
+          ? {}
+          : {
+              returnData: {
+                programId: fields.returnData.programId,
+                data: [fields.returnData.data, "base64"],
+              },
+            }),
+      }),
+      accounts: keys,
+    });
+    changed();
+  };
+
+  const decode = (bytes: Uint8Array) => decodeWireTransaction(bytes, lookupTable);
+
+  const chain: LocalChain = {
+    tick,
+    slot: (commitment) => clock.slotAt(commitment),
+    latestBlockhash(commitment) {
+      const { blockhash, slot } = clock.latestBlockhash(commitment);
+      return { blockhash, lastValidBlockHeight: slot + 150 };
+    },
+    isBlockhashValid: (blockhash) => clock.isValid(blockhash),
+    account: readAccount,
+    programAccounts: (program) =>
+      svm.getProgramAccounts(program as Address).map((account) => ({ address: account.address, account })),
+    setAccount(address, account) {
+      svm.setAccount({
+        address: address as Address,
+        lamports: account.lamports as never,
+        programAddress: account.programAddress,
+        data: account.data as Uint8Array,
+        executable: account.executable,
+        space: BigInt(account.data.length),
+      });
+      decimals.delete(address);
+      written.add(address);
+      changed();
+    },
+    rentExemption: (size) => svm.minimumBalanceForRentExemption(BigInt(size)),
+
+    send(bytes, { skipPreflight }) {
+      const wire = decode(bytes);
+      if (!skipPreflight) {
+        if (!signaturesVerify(wire)) return { kind: "bad-signature" };
+        const simulation = simulateWire(wire, wire.transaction, []);
+        if (simulation.err !== null) return { kind: "preflight-failed", simulation };
+      }
+      const signature = wire.signatures[0] as string;
+      // A cluster drops what it cannot run (LiteSVM checks signatures as it runs: a bad one is not
+      // charged, so it does not land); the caller learns it from getSignatureStatuses.
+      if (precheck(wire) === null) execute(wire, bytes);
+      return { kind: "sent", signature };
+    },
+
+    simulate(bytes, { sigVerify, replaceRecentBlockhash, accounts }) {
+      const wire = decode(bytes);
+      if (sigVerify && !signaturesVerify(wire)) return "bad-signature";
+      if (!replaceRecentBlockhash) return { simulation: simulateWire(wire, wire.transaction, accounts) };
+      const latest = chain.latestBlockhash("processed");
+      const messageBytes = getCompiledTransactionMessageEncoder().encode({
+        ...wire.message,
+        lifetimeToken: latest.blockhash,
+      });
+      const replaced = decode(
+        encodeTransaction.encode({
+          messageBytes,
+          signatures: wire.transaction.signatures,
+        } as unknown as Transaction) as Uint8Array,
+      );
+      return { simulation: simulateWire(replaced, replaced.transaction, accounts), replacement: latest };
+    },
+
+    feeForMessage(messageBytes) {
+      // A message is a transaction without signatures: give it room for them and decode it so.
+      const count =
+        messageBytes[0] === undefined
+          ? 0
+          : (messageBytes[0] & 0x80) !== 0
+            ? messageBytes[1]
+            : messageBytes[0];
+      const withSignatures = new Uint8Array(1 + 64 * (count ?? 0) + messageBytes.length);
+      withSignatures[0] = count ?? 0;
+      withSignatures.set(messageBytes, 1 + 64 * (count ?? 0));
+      const wire = decode(withSignatures);
+      return clock.isValid(wire.blockhash) ? wire.fee : null;
+    },
+
+    status(signature) {
+      const entry = ledger.get(signature);
+      if (entry === undefined) return null;
+      const depth = clock.slot - entry.slot;
+      const finalized = depth >= FINALIZATION_SLOTS;
+      return {
+        slot: entry.slot,
+        confirmations: finalized ? null : depth,
+        err: entry.err,
+        confirmationStatus: finalized ? "finalized" : "confirmed",
+      };
+    },
+
+    transaction(signature, commitment) {
+      const entry = ledger.get(signature);
+      return entry !== undefined && entry.slot <= clock.slotAt(commitment) ? entry : undefined;
+    },
+
+    signaturesFor: (address, range, commitment) =>
+      ledger.signaturesFor(address, { ...range, maxSlot: clock.slotAt(commitment) }),
+
+    airdrop(address, lamports) {
+      for (;;) {
+        const bytes = faucetTransfer(address as Address, lamports);
+        const wire = decode(bytes);
+        // The same airdrop twice within one blockhash would be the same transaction; a fresh
+        // blockhash in the same slot makes it another.
+        if (ledger.get(wire.signatures[0] as string) !== undefined) {
+          svm.expireBlockhash();
+          clock.produce(clock.slot, svm.latestBlockhash());
+          continue;
+        }
+        execute(wire, bytes);
+        return wire.signatures[0] as string;
+      }
+    },
+
+    timeOf: (slot) => clock.timeOf(slot),
+    savedAccounts() {
+      const saved: [string, SavedAccount][] = [];
+      for (const address of written) {
+        const account = readAccount(address);
+        if (account === undefined) continue;
+        saved.push([
+          address,
+          {
+            lamports: account.lamports.toString(),
+            owner: account.programAddress,
+            executable: account.executable,
+            data: Buffer.from(account.data as Uint8Array).toString("base64"),
+          },
+        ]);
+      }
+      return saved;
+    },
+    ledger,
+    clock,
+    svm,
+  };
+
+  /** A signed legacy transaction: one System transfer from the faucet, with the latest blockhash. */
+  const faucetTransfer = (to: Address, lamports: bigint): Uint8Array => {
+    const { blockhash } = clock.latestBlockhash("processed");
+    const data = new Uint8Array(12);
+    const view = new DataView(data.buffer);
+    view.setUint32(0, 2, true); // SystemInstruction::Transfer
+    view.setBigUint64(4, lamports, true);
+    const message = getCompiledTransactionMessageEncoder().encode({
+      version: "legacy",
+      header: { numSignerAccounts: 1, numReadonlySignerAccounts: 0, numReadonlyNonSignerAccounts: 1 },
+      staticAccounts: [faucet.address, to, SYSTEM_PROGRAM],
+      lifetimeToken: blockhash,
+      instructions: [{ programAddressIndex: 2, accountIndices: [0, 1], data }],
+    });
+    return encodeTransaction.encode({
+      messageBytes: message,
+      signatures: { [faucet.address]: faucet.sign(message as Uint8Array) },
+    } as unknown as Transaction) as Uint8Array;
+  };
+
+  /** The parts of LiteSVM's metadata that JSON-RPC shows, in its forms. */
+  function metaFields(meta: TransactionMetadata) {
+    const returned = meta.returnData();
+    const returnData =
+      returned.data().length === 0
+        ? null
+        : {
+            programId: base58.decode(returned.programId()),
+            data: Buffer.from(returned.data()).toString("base64"),
+          };
+    const innerInstructions = meta
+      .innerInstructions()
+      .map((list, index) => ({
+        index,
+        instructions: list.map((inner) => {
+          const compiled = inner.instruction();
+          return {
+            programIdIndex: compiled.programIdIndex(),
+            accounts: [...compiled.accounts()],
+            data: base58.decode(compiled.data()),
+            stackHeight: inner.stackHeight(),
+          };
+        }),
+      }))
+      .filter((entry) => entry.instructions.length > 0);
+    return { logs: meta.logs(), unitsConsumed: meta.computeUnitsConsumed(), returnData, innerInstructions };
+  }
+
+  return chain;
+}
+
+const SYSTEM_PROGRAM = "11111111111111111111111111111111" as Address;
+
+/**
+ * A fresh LiteSVM (its programs: System, SPL Token, Token-2022, Associated Token Account and the
+ * rest of its defaults) holding `accounts`, set up as the local chain runs it: no blockhash check
+ * and no history of its own (the local chain does both), signatures checked.
+ */
+export function createSvm(accounts: readonly (readonly [string, SavedAccount])[] = []): LiteSVM {
+  const svm = new LiteSVM().withTransactionHistory(0n).withBlockhashCheck(false).withSigverify(true);
+  for (const [address, account] of accounts) {
+    const data = Buffer.from(account.data, "base64");
+    svm.setAccount({
+      address: address as Address,
+      lamports: BigInt(account.lamports) as never,
+      programAddress: account.owner as Address,
+      executable: account.executable,
+      data,
+      space: BigInt(data.length),
+    });
+  }
+  return svm;
+}
+/** DER prefix of an Ed25519 public key in SPKI form; the 32 key bytes follow. */
+const ED25519_SPKI_PREFIX = Buffer.from("302a300506032b6570032100", "hex");
+
+/** The transaction in JSON-RPC's "json" encoding. */
+export function transactionJsonOf(wire: WireTransaction) {
+  const { message } = wire;
+  const base58 = getBase58Decoder();
+  return {
+    signatures: wire.signatures,
+    message: {
+      accountKeys: message.staticAccounts,
+      header: {
+        numRequiredSignatures: message.header.numSignerAccounts,
+        numReadonlySignedAccounts: message.header.numReadonlySignerAccounts,
+        numReadonlyUnsignedAccounts: message.header.numReadonlyNonSignerAccounts,
+      },
+      recentBlockhash: message.lifetimeToken,
+      instructions: message.instructions.map((instruction) => ({
+        programIdIndex: instruction.programAddressIndex,
+        accounts: instruction.accountIndices ?? [],
+        data: base58.decode(instruction.data ?? new Uint8Array()),
+        stackHeight: null,
+      })),
+      ...(message.version === 0
+        ? {
+            addressTableLookups: (message.addressTableLookups ?? []).map((lookup) => ({
+              accountKey: lookup.lookupTableAddress,
+              writableIndexes: lookup.writableIndexes,
+              readonlyIndexes: lookup.readonlyIndexes,
+            })),
+          }
+        : {}),
+    },
+  };
+}

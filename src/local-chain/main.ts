@@ -1,0 +1,71 @@
+import { ConfigError, loadConfig } from "../config.ts";
+import { createLogger } from "../logger.ts";
+import { loadCatalog } from "../token/catalog.ts";
+import { LOCAL_KEYS } from "./genesis.ts";
+import { startLocalChain } from "./start-local-chain.ts";
+
+/**
+ * `npm run local-chain`: the embedded local chain alone, serving Solana JSON-RPC on
+ * 127.0.0.1:LOCAL_SOLANA_RPC_PORT (8899), so that several service replicas share one chain through
+ * SOLANA_RPC_URL=http://127.0.0.1:8899, and wallets and scripts use it with standard clients.
+ * LOCAL_SOLANA_STATE keeps it across restarts. SIGTERM or SIGINT saves the state and exits 0.
+ */
+async function main(): Promise<void> {
+  let config: ReturnType<typeof loadConfig>;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(2);
+    }
+    throw error;
+  }
+  const logger = createLogger({ level: config.logLevel, bufferBytes: config.logBufferBytes });
+  const local = config.solana.local;
+  let chain: Awaited<ReturnType<typeof startLocalChain>>;
+  try {
+    chain = await startLocalChain({
+      catalog: loadCatalog(),
+      port: local.port,
+      statePath: local.statePath,
+      slotMs: local.slotMs,
+      log: (level, message, fields) => logger[level](fields ?? {}, message),
+      onUnexpected: (error, method) => logger.error({ err: error, method }, "a JSON-RPC method failed"),
+    });
+  } catch (error) {
+    const inUse = (error as NodeJS.ErrnoException).code === "EADDRINUSE";
+    logger.fatal(
+      inUse ? {} : { err: error },
+      inUse
+        ? `LOCAL_SOLANA_RPC_PORT ${local.port} is in use on 127.0.0.1`
+        : "the local chain could not start",
+    );
+    logger.flush();
+    process.exit(1);
+  }
+  logger.info(
+    {
+      solana_rpc: chain.url,
+      state: local.statePath ?? null,
+      faucet: LOCAL_KEYS.faucet.address,
+      wallets: LOCAL_KEYS.wallets.map((w) => w.address),
+      ready_ms: Math.round(performance.now()),
+    },
+    `local chain serving Solana JSON-RPC at ${chain.url}`,
+  );
+  let stopping = false;
+  const stop = async (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, "local chain stopping");
+    await chain.close();
+    logger.info("local chain stopped");
+    logger.flush();
+    process.exit(0);
+  };
+  process.on("SIGTERM", (s) => void stop(s));
+  process.on("SIGINT", (s) => void stop(s));
+}
+
+await main();

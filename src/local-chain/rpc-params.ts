@@ -1,0 +1,139 @@
+import { isAddress } from "@solana/addresses";
+import { getBase58Encoder } from "@solana/kit";
+import type { Commitment } from "./block-clock.ts";
+import { invalidParam, invalidParams, JsonRpcError, MIN_CONTEXT_SLOT_NOT_REACHED } from "./json-rpc-error.ts";
+
+/**
+ * Reading Solana JSON-RPC params the way Agave does, with its error texts: a param of the wrong
+ * JSON type is "Invalid params: invalid type: …" (serde's words), a string that is no public key is
+ * "Invalid param: WrongSize" or "Invalid param: Invalid" (ParsePubkeyError's names), and so on.
+ */
+
+/** serde's name for a JSON value's type, as its "invalid type" errors write it. */
+export function serdeType(value: unknown): string {
+  if (value === null) return "null";
+  if (typeof value === "boolean") return `boolean \`${value}\``;
+  if (typeof value === "bigint") return `integer \`${value}\``;
+  if (typeof value === "number") {
+    return Number.isInteger(value) ? `integer \`${value}\`` : `floating point \`${value}\``;
+  }
+  if (typeof value === "string") return `string "${value}"`;
+  if (Array.isArray(value)) return "sequence";
+  return "map";
+}
+
+export function invalidType(value: unknown, expected: string): JsonRpcError {
+  return invalidParams(`invalid type: ${serdeType(value)}, expected ${expected}`);
+}
+
+/** The params a method requires at least, as jsonrpc-core's derive reports a short list. */
+export function requireParams(params: readonly unknown[], count: number): void {
+  if (params.length < count) {
+    throw new JsonRpcError(-32602, `\`params\` should have at least ${count} argument(s)`);
+  }
+}
+
+export function stringParam(value: unknown): string {
+  if (typeof value !== "string") throw invalidType(value, "a string");
+  return value;
+}
+
+/** A base58 public key, or Agave's ParsePubkeyError. */
+export function pubkeyParam(value: unknown): string {
+  const text = stringParam(value);
+  if (isAddress(text)) return text;
+  throw invalidParam(decodedLength(text, 32) === "invalid" ? "Invalid" : "WrongSize");
+}
+
+/** A base58 signature, or Agave's ParseSignatureError. */
+export function signatureParam(value: unknown): string {
+  const text = stringParam(value);
+  const length = decodedLength(text, 64);
+  if (length === 64) return text;
+  throw invalidParam(length === "invalid" ? "Invalid" : "WrongSize");
+}
+
+/** The byte length base58 text decodes to, or "invalid" when it is not base58 (or far too long). */
+function decodedLength(text: string, expected: number): number | "invalid" {
+  if (text.length > expected * 2 || !/^[1-9A-HJ-NP-Za-km-z]*$/.test(text)) return "invalid";
+  try {
+    return getBase58Encoder().encode(text).length;
+  } catch {
+    return "invalid";
+  }
+}
+
+/** An unsigned 64-bit integer param. */
+export function u64Param(value: unknown, what = "u64"): bigint {
+  if (typeof value === "bigint" && value >= 0n && value < 1n << 64n) return value;
+  if (typeof value === "number" && Number.isSafeInteger(value) && value >= 0) return BigInt(value);
+  throw invalidType(value, what);
+}
+
+export function usizeParam(value: unknown): number {
+  if (typeof value === "number" && Number.isSafeInteger(value) && value >= 0) return value;
+  throw invalidType(value, "usize");
+}
+
+/** The optional config object at `index`: undefined and null mean none. */
+export function configParam(params: readonly unknown[], index: number): Record<string, unknown> {
+  const value = params[index];
+  if (value === undefined || value === null) return {};
+  if (typeof value !== "object" || Array.isArray(value)) throw invalidType(value, "struct config");
+  return value as Record<string, unknown>;
+}
+
+const COMMITMENTS: Record<string, Commitment> = {
+  processed: "processed",
+  confirmed: "confirmed",
+  finalized: "finalized",
+  // Deprecated names Agave still accepts.
+  recent: "processed",
+  single: "confirmed",
+  singleGossip: "confirmed",
+  root: "finalized",
+  max: "finalized",
+};
+
+export function commitmentOf(
+  config: Record<string, unknown>,
+  fallback: Commitment = "finalized",
+): Commitment {
+  const value = config.commitment;
+  if (value === undefined || value === null) return fallback;
+  if (typeof value !== "string") throw invalidType(value, "a commitment level");
+  const found = Object.hasOwn(COMMITMENTS, value) ? COMMITMENTS[value] : undefined;
+  if (found === undefined) {
+    throw invalidParams(
+      `unknown variant \`${value}\`, expected one of \`max\`, \`recent\`, \`root\`, \`single\`, \`singleGossip\`, \`processed\`, \`confirmed\`, \`finalized\``,
+    );
+  }
+  return found;
+}
+
+/** minContextSlot: the request waits for no node; a slot the chain has not reached is an error. */
+export function checkMinContextSlot(config: Record<string, unknown>, contextSlot: number): void {
+  const value = config.minContextSlot;
+  if (value === undefined || value === null) return;
+  const minimum = u64Param(value);
+  if (minimum > BigInt(contextSlot)) {
+    throw new JsonRpcError(MIN_CONTEXT_SLOT_NOT_REACHED, "Minimum context slot has not been reached", {
+      contextSlot,
+    });
+  }
+}
+
+export function booleanOf(config: Record<string, unknown>, key: string, fallback: boolean): boolean {
+  const value = config[key];
+  if (value === undefined || value === null) return fallback;
+  if (typeof value !== "boolean") throw invalidType(value, "a boolean");
+  return value;
+}
+
+/** The `{context, value}` wrapper of answers that say which slot they were read at. */
+export function withContext(slot: number, value: unknown) {
+  return { context: { apiVersion: API_VERSION, slot }, value };
+}
+
+/** The Agave version the local chain answers as (getVersion's solana-core, context.apiVersion). */
+export const API_VERSION = "2.3.0";

@@ -1,0 +1,202 @@
+import { createHash } from "node:crypto";
+import { mkdir } from "node:fs/promises";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { RpcTransport } from "@solana/kit";
+import type { Catalog } from "../token/catalog.ts";
+import { createBlockClock } from "./block-clock.ts";
+import { type ChainState, readChainState, writeChainState } from "./chain-state.ts";
+import { createGenesis, GENESIS_VERSION, LOCAL_KEYS } from "./genesis.ts";
+import { createJsonRpcHandler, type JsonRpcHandler } from "./json-rpc-handler.ts";
+import { createLedger } from "./ledger.ts";
+import { createLocalChain, createSvm, type LocalChain } from "./local-chain.ts";
+import { startLocalChainServer } from "./local-chain-server.ts";
+import { createLocalTransport } from "./local-transport.ts";
+import { createRpcMethods } from "./rpc-methods.ts";
+
+export interface StartLocalChainOptions {
+  readonly catalog: Catalog;
+  /** Port of the JSON-RPC on 127.0.0.1 (0: any free port); undefined: no port, in-process only. */
+  readonly port: number | undefined;
+  /** File the chain is kept in across restarts; undefined: a fresh chain from the genesis. */
+  readonly statePath: string | undefined;
+  readonly slotMs: number;
+  /** Largest JSON-RPC request body the port reads. */
+  readonly maxRequestBytes?: number;
+  /** Where a built genesis is kept for the next start (default: node_modules/.cache). */
+  readonly cacheDir?: string;
+  readonly now?: () => number;
+  /** Progress worth a log line ("building the genesis", "saved"); `error` when saving failed. */
+  readonly log?: (
+    level: "info" | "warn" | "error",
+    message: string,
+    fields?: Record<string, unknown>,
+  ) => void;
+  readonly onRequest?: (method: string, outcome: "ok" | "error", code?: number) => void;
+  readonly onRejected?: (reason: string) => void;
+  readonly onUnexpected?: (error: unknown, method: string) => void;
+}
+
+export interface RunningLocalChain {
+  readonly chain: LocalChain;
+  readonly handler: JsonRpcHandler;
+  /** The in-process transport for @solana/kit (the service's own chain adapter uses it). */
+  readonly transport: RpcTransport;
+  /** http://127.0.0.1:port when a port serves, for wallets and scripts. */
+  readonly url: string | undefined;
+  /** Saves the state now (when there is a state file); resolves when written. */
+  save(): Promise<void>;
+  /** Stops the port and saves the state a last time. */
+  close(): Promise<void>;
+}
+
+/** Pause between a change and the save it triggers, so a burst of transactions is one write. */
+const SAVE_DELAY_MS = 1000;
+const DEFAULT_MAX_REQUEST_BYTES = 1024 * 1024;
+const MAX_BATCH = 100;
+
+/**
+ * Starts the embedded local chain: its state from `statePath` if that file exists, else from the
+ * genesis (built once per machine, ~3 s, and kept in the cache directory, then loaded in well under
+ * a second), the JSON-RPC handler, the in-process transport and, when `port` is given, the HTTP port
+ * on 127.0.0.1. A fresh chain's seeded history is placed to end now; a saved chain keeps its times.
+ */
+export async function startLocalChain(options: StartLocalChainOptions): Promise<RunningLocalChain> {
+  const now = options.now ?? Date.now;
+  const log = options.log ?? (() => {});
+  const saved = options.statePath === undefined ? undefined : await readChainState(options.statePath);
+  let state: ChainState;
+  let clockState: ChainState["clock"];
+  if (saved !== undefined) {
+    state = saved;
+    clockState = saved.clock;
+    log("info", "local chain state loaded", { entries: saved.ledger.length });
+  } else {
+    state = await loadGenesis(options, log);
+    // The seeded history ends now: the chain's slot 0 is that many slots ago.
+    clockState = {
+      ...state.clock,
+      slotMs: options.slotMs,
+      genesisMs: now() - state.clock.slot * options.slotMs,
+    };
+  }
+  const svm = createSvm(state.accounts);
+
+  let dirty = saved === undefined && options.statePath !== undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let saving: Promise<void> = Promise.resolve();
+  const save = (): Promise<void> => {
+    clearTimeout(timer);
+    timer = undefined;
+    if (options.statePath === undefined || !dirty) return saving;
+    dirty = false;
+    const path = options.statePath;
+    const snapshot: ChainState = {
+      accounts: chain.savedAccounts(),
+      clock: clock.state(),
+      ledger: ledger.entries(),
+    };
+    saving = saving
+      .then(() => writeChainState(path, snapshot))
+      .catch((error: unknown) => {
+        dirty = true;
+        log("error", "the local chain state could not be saved", { err: error });
+      });
+    return saving;
+  };
+  const onChange = () => {
+    if (options.statePath === undefined) return;
+    dirty = true;
+    timer ??= setTimeout(() => void save(), SAVE_DELAY_MS).unref();
+  };
+
+  const clock = createBlockClock({ state: clockState, now });
+  const ledger = createLedger(state.ledger);
+  const chain = createLocalChain({
+    svm,
+    clock,
+    ledger,
+    faucet: LOCAL_KEYS.faucet,
+    onChange,
+    written: state.accounts.map(([address]) => address),
+  });
+  chain.tick();
+  const methods = createRpcMethods({ chain });
+  const handler = createJsonRpcHandler({
+    methods,
+    maxBatch: MAX_BATCH,
+    ...(options.onRequest === undefined ? {} : { onRequest: options.onRequest }),
+    ...(options.onUnexpected === undefined ? {} : { onUnexpected: options.onUnexpected }),
+  });
+  const server =
+    options.port === undefined
+      ? undefined
+      : await startLocalChainServer({
+          handler,
+          port: options.port,
+          maxRequestBytes: options.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES,
+          ...(options.onRejected === undefined ? {} : { onRejected: options.onRejected }),
+        });
+  await save();
+  return {
+    chain,
+    handler,
+    transport: createLocalTransport(handler),
+    url: server?.url,
+    save,
+    async close() {
+      await server?.close();
+      await save();
+    },
+  };
+}
+
+/** The genesis from the cache, or built (and cached for the next start). */
+async function loadGenesis(
+  options: StartLocalChainOptions,
+  log: NonNullable<StartLocalChainOptions["log"]>,
+): Promise<ChainState> {
+  const key = genesisKey(options.catalog);
+  const directories = [options.cacheDir ?? defaultCacheDir(), join(tmpdir(), "token-agent-service")];
+  for (const directory of directories) {
+    const cached = await readChainState(join(directory, `local-chain-genesis-${key}.bin`)).catch(
+      () => undefined,
+    );
+    if (cached !== undefined) return cached;
+  }
+  log("info", "building the local chain's genesis (once per machine; later starts load it)");
+  const started = performance.now();
+  const genesis = await createGenesis({ catalog: options.catalog, slotMs: options.slotMs });
+  for (const directory of directories) {
+    try {
+      await mkdir(directory, { recursive: true });
+      await writeChainState(join(directory, `local-chain-genesis-${key}.bin`), genesis);
+      log("info", "local chain genesis built", {
+        ms: Math.round(performance.now() - started),
+        cache: directory,
+      });
+      return genesis;
+    } catch {
+      // Not writable here (a read-only image, say): try the next place, or keep it in memory only.
+    }
+  }
+  log("warn", "the local chain genesis could not be cached; it is built on every start");
+  return genesis;
+}
+
+/** What the genesis depends on: its own version, LiteSVM's (its programs ran it) and the catalog's tokens. */
+function genesisKey(catalog: Catalog): string {
+  const require = createRequire(import.meta.url);
+  const litesvm = (require("litesvm/package.json") as { version: string }).version;
+  const tokens = catalog.tokens.map(({ mint, symbol, name, decimals }) => [mint, symbol, name, decimals]);
+  return createHash("sha256")
+    .update(JSON.stringify([GENESIS_VERSION, litesvm, tokens]))
+    .digest("hex")
+    .slice(0, 16);
+}
+
+export function defaultCacheDir(): string {
+  return fileURLToPath(new URL("../../node_modules/.cache/token-agent-service/", import.meta.url));
+}

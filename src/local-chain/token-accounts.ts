@@ -1,0 +1,96 @@
+import type { Address, ReadonlyUint8Array } from "@solana/kit";
+import { getTokenDecoder as getClassicTokenDecoder, TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
+import {
+  getMintDecoder as getToken2022MintDecoder,
+  getTokenDecoder as getToken2022TokenDecoder,
+  TOKEN_2022_PROGRAM_ADDRESS,
+  type Mint as Token2022Mint,
+  type Token as Token2022Token,
+} from "@solana-program/token-2022";
+
+/** The two token programs, by the name JSON-RPC's jsonParsed gives them. */
+export const TOKEN_PROGRAMS: Readonly<Record<string, "spl-token" | "spl-token-2022">> = {
+  [TOKEN_PROGRAM_ADDRESS]: "spl-token",
+  [TOKEN_2022_PROGRAM_ADDRESS]: "spl-token-2022",
+};
+
+// Codecs hold no state; made once, as each costs more to make than to use.
+const classicTokenDecoder = getClassicTokenDecoder();
+const token2022TokenDecoder = getToken2022TokenDecoder();
+const token2022MintDecoder = getToken2022MintDecoder();
+const MINT_SIZE = 82;
+const ACCOUNT_SIZE = 165;
+const ACCOUNT_TYPE_MINT = 1;
+const ACCOUNT_TYPE_ACCOUNT = 2;
+
+/** What the local chain reads an account as: lamports, owner and data, as LiteSVM holds it. */
+export interface RawAccount {
+  readonly lamports: bigint;
+  readonly programAddress: Address;
+  readonly data: ReadonlyUint8Array;
+  readonly executable: boolean;
+}
+
+export type MintState = Token2022Mint & { readonly program: Address };
+export type TokenAccountState = Token2022Token & { readonly program: Address };
+
+/**
+ * The kind of a token program's account, as the program itself tells them apart: by size for the
+ * base layouts, and for longer Token-2022 accounts by the account type byte after the base.
+ */
+function kindOf(account: RawAccount): "mint" | "account" | undefined {
+  if (TOKEN_PROGRAMS[account.programAddress] === undefined) return undefined;
+  const size = account.data.length;
+  if (size === MINT_SIZE) return "mint";
+  if (size === ACCOUNT_SIZE) return "account";
+  if (account.programAddress !== TOKEN_2022_PROGRAM_ADDRESS || size <= ACCOUNT_SIZE) return undefined;
+  const type = account.data[ACCOUNT_SIZE];
+  return type === ACCOUNT_TYPE_MINT ? "mint" : type === ACCOUNT_TYPE_ACCOUNT ? "account" : undefined;
+}
+
+/** The mint in `account`, decoded with Token-2022's codec (a superset of SPL Token's). */
+export function readMint(account: RawAccount | undefined): MintState | undefined {
+  if (account === undefined || kindOf(account) !== "mint") return undefined;
+  try {
+    const mint = token2022MintDecoder.decode(account.data);
+    return mint.isInitialized ? { ...mint, program: account.programAddress } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The token account in `account`, or undefined when it is not an initialized one. */
+export function readTokenAccount(account: RawAccount | undefined): TokenAccountState | undefined {
+  if (account === undefined || kindOf(account) !== "account") return undefined;
+  try {
+    const token =
+      account.programAddress === TOKEN_PROGRAM_ADDRESS
+        ? { ...classicTokenDecoder.decode(account.data), extensions: { __option: "None" as const } }
+        : token2022TokenDecoder.decode(account.data);
+    return token.state === 0 ? undefined : { ...token, program: account.programAddress };
+  } catch {
+    return undefined;
+  }
+}
+
+/** JSON-RPC's UiTokenAmount: base units as text, and the amount in UI units. */
+export interface UiTokenAmount {
+  readonly amount: string;
+  readonly decimals: number;
+  readonly uiAmount: number | null;
+  readonly uiAmountString: string;
+}
+
+export function uiTokenAmount(amount: bigint, decimals: number): UiTokenAmount {
+  const uiAmountString = decimalString(amount, decimals);
+  return { amount: amount.toString(), decimals, uiAmount: Number(uiAmountString), uiAmountString };
+}
+
+/** Base units shifted by `decimals`, without trailing zeros ("1.5", "0", "1000"), as Agave writes it. */
+export function decimalString(amount: bigint, decimals: number): string {
+  if (decimals === 0) return amount.toString();
+  const digits = amount.toString().padStart(decimals + 1, "0");
+  const whole = digits.slice(0, -decimals);
+  const fraction = digits.slice(-decimals).replace(/0+$/, "");
+  return fraction === "" ? whole : `${whole}.${fraction}`;
+}

@@ -1,0 +1,393 @@
+import { getBase58Decoder, getBase58Encoder } from "@solana/kit";
+import { parseJsonExactIntegers } from "../chain/json-bigints.ts";
+import { accountJson, encodingOf } from "./account-encoding.ts";
+import type { Commitment } from "./block-clock.ts";
+import {
+  invalidParams,
+  JsonRpcError,
+  SEND_TRANSACTION_PREFLIGHT_FAILURE,
+  TRANSACTION_SIGNATURE_VERIFICATION_FAILURE,
+  UNSUPPORTED_TRANSACTION_VERSION,
+} from "./json-rpc-error.ts";
+import type { RpcMethod } from "./json-rpc-handler.ts";
+import type { LedgerEntry } from "./ledger.ts";
+import type { LocalChain, Simulation } from "./local-chain.ts";
+import {
+  booleanOf,
+  checkMinContextSlot,
+  commitmentOf,
+  configParam,
+  invalidType,
+  pubkeyParam,
+  requireParams,
+  signatureParam,
+  stringParam,
+  u64Param,
+  withContext,
+} from "./rpc-params.ts";
+import { MAX_TRANSACTION_BYTES, WireTransactionError } from "./wire-transaction.ts";
+
+const MAX_SIGNATURE_STATUSES = 256;
+const MAX_SIGNATURES_LIMIT = 1000;
+/** Base58 and base64 text of a largest transaction (Agave's MAX_BASE58_SIZE and MAX_BASE64_SIZE). */
+const MAX_BASE58_SIZE = 1683;
+const MAX_BASE64_SIZE = 1644;
+/** The most one airdrop gives: enough for any test, and the faucet never runs dry by accident. */
+const MAX_AIRDROP_LAMPORTS = 10_000n * 1_000_000_000n;
+
+/** Sending, simulating and reading transactions, their statuses and history, fees and airdrops. */
+export function transactionMethods(chain: LocalChain): Record<string, RpcMethod> {
+  const contextSlot = (config: Record<string, unknown>, commitment: Commitment) => {
+    const slot = chain.slot(commitment);
+    checkMinContextSlot(config, slot);
+    return slot;
+  };
+
+  return {
+    sendTransaction(params) {
+      requireParams(params, 1);
+      const config = configParam(params, 1);
+      const bytes = transactionBytes(params[0], config);
+      contextSlot(config, commitmentOf({ commitment: config.preflightCommitment }));
+      const outcome = run(() =>
+        chain.send(bytes, { skipPreflight: booleanOf(config, "skipPreflight", false) }),
+      );
+      if (outcome.kind === "bad-signature") {
+        throw new JsonRpcError(
+          TRANSACTION_SIGNATURE_VERIFICATION_FAILURE,
+          "Transaction signature verification failure",
+        );
+      }
+      if (outcome.kind === "preflight-failed") {
+        const { simulation } = outcome;
+        throw new JsonRpcError(
+          SEND_TRANSACTION_PREFLIGHT_FAILURE,
+          `Transaction simulation failed: ${simulation.err?.message ?? ""}`,
+          { ...simulationJson(simulation, undefined, false), accounts: null },
+        );
+      }
+      return outcome.signature;
+    },
+
+    simulateTransaction(params) {
+      requireParams(params, 1);
+      const config = configParam(params, 1);
+      const bytes = transactionBytes(params[0], config);
+      const sigVerify = booleanOf(config, "sigVerify", false);
+      const replaceRecentBlockhash = booleanOf(config, "replaceRecentBlockhash", false);
+      if (sigVerify && replaceRecentBlockhash) {
+        throw invalidParams("sigVerify may not be used with replaceRecentBlockhash");
+      }
+      const accountsConfig = config.accounts as Record<string, unknown> | undefined | null;
+      let addresses: string[] = [];
+      let accountEncoding = encodingOf({}, "base64");
+      if (accountsConfig !== undefined && accountsConfig !== null) {
+        if (typeof accountsConfig !== "object" || !Array.isArray(accountsConfig.addresses)) {
+          throw invalidType(accountsConfig, "struct RpcSimulateTransactionAccountsConfig");
+        }
+        addresses = accountsConfig.addresses.map(pubkeyParam);
+        accountEncoding = encodingOf(accountsConfig, "base64");
+        if (accountEncoding === "binary" || accountEncoding === "base58") {
+          throw invalidParams("base58 encoding not supported");
+        }
+      }
+      const slot = contextSlot(config, commitmentOf(config));
+      const result = run(() =>
+        chain.simulate(bytes, { sigVerify, replaceRecentBlockhash, accounts: addresses }),
+      );
+      if (result === "bad-signature") {
+        throw new JsonRpcError(
+          TRANSACTION_SIGNATURE_VERIFICATION_FAILURE,
+          "Transaction signature verification failure",
+        );
+      }
+      const value = simulationJson(
+        result.simulation,
+        result.replacement,
+        booleanOf(config, "innerInstructions", false),
+      );
+      return withContext(slot, {
+        ...value,
+        accounts:
+          accountsConfig === undefined || accountsConfig === null
+            ? null
+            : result.simulation.accounts.map((account) =>
+                account === undefined
+                  ? null
+                  : accountJson(account, accountEncoding, undefined, (a) => chain.account(a)),
+              ),
+      });
+    },
+
+    getSignatureStatuses(params) {
+      requireParams(params, 1);
+      const list = params[0];
+      if (!Array.isArray(list)) throw invalidType(list, "a sequence");
+      if (list.length > MAX_SIGNATURE_STATUSES) {
+        throw invalidParams(`Too many inputs provided; max ${MAX_SIGNATURE_STATUSES}`);
+      }
+      const signatures = list.map(signatureParam);
+      configParam(params, 1);
+      return withContext(
+        chain.slot("processed"),
+        signatures.map((signature) => {
+          const status = chain.status(signature);
+          if (status === null) return null;
+          return {
+            slot: BigInt(status.slot),
+            confirmations: status.confirmations === null ? null : BigInt(status.confirmations),
+            err: status.err,
+            status: status.err === null ? { Ok: null } : { Err: status.err },
+            confirmationStatus: status.confirmationStatus,
+          };
+        }),
+      );
+    },
+
+    getTransaction(params) {
+      requireParams(params, 1);
+      const signature = signatureParam(params[0]);
+      // The config may also be the encoding alone (the deprecated form).
+      const config = typeof params[1] === "string" ? { encoding: params[1] } : configParam(params, 1);
+      const encoding = transactionEncodingOf(config);
+      const commitment = historyCommitment(config);
+      const supported = config.maxSupportedTransactionVersion;
+      if (supported !== undefined && supported !== null && u64Param(supported, "u8") > 0n) {
+        throw invalidParams(`Unsupported transaction version: ${supported}`);
+      }
+      const entry = chain.transaction(signature, commitment);
+      if (entry === undefined) return null;
+      if (entry.version === 0 && (supported === undefined || supported === null)) {
+        throw new JsonRpcError(
+          UNSUPPORTED_TRANSACTION_VERSION,
+          'Transaction version (0) is not supported by the requesting client. Please try the request again with the following configuration parameter: "maxSupportedTransactionVersion": 0',
+        );
+      }
+      return {
+        slot: BigInt(entry.slot),
+        transaction: transactionField(entry, encoding),
+        meta: rawJson(entry.metaJson),
+        blockTime: BigInt(chain.timeOf(entry.slot)),
+        ...(supported === undefined || supported === null ? {} : { version: entry.version }),
+      };
+    },
+
+    getSignaturesForAddress(params) {
+      requireParams(params, 1);
+      const address = pubkeyParam(params[0]);
+      const config = configParam(params, 1);
+      const commitment = historyCommitment(config);
+      const limitValue = config.limit;
+      const limit =
+        limitValue === undefined || limitValue === null
+          ? MAX_SIGNATURES_LIMIT
+          : Number(u64Param(limitValue, "usize"));
+      if (limit === 0 || limit > MAX_SIGNATURES_LIMIT)
+        throw invalidParams(`Invalid limit; max ${MAX_SIGNATURES_LIMIT}`);
+      const before = optionalSignature(config.before);
+      const until = optionalSignature(config.until);
+      contextSlot(config, commitment);
+      const entries = chain.signaturesFor(
+        address,
+        { limit, ...(before === undefined ? {} : { before }), ...(until === undefined ? {} : { until }) },
+        commitment,
+      );
+      return entries.map((entry) => {
+        const status = chain.status(entry.signature);
+        return {
+          signature: entry.signature,
+          slot: BigInt(entry.slot),
+          err: entry.err,
+          memo: entry.memo,
+          blockTime: BigInt(chain.timeOf(entry.slot)),
+          confirmationStatus: status?.confirmationStatus ?? "confirmed",
+        };
+      });
+    },
+
+    getFeeForMessage(params) {
+      requireParams(params, 1);
+      const text = stringParam(params[0]);
+      const config = configParam(params, 1);
+      const slot = contextSlot(config, commitmentOf(config));
+      const bytes = Buffer.from(text, "base64");
+      if (bytes.toString("base64") !== text || bytes.length === 0)
+        throw invalidParams("invalid base64 encoding");
+      const fee = run(() => chain.feeForMessage(bytes));
+      return withContext(slot, fee);
+    },
+
+    requestAirdrop(params) {
+      requireParams(params, 2);
+      const address = pubkeyParam(params[0]);
+      const lamports = u64Param(params[1]);
+      configParam(params, 2);
+      if (lamports === 0n || lamports > MAX_AIRDROP_LAMPORTS) {
+        throw new JsonRpcError(
+          -32600,
+          `airdrop request failed: the local faucet gives from 1 lamport to ${MAX_AIRDROP_LAMPORTS} lamports (10,000 SOL) at once`,
+        );
+      }
+      return chain.airdrop(address, lamports);
+    },
+  };
+}
+
+/** getTransaction and getSignaturesForAddress serve confirmed or finalized history only. */
+function historyCommitment(config: Record<string, unknown>): Commitment {
+  const commitment = commitmentOf(config);
+  if (commitment === "processed") throw invalidParams("Method does not support commitment below `confirmed`");
+  return commitment;
+}
+
+function optionalSignature(value: unknown): string | undefined {
+  return value === undefined || value === null ? undefined : signatureParam(value);
+}
+
+type TransactionEncoding = "json" | "jsonParsed" | "base58" | "base64";
+
+function transactionEncodingOf(config: Record<string, unknown>): TransactionEncoding {
+  const value = config.encoding;
+  if (value === undefined || value === null) return "json";
+  if (value === "json" || value === "jsonParsed" || value === "base58" || value === "base64") return value;
+  if (value === "binary") return "base58";
+  if (typeof value === "string") {
+    throw invalidParams(
+      `unknown variant \`${value}\`, expected one of \`binary\`, \`base64\`, \`base58\`, \`json\`, \`jsonParsed\``,
+    );
+  }
+  throw invalidType(value, "a transaction encoding");
+}
+
+/** The transaction as getTransaction gives it in `encoding`. */
+function transactionField(entry: LedgerEntry, encoding: TransactionEncoding): unknown {
+  switch (encoding) {
+    case "json":
+      return rawJson(entry.transactionJson);
+    case "base64":
+      return [entry.wire, "base64"];
+    case "base58":
+      return [getBase58Decoder().decode(Buffer.from(entry.wire, "base64")), "base58"];
+    case "jsonParsed": {
+      // Account keys with their roles, and instructions as "partially decoded" (program id,
+      // account addresses, base58 data): what Agave gives for a program it does not parse. The
+      // local chain parses no program's instructions.
+      const json = JSON.parse(entry.transactionJson) as {
+        signatures: string[];
+        message: {
+          accountKeys: string[];
+          header: {
+            numRequiredSignatures: number;
+            numReadonlySignedAccounts: number;
+            numReadonlyUnsignedAccounts: number;
+          };
+          recentBlockhash: string;
+          instructions: { programIdIndex: number; accounts: number[]; data: string; stackHeight: null }[];
+          addressTableLookups?: unknown[];
+        };
+      };
+      const { accountKeys, header } = json.message;
+      const signers = header.numRequiredSignatures;
+      const keys = accountKeys.map((pubkey, i) => ({
+        pubkey,
+        signer: i < signers,
+        source: "transaction",
+        writable:
+          i < signers
+            ? i < signers - header.numReadonlySignedAccounts
+            : i < accountKeys.length - header.numReadonlyUnsignedAccounts,
+      }));
+      return {
+        signatures: json.signatures,
+        message: {
+          accountKeys: keys,
+          recentBlockhash: json.message.recentBlockhash,
+          instructions: json.message.instructions.map((instruction) => ({
+            programId: accountKeys[instruction.programIdIndex],
+            accounts: instruction.accounts.map((index) => accountKeys[index]),
+            data: instruction.data,
+            stackHeight: null,
+          })),
+          ...(json.message.addressTableLookups === undefined
+            ? {}
+            : { addressTableLookups: json.message.addressTableLookups }),
+        },
+      };
+    }
+  }
+}
+
+/** A transaction param: base58 (the default) or base64 text, within a packet's size. */
+function transactionBytes(value: unknown, config: Record<string, unknown>): Uint8Array {
+  const text = stringParam(value);
+  const encoding = config.encoding ?? "base58";
+  if (encoding === "base58") {
+    if (text.length > MAX_BASE58_SIZE) {
+      throw invalidParams(
+        `base58 encoded solana_transaction::versioned::VersionedTransaction too large: ${text.length} bytes (max: encoded/raw ${MAX_BASE58_SIZE}/${MAX_TRANSACTION_BYTES})`,
+      );
+    }
+    try {
+      return getBase58Encoder().encode(text) as Uint8Array;
+    } catch {
+      throw invalidParams("invalid base58 encoding: InvalidCharacter");
+    }
+  }
+  if (encoding === "base64") {
+    if (text.length > MAX_BASE64_SIZE) {
+      throw invalidParams(
+        `base64 encoded solana_transaction::versioned::VersionedTransaction too large: ${text.length} bytes (max: encoded/raw ${MAX_BASE64_SIZE}/${MAX_TRANSACTION_BYTES})`,
+      );
+    }
+    const bytes = Buffer.from(text, "base64");
+    if (bytes.toString("base64") !== text) throw invalidParams("invalid base64 encoding: InvalidByte");
+    return bytes;
+  }
+  throw invalidParams(`unsupported encoding: ${String(encoding)}. Supported encodings: base58, base64`);
+}
+
+/** Runs a chain call; bytes that are no transaction become Agave's deserialize error. */
+function run<T>(call: () => T): T {
+  try {
+    return call();
+  } catch (error) {
+    if (error instanceof WireTransactionError) {
+      throw invalidParams(
+        `failed to deserialize solana_transaction::versioned::VersionedTransaction: ${error.message}`,
+      );
+    }
+    throw error;
+  }
+}
+
+/** A simulation as simulateTransaction (and a preflight failure's data) shows it. */
+function simulationJson(
+  simulation: Simulation,
+  replacement: { blockhash: string; lastValidBlockHeight: number } | undefined,
+  withInner: boolean,
+) {
+  return {
+    err: simulation.err?.json ?? null,
+    logs: simulation.logs,
+    accounts: null as unknown,
+    unitsConsumed: simulation.unitsConsumed,
+    returnData:
+      simulation.returnData === null
+        ? null
+        : { programId: simulation.returnData.programId, data: [simulation.returnData.data, "base64"] },
+    innerInstructions: withInner ? simulation.innerInstructions : null,
+    replacementBlockhash:
+      replacement === undefined
+        ? null
+        : {
+            blockhash: replacement.blockhash,
+            lastValidBlockHeight: BigInt(replacement.lastValidBlockHeight),
+          },
+    fee: simulation.fee,
+  };
+}
+
+/** Stored JSON text as a value again (u64 values beyond 2^53 stay exact). */
+function rawJson(text: string): unknown {
+  return parseJsonExactIntegers(text);
+}

@@ -1,0 +1,81 @@
+import { Counter, Histogram, type Registry } from "prom-client";
+import type { RequestOutcome } from "../chain/resilient-transport.ts";
+
+/** Solana JSON-RPC request durations, in seconds: from a cached local answer to a timeout. */
+const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+/** The JSON-RPC methods the chain adapter calls; any other name is counted as "other". */
+const KNOWN_METHODS = new Set([
+  "getAccountInfo",
+  "getHealth",
+  "getSignaturesForAddress",
+  "getTransaction",
+  "getMultipleAccounts",
+  "getLatestBlockhash",
+  "getSignatureStatuses",
+  "sendTransaction",
+  "simulateTransaction",
+  "getSlot",
+]);
+
+/**
+ * The chain adapter's requests on the server's registry: every attempt by JSON-RPC method and
+ * outcome (`ok`, `rpc_error`, `timeout`, `unreachable`, `rate_limited`, `http_error`,
+ * `too_large`, `bad_response`, `overloaded`, `cancelled`), and their durations. Returned as the
+ * callback the resilient transport reports to, so the transport stays free of prom-client.
+ */
+export function registerChainMetrics(
+  registry: Registry,
+): (method: string, outcome: RequestOutcome, seconds: number) => void {
+  const requests = new Counter({
+    name: "solana_rpc_requests_total",
+    help: "Solana JSON-RPC requests made by the chain adapter (each attempt), by method and outcome.",
+    labelNames: ["method", "outcome"] as const,
+    registers: [registry],
+  });
+  const duration = new Histogram({
+    name: "solana_rpc_request_duration_seconds",
+    help: "Time one Solana JSON-RPC request took, by method, in seconds.",
+    labelNames: ["method"] as const,
+    buckets: DURATION_BUCKETS,
+    registers: [registry],
+  });
+  return (method, outcome, seconds) => {
+    const label = KNOWN_METHODS.has(method) ? method : "other";
+    requests.inc({ method: label, outcome });
+    if (outcome !== "overloaded" && outcome !== "cancelled") duration.observe({ method: label }, seconds);
+  };
+}
+
+/**
+ * The embedded local chain's JSON-RPC on the server's registry: requests by method and outcome
+ * (`ok`, or the JSON-RPC error code), and HTTP requests turned away before JSON-RPC saw them.
+ */
+export function registerLocalChainMetrics(
+  registry: Registry,
+  methods: readonly string[],
+): {
+  onRequest(method: string, outcome: "ok" | "error", code?: number): void;
+  onRejected(reason: string): void;
+} {
+  const known = new Set(methods);
+  const requests = new Counter({
+    name: "local_chain_rpc_requests_total",
+    help: "JSON-RPC requests the embedded local chain answered, by method and outcome (ok or the error code).",
+    labelNames: ["method", "outcome"] as const,
+    registers: [registry],
+  });
+  const rejections = new Counter({
+    name: "local_chain_http_rejections_total",
+    help: "HTTP requests to the local chain's JSON-RPC port turned away before JSON-RPC, by reason.",
+    labelNames: ["reason"] as const,
+    registers: [registry],
+  });
+  return {
+    onRequest(method, outcome, code) {
+      const label = known.has(method) ? method : method === "invalid" ? "invalid" : "unknown";
+      requests.inc({ method: label, outcome: outcome === "ok" ? "ok" : String(code ?? "error") });
+    },
+    onRejected: (reason) => rejections.inc({ reason }),
+  };
+}

@@ -1,0 +1,198 @@
+import type { AddressInfo } from "node:net";
+import type { RpcTransport } from "@solana/kit";
+import { Registry } from "prom-client";
+import { type AppContext, type AppContextOverrides, createAppContext } from "./app-context.ts";
+import { createCachedChain } from "./chain/cached-chain.ts";
+import type { Chain } from "./chain/chain.ts";
+import { createHttpTransport } from "./chain/http-transport.ts";
+import { createKitChain } from "./chain/kit-chain.ts";
+import { createResilientTransport } from "./chain/resilient-transport.ts";
+import { type Config, redactRpcUrl } from "./config.ts";
+import type { RunningLocalChain } from "./local-chain/start-local-chain.ts";
+import type { Logger } from "./logger.ts";
+import { registerChainMetrics, registerLocalChainMetrics } from "./observability/chain-metrics.ts";
+import type { Scheduler } from "./scheduler/scheduler.ts";
+import { createServiceScheduler } from "./scheduler/service-scheduler.ts";
+import { type BuildOptions, build, type Server } from "./server.ts";
+import { type Catalog, loadCatalog } from "./token/catalog.ts";
+
+/** The whole service of one process: its chain, its context, its scheduler and its server. */
+export interface Service {
+  readonly context: AppContext;
+  readonly server: Server;
+  /** The embedded local chain, when this process runs it (no SOLANA_RPC_URL). */
+  readonly localChain: RunningLocalChain | undefined;
+  readonly scheduler: Scheduler | undefined;
+  /** The Prometheus registry /metrics serves. */
+  readonly registry: Registry;
+  /** Listens on the configured port, then starts the scheduler. */
+  listen(): Promise<AddressInfo>;
+  /** Drains calls and runs (within the shutdown timeout), then releases the stores and the chain. */
+  close(): Promise<void>;
+}
+
+export interface ServiceOverrides extends AppContextOverrides {
+  /** A chain to read instead of the configured one (tests inject faults through it). */
+  readonly chain?: Chain;
+}
+
+/** Landed transactions kept in memory (a confirmed transaction never changes). */
+const CACHED_TRANSACTIONS = 5000;
+/** Mints and metadata kept in memory, and for how long they are trusted. */
+const CACHED_ACCOUNTS = 1000;
+const ACCOUNT_TTL_MS = 60_000;
+
+/**
+ * Composes the process, in order: the configuration (given), the chain (a cluster through
+ * SOLANA_RPC_URL, or the embedded local chain started here), the context built on it (token
+ * sources, stores, executor), the scheduler, and the server. `main.ts` and the tests both build
+ * the service through here, so what runs in tests is what runs in production.
+ */
+export async function createService(
+  config: Config,
+  logger: Logger,
+  overrides: ServiceOverrides = {},
+  buildOptions: BuildOptions = {},
+): Promise<Service> {
+  const registry = new Registry();
+  const catalog = loadCatalog();
+  const { chain, localChain } =
+    overrides.chain === undefined
+      ? await createChain(config, logger, catalog, registry)
+      : { chain: overrides.chain, localChain: undefined };
+  let context: AppContext;
+  try {
+    context = await createAppContext(config, logger, { chain, catalog }, overrides);
+  } catch (error) {
+    await localChain?.close();
+    throw error;
+  }
+  const scheduler = config.scheduler.enabled
+    ? createServiceScheduler({
+        settings: config.scheduler,
+        logger,
+        agents: context.agentStore,
+        runs: context.runStore,
+        executor: context.executor,
+        clock: context.scheduleClock,
+        canonicalSymbol: (symbol) => context.prices.canonicalSymbol(symbol),
+        registry,
+      })
+    : undefined;
+  const server = build(context, { ...buildOptions, metricsRegistry: registry });
+  return {
+    context,
+    server,
+    localChain,
+    scheduler,
+    registry,
+    async listen() {
+      const address = await server.listen();
+      scheduler?.start();
+      return address;
+    },
+    async close() {
+      // The scheduler stops claiming at once and finishes (or releases) its runs while calls drain.
+      await Promise.all([server.close(), scheduler?.stop(config.shutdownTimeoutMs)]);
+      await context.destroy();
+      await localChain?.close();
+    },
+  };
+}
+
+/**
+ * The chain adapter on its transport: HTTP to SOLANA_RPC_URL, or the embedded local chain (loaded
+ * only then: LiteSVM and its state weigh some 100 MB), wrapped with bounded concurrency, retries
+ * and metrics, and cached where the chain does not change.
+ */
+async function createChain(
+  config: Config,
+  logger: Logger,
+  catalog: Catalog,
+  registry: Registry,
+): Promise<{ chain: Chain; localChain: RunningLocalChain | undefined }> {
+  const solana = config.solana;
+  let transport: RpcTransport;
+  let localChain: RunningLocalChain | undefined;
+  if (solana.rpcUrl !== undefined) {
+    transport = createHttpTransport({
+      url: solana.rpcUrl,
+      timeoutMs: solana.timeoutMs,
+      maxResponseBytes: solana.maxResponseBytes,
+    });
+    logger.info(
+      { solana_rpc: redactRpcUrl(solana.rpcUrl), commitment: solana.commitment },
+      "token data comes from the Solana cluster at SOLANA_RPC_URL",
+    );
+  } else {
+    localChain = await startEmbeddedChain(config, logger, catalog, registry);
+    transport = localChain.transport;
+  }
+  const kit = createKitChain({
+    transport: createResilientTransport({
+      transport,
+      maxConcurrency: solana.maxConcurrency,
+      maxQueued: solana.maxQueued,
+      maxRetries: solana.maxRetries,
+      retryBaseMs: solana.retryBaseMs,
+      maxRetryWaitMs: solana.maxRetryWaitMs,
+      onRequest: registerChainMetrics(registry),
+    }),
+    commitment: solana.commitment,
+  });
+  const chain = createCachedChain({
+    chain: kit,
+    maxTransactions: CACHED_TRANSACTIONS,
+    maxAccounts: CACHED_ACCOUNTS,
+    accountTtlMs: ACCOUNT_TTL_MS,
+  });
+  return { chain, localChain };
+}
+
+async function startEmbeddedChain(
+  config: Config,
+  logger: Logger,
+  catalog: Catalog,
+  registry: Registry,
+): Promise<RunningLocalChain> {
+  const [{ startLocalChain }, { LOCAL_CHAIN_METHODS }] = await Promise.all([
+    import("./local-chain/start-local-chain.ts"),
+    import("./local-chain/rpc-methods.ts"),
+  ]);
+  const local = config.solana.local;
+  const metrics = registerLocalChainMetrics(registry, LOCAL_CHAIN_METHODS);
+  let running: RunningLocalChain;
+  try {
+    running = await startLocalChain({
+      catalog,
+      port: local.port,
+      statePath: local.statePath,
+      slotMs: local.slotMs,
+      log: (level, message, fields) => logger[level](fields ?? {}, message),
+      onRequest: metrics.onRequest,
+      onRejected: metrics.onRejected,
+      onUnexpected: (error, method) =>
+        logger.error({ err: error, method }, "local chain: a JSON-RPC method failed"),
+    });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "EADDRINUSE") {
+      throw new LocalChainPortInUseError(local.port);
+    }
+    throw error;
+  }
+  logger.info(
+    { solana_rpc: running.url, state: local.statePath ?? null },
+    `the embedded local chain serves Solana JSON-RPC at ${running.url}`,
+  );
+  return running;
+}
+
+/** The local chain's port is taken (another local chain, a test validator): a clear message. */
+export class LocalChainPortInUseError extends Error {
+  override readonly name = "LocalChainPortInUseError";
+  constructor(port: number) {
+    super(
+      `LOCAL_SOLANA_RPC_PORT ${port} is in use on 127.0.0.1: set SOLANA_RPC_URL=http://127.0.0.1:${port} to use the chain already serving there, or LOCAL_SOLANA_RPC_PORT to another port`,
+    );
+  }
+}
