@@ -8,7 +8,7 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     include: ["test/**/*.slow.test.ts"],
-    globalSetup: ["test/support/mongo-global-setup.ts"],
+    globalSetup: ["test/support/mongo-global-setup.ts", "test/support/local-chain-global-setup.ts"],
     testTimeout: 300_000,
     hookTimeout: 240_000,
     pool: "forks",

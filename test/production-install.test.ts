@@ -26,7 +26,14 @@ beforeAll(async () => {
     cwd: scratch,
     timeout: 180_000,
   });
-}, 200_000);
+  // As the Dockerfile does: TypeScript comes in as @solana/kit's optional peer, and nothing runs it.
+  rmSync(join(scratch, "node_modules", "typescript"), { recursive: true, force: true });
+  // As the Dockerfile does after copying the sources: the local chain's genesis, built once.
+  await promisify(execFile)(process.execPath, ["src/local-chain/prepare-genesis.ts"], {
+    cwd: scratch,
+    timeout: 60_000,
+  });
+}, 260_000);
 
 afterAll(() => {
   child?.kill("SIGKILL");
@@ -39,6 +46,8 @@ describe("production install", () => {
       expect(existsSync(join(scratch, "node_modules", dev)), dev).toBe(false);
     }
     expect(existsSync(join(scratch, "node_modules", "@connectrpc/connect-node"))).toBe(true);
+    // The local chain's runtime is a production dependency, with its native binary for this machine.
+    expect(existsSync(join(scratch, "node_modules", "litesvm"))).toBe(true);
   });
 
   it("runs the keys command (its imports resolve without development dependencies)", async () => {
@@ -80,6 +89,11 @@ describe("production install", () => {
     expect(body.success).toBe(true);
     expect(body.data.map((d) => d.symbol)).toEqual(["USDC"]);
     expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
+    // Token history comes from the embedded local chain: LiteSVM and its genesis are in the install.
+    const history = await fetch(
+      `http://127.0.0.1:${port}/v1/tokens/EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v/transactions?limit=2`,
+    );
+    expect(((await history.json()) as { data: unknown[] }).data).toHaveLength(2);
 
     const exit = new Promise<number | null>((resolve) => proc.once("exit", (code) => resolve(code)));
     proc.kill("SIGTERM");

@@ -56,10 +56,10 @@ export async function readChainState(path: string): Promise<ChainState | undefin
  * Writes the state so that a crash at any moment leaves either the old file or the new one: to a
  * temporary file beside it, flushed, then renamed over it.
  */
-export async function writeChainState(path: string, state: ChainState): Promise<void> {
+export async function writeChainState(path: string, state: ChainState, mode = 0o600): Promise<void> {
   await mkdir(dirname(path), { recursive: true });
   const temporary = `${path}.${randomBytes(4).toString("hex")}.tmp`;
-  const file = await open(temporary, "w", 0o600);
+  const file = await open(temporary, "w", mode);
   try {
     await file.writeFile(encodeChainState(state));
     await file.sync();

@@ -153,9 +153,19 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
   };
 }
 
+/**
+ * Builds the genesis into the cache if it is not there yet, so that the next start loads it
+ * (`npm ci` runs this through the postinstall script; the tests' global setup too).
+ */
+export async function prepareGenesis(
+  options: Pick<StartLocalChainOptions, "catalog" | "slotMs" | "cacheDir" | "log">,
+): Promise<void> {
+  await loadGenesis(options, options.log ?? (() => {}));
+}
+
 /** The genesis from the cache, or built (and cached for the next start). */
 async function loadGenesis(
-  options: StartLocalChainOptions,
+  options: Pick<StartLocalChainOptions, "catalog" | "slotMs" | "cacheDir">,
   log: NonNullable<StartLocalChainOptions["log"]>,
 ): Promise<ChainState> {
   const key = genesisKey(options.catalog);
@@ -172,7 +182,8 @@ async function loadGenesis(
   for (const directory of directories) {
     try {
       await mkdir(directory, { recursive: true });
-      await writeChainState(join(directory, `local-chain-genesis-${key}.bin`), genesis);
+      // Readable by all: the genesis is public (an image builds it as root and runs as another user).
+      await writeChainState(join(directory, `local-chain-genesis-${key}.bin`), genesis, 0o644);
       log("info", "local chain genesis built", {
         ms: Math.round(performance.now() - started),
         cache: directory,
