@@ -1,0 +1,101 @@
+/**
+ * A wallet's view of a Solana JSON-RPC endpoint, as tests use it: @solana/kit's own client for
+ * everything a wallet does (airdrops, building, signing and sending transactions, reading
+ * statuses), and raw JSON-RPC for what kit has no typed method for (surfpool's cheatcodes).
+ */
+import {
+  type Address,
+  appendTransactionMessageInstructions,
+  createSolanaRpc,
+  createTransactionMessage,
+  getBase64EncodedWireTransaction,
+  type Instruction,
+  lamports,
+  pipe,
+  type Signature,
+  setTransactionMessageFeePayerSigner,
+  setTransactionMessageLifetimeUsingBlockhash,
+  signTransactionMessageWithSigners,
+  type TransactionSigner,
+} from "@solana/kit";
+
+export type ChainClient = ReturnType<typeof createChainClient>;
+
+export function createChainClient(url: string) {
+  const rpc = createSolanaRpc(url);
+  let id = 0;
+
+  /** One raw JSON-RPC call: the whole response object, `result` or `error`. */
+  const raw = async (method: string, params: unknown[] = []): Promise<Record<string, unknown>> => {
+    const response = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: ++id, method, params }),
+    });
+    return (await response.json()) as Record<string, unknown>;
+  };
+
+  /** Waits until the signature is confirmed (or failed); throws after `timeoutMs`. */
+  const confirm = async (signature: Signature, timeoutMs = 10_000) => {
+    const until = Date.now() + timeoutMs;
+    for (;;) {
+      const { value } = await rpc.getSignatureStatuses([signature]).send();
+      const status = value[0];
+      if (status !== null && status !== undefined && status.confirmationStatus !== "processed") return status;
+      if (Date.now() > until) throw new Error(`${signature} was not confirmed within ${timeoutMs} ms`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  };
+
+  /** Builds, signs (fee payer and every signer the instructions name) and sends a v0 transaction. */
+  const send = async (
+    payer: TransactionSigner,
+    instructions: readonly Instruction[],
+    options: { skipPreflight?: boolean } = {},
+  ): Promise<Signature> => {
+    const { value: blockhash } = await rpc.getLatestBlockhash({ commitment: "confirmed" }).send();
+    const transaction = await pipe(
+      createTransactionMessage({ version: 0 }),
+      (m) => setTransactionMessageFeePayerSigner(payer, m),
+      (m) => setTransactionMessageLifetimeUsingBlockhash(blockhash, m),
+      (m) => appendTransactionMessageInstructions(instructions, m),
+      (m) => signTransactionMessageWithSigners(m),
+    );
+    return rpc
+      .sendTransaction(getBase64EncodedWireTransaction(transaction), {
+        encoding: "base64",
+        preflightCommitment: "confirmed",
+        skipPreflight: options.skipPreflight ?? false,
+      })
+      .send();
+  };
+
+  return {
+    rpc,
+    raw,
+    confirm,
+    send,
+    /** Sends and waits for confirmation; throws when the transaction failed. */
+    async sendAndConfirm(payer: TransactionSigner, instructions: readonly Instruction[]): Promise<Signature> {
+      const signature = await send(payer, instructions);
+      const status = await confirm(signature);
+      if (status.err !== null) throw new Error(`${signature} failed: ${JSON.stringify(status.err)}`);
+      return signature;
+    },
+    async airdrop(to: Address, sol: bigint): Promise<void> {
+      await confirm(await rpc.requestAirdrop(to, lamports(sol * 1_000_000_000n)).send());
+    },
+    /** surfpool's cheatcode: sets `owner`'s associated token account for `mint` to `amount` base units. */
+    async setTokenBalance(
+      owner: Address,
+      mint: Address,
+      amount: bigint,
+      tokenProgram?: Address,
+    ): Promise<void> {
+      const params: unknown[] = [owner, mint, { amount: Number(amount) }];
+      if (tokenProgram !== undefined) params.push(tokenProgram);
+      const response = await raw("surfnet_setTokenAccount", params);
+      if ("error" in response) throw new Error(`surfnet_setTokenAccount: ${JSON.stringify(response.error)}`);
+    },
+  };
+}
