@@ -1,0 +1,225 @@
+/**
+ * A cluster that misbehaves. The service reads a real chain (the embedded local chain, run apart
+ * on its own port) through a proxy that the test turns into a cluster that is down, slower than the
+ * caller's deadline, rate limiting with Retry-After, failing with 5xx, answering malformed JSON or
+ * an oversized body. Each fault must give `unavailable` (or `deadline_exceeded` when the caller's
+ * deadline passed) well before the caller's own deadline, be counted in /metrics, and leave the
+ * service serving: the same call succeeds once the fault is gone, with no restart.
+ */
+import * as http from "node:http";
+import type { AddressInfo } from "node:net";
+import { Code } from "@connectrpc/connect";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { TokenService } from "../gen/token/v1/token_pb.ts";
+import { type RunningLocalChain, startLocalChain } from "../src/local-chain/start-local-chain.ts";
+import { loadCatalog } from "../src/token/catalog.ts";
+import { createProtocols, type Protocol } from "./support/callers.ts";
+import { type RunningServer, startServer } from "./support/start-server.ts";
+
+const catalog = loadCatalog();
+const USDC = catalog.tokens.find((t) => t.symbol === "USDC")?.mint as string;
+const BONK = catalog.tokens.find((t) => t.symbol === "BONK")?.mint as string;
+/** The callers' deadline: every fault must be answered well within it. */
+const DEADLINE_MS = 8000;
+
+type Fault =
+  | { kind: "none" }
+  | { kind: "slow"; ms: number }
+  | { kind: "status"; status: number; retryAfter?: string }
+  | { kind: "malformed" }
+  | { kind: "huge"; bytes: number }
+  | { kind: "reset" };
+
+let chain: RunningLocalChain;
+let proxy: http.Server;
+let proxyPort: number;
+let fault: Fault = { kind: "none" };
+/** Requests that reached the proxy (the "cluster"). */
+let requests = 0;
+let server: RunningServer;
+let connect: Protocol;
+
+/** A cluster in front of the real local chain, misbehaving as `fault` says. */
+function createProxy(): http.Server {
+  return http.createServer((req, res) => {
+    requests++;
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", async () => {
+      const current = fault;
+      switch (current.kind) {
+        case "reset":
+          req.socket.destroy();
+          return;
+        case "status":
+          res.writeHead(
+            current.status,
+            current.retryAfter === undefined ? {} : { "retry-after": current.retryAfter },
+          );
+          res.end("busy");
+          return;
+        case "malformed":
+          res
+            .writeHead(200, { "content-type": "application/json" })
+            .end('{"jsonrpc":"2.0","result":[{"signa');
+          return;
+        case "huge":
+          res.writeHead(200, { "content-type": "application/json" });
+          res.end(`{"jsonrpc":"2.0","id":1,"result":"${"x".repeat(current.bytes)}"}`);
+          return;
+        case "slow":
+          await new Promise((resolve) => setTimeout(resolve, current.ms));
+          break;
+        case "none":
+          break;
+      }
+      const answer = await chain.handler.handle(Buffer.concat(chunks).toString("utf8"));
+      if (!res.destroyed) res.writeHead(200, { "content-type": "application/json" }).end(answer);
+    });
+  });
+}
+
+async function listen(on: http.Server, port: number): Promise<number> {
+  await new Promise<void>((resolve) => on.listen(port, "127.0.0.1", resolve));
+  return (on.address() as AddressInfo).port;
+}
+
+beforeAll(async () => {
+  chain = await startLocalChain({ catalog, port: undefined, statePath: undefined, slotMs: 400 });
+  proxy = createProxy();
+  proxyPort = await listen(proxy, 0);
+  server = await startServer({
+    env: {
+      SOLANA_RPC_URL: `http://127.0.0.1:${proxyPort}/`,
+      SOLANA_RPC_TIMEOUT_MS: "1000",
+      SOLANA_RPC_MAX_RETRIES: "2",
+      SOLANA_RPC_RETRY_BASE_MS: "50",
+      SOLANA_RPC_MAX_RETRY_WAIT_MS: "1500",
+      SOLANA_RPC_MAX_RESPONSE_BYTES: "262144",
+    },
+  });
+  connect = createProtocols(server.baseUrl)[0] as Protocol;
+});
+
+afterAll(async () => {
+  connect?.close();
+  await server?.close();
+  proxy?.closeAllConnections();
+  await new Promise((resolve) => proxy?.close(resolve));
+  await chain?.close();
+});
+
+/** GetTokenTransactions with the callers' deadline: its outcome and how long it took. */
+async function transactions(mint = USDC, timeoutMs = DEADLINE_MS) {
+  const started = performance.now();
+  const outcome = await connect.call(
+    TokenService,
+    "GetTokenTransactions",
+    { mint, limit: 5 },
+    { "connect-timeout-ms": String(timeoutMs) },
+  );
+  return { outcome, ms: performance.now() - started };
+}
+
+async function metric(outcome: string): Promise<number> {
+  const text = await (await fetch(`${server.baseUrl}/metrics`)).text();
+  let total = 0;
+  for (const line of text.split("\n")) {
+    if (line.startsWith("solana_rpc_requests_total{") && line.includes(`outcome="${outcome}"`)) {
+      total += Number(line.slice(line.lastIndexOf(" ") + 1));
+    }
+  }
+  return total;
+}
+
+async function expectRecovered() {
+  fault = { kind: "none" };
+  const { outcome } = await transactions();
+  expect(outcome.ok, outcome.ok ? "" : outcome.message).toBe(true);
+}
+
+describe("a cluster that misbehaves", () => {
+  it("answers through the proxy while the cluster is well", async () => {
+    await expectRecovered();
+    expect(await metric("ok")).toBeGreaterThan(0);
+  });
+
+  it.each([
+    ["answering 500", { kind: "status", status: 500 }, "http_error"],
+    ["answering 503", { kind: "status", status: 503 }, "http_error"],
+    ["resetting connections", { kind: "reset" }, "unreachable"],
+    ["answering malformed JSON", { kind: "malformed" }, "bad_response"],
+    ["answering 10 MB", { kind: "huge", bytes: 10 * 1024 * 1024 }, "too_large"],
+    ["slower than the request timeout", { kind: "slow", ms: 2500 }, "timeout"],
+  ] as [string, Fault, string][])(
+    "%s: unavailable well within the deadline, counted, and recovered",
+    async (_name, injected, counted) => {
+      const before = await metric(counted);
+      fault = injected;
+      const { outcome, ms } = await transactions();
+      expect(outcome.ok).toBe(false);
+      if (!outcome.ok) {
+        expect(outcome.code).toBe(Code.Unavailable);
+        // The cluster's own text and the URL never reach callers.
+        expect(outcome.message).not.toContain(String(proxyPort));
+        expect(outcome.message).not.toMatch(/busy|signa|x{20}/);
+      }
+      expect(ms).toBeLessThan(DEADLINE_MS);
+      expect(await metric(counted)).toBeGreaterThan(before);
+      await expectRecovered();
+    },
+  );
+
+  it("slower than the caller's deadline: deadline_exceeded, then recovered", async () => {
+    fault = { kind: "slow", ms: 900 };
+    const { outcome } = await transactions(BONK, 300);
+    expect(outcome.ok).toBe(false);
+    if (!outcome.ok) expect(outcome.code).toBe(Code.DeadlineExceeded);
+    await expectRecovered();
+  });
+
+  it("429 with a short Retry-After: waits it out and answers", async () => {
+    fault = { kind: "status", status: 429, retryAfter: "1" };
+    const before = await metric("rate_limited");
+    // The first attempt is refused; by the retry, the cluster is well again.
+    setTimeout(() => {
+      fault = { kind: "none" };
+    }, 300);
+    const { outcome, ms } = await transactions();
+    expect(outcome.ok, outcome.ok ? "" : outcome.message).toBe(true);
+    expect(ms).toBeGreaterThanOrEqual(900);
+    expect(await metric("rate_limited")).toBeGreaterThan(before);
+  });
+
+  it("429 with a long Retry-After: unavailable at once, and later calls wait without calling the cluster", async () => {
+    fault = { kind: "status", status: 429, retryAfter: "3" };
+    const first = await transactions();
+    expect(first.outcome.ok).toBe(false);
+    if (!first.outcome.ok) {
+      expect(first.outcome.code).toBe(Code.Unavailable);
+      expect(first.outcome.message).toContain("rate limiting");
+    }
+    fault = { kind: "none" };
+    const seen = requests;
+    const during = await transactions(BONK);
+    expect(during.outcome.ok).toBe(false);
+    if (!during.outcome.ok) expect(during.outcome.code).toBe(Code.Unavailable);
+    expect(requests).toBe(seen);
+    expect(await metric("overloaded")).toBeGreaterThan(0);
+    // Once the cluster's wait has passed, calls go through again.
+    await new Promise((resolve) => setTimeout(resolve, 3100));
+    await expectRecovered();
+  });
+
+  it("down (nothing listening): unavailable at once, and back when it is", async () => {
+    proxy.closeAllConnections();
+    await new Promise((resolve) => proxy.close(resolve));
+    const { outcome, ms } = await transactions();
+    expect(outcome.ok).toBe(false);
+    if (!outcome.ok) expect(outcome.code).toBe(Code.Unavailable);
+    expect(ms).toBeLessThan(DEADLINE_MS);
+    proxy = createProxy();
+    await listen(proxy, proxyPort);
+    await expectRecovered();
+  });
+});
