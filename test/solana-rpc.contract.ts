@@ -1,0 +1,580 @@
+/**
+ * The Solana JSON-RPC surface, as a contract any node must meet: the embedded local chain over
+ * HTTP, and, read-only, a real cluster (SOLANA_RPC_URL_TEST). Each method is called twice: through
+ * @solana/kit's typed client (whose transformers must accept every answer), and raw, with the answer
+ * checked field by field against the shapes Solana's JSON-RPC documentation gives.
+ *
+ * Read-only runs find their fixtures on the cluster itself: the native mint exists on every
+ * cluster, its history names transactions, and those name token accounts and their owners.
+ */
+
+import {
+  type Address,
+  address,
+  appendTransactionMessageInstruction,
+  type Blockhash,
+  compileTransaction,
+  createNoopSigner,
+  createSolanaRpc,
+  createTransactionMessage,
+  devnet,
+  generateKeyPairSigner,
+  getBase64Decoder,
+  getBase64EncodedWireTransaction,
+  pipe,
+  type Signature,
+  setTransactionMessageFeePayerSigner,
+  setTransactionMessageLifetimeUsingBlockhash,
+  signTransactionMessageWithSigners,
+} from "@solana/kit";
+import { getTransferSolInstruction } from "@solana-program/system";
+import { beforeAll, describe, expect, it } from "vitest";
+
+const NATIVE_MINT = address("So11111111111111111111111111111111111111112");
+const TOKEN_PROGRAM = address("TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA");
+const SYSTEM_PROGRAM = address("11111111111111111111111111111111");
+const BASE58_SIGNATURE = /^[1-9A-HJ-NP-Za-km-z]{64,88}$/;
+const BASE58_ADDRESS = /^[1-9A-HJ-NP-Za-km-z]{32,44}$/;
+
+export interface RpcTarget {
+  readonly url: string;
+  /** Whether the suite may send transactions and ask for airdrops (never on a real cluster). */
+  readonly writable: boolean;
+  /** A mint with history and an SPL Token mint account (USDC on the local chain; the native mint elsewhere). */
+  readonly mint: Address;
+}
+
+// Shapes, as the documentation gives them. `u64` fields are JSON integers.
+const u64 = expect.any(Number);
+const context = { slot: u64, apiVersion: expect.any(String) };
+const optional = (shape: unknown) =>
+  expect.toSatisfy((v: unknown) => v === undefined || v === null || shapeOk(v, shape));
+const tokenAmount = {
+  amount: expect.stringMatching(/^\d+$/),
+  decimals: expect.any(Number),
+  uiAmount: expect.toSatisfy((v: unknown) => v === null || typeof v === "number"),
+  uiAmountString: expect.stringMatching(/^\d+(\.\d+)?$/),
+};
+const tokenBalance = {
+  accountIndex: expect.any(Number),
+  mint: expect.stringMatching(BASE58_ADDRESS),
+  owner: expect.stringMatching(BASE58_ADDRESS),
+  programId: expect.stringMatching(BASE58_ADDRESS),
+  uiTokenAmount: tokenAmount,
+};
+const account = (data: unknown) => ({
+  data,
+  executable: expect.any(Boolean),
+  lamports: u64,
+  owner: expect.stringMatching(BASE58_ADDRESS),
+  rentEpoch: u64,
+  space: u64,
+});
+
+function shapeOk(value: unknown, shape: unknown): boolean {
+  try {
+    expect(value).toEqual(shape);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export function describeSolanaRpc(name: string, target: () => RpcTarget | undefined, skipReason?: string) {
+  describe.skipIf(skipReason !== undefined)(`Solana JSON-RPC: ${name}`, () => {
+    let t: RpcTarget;
+    let rpc: ReturnType<typeof createSolanaRpc>;
+    /** A transaction of the mint's history, one of its token accounts, and that account's owner. */
+    let signature: Signature;
+    let tokenAccount: Address;
+    let owner: Address;
+    let id = 0;
+    const raw = async (method: string, params?: unknown) => {
+      const response = await fetch(t.url, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: ++id,
+          method,
+          ...(params === undefined ? {} : { params }),
+        }),
+      });
+      expect(response.headers.get("content-type")).toMatch(/^application\/json/);
+      const body = (await response.json()) as Record<string, unknown>;
+      return body;
+    };
+    /** A successful raw call's result, checked for the JSON-RPC envelope. */
+    const result = async (method: string, params?: unknown) => {
+      const body = await raw(method, params);
+      expect(Object.keys(body).sort(), method).toEqual(["id", "jsonrpc", "result"]);
+      expect(body, method).toMatchObject({ jsonrpc: "2.0", id });
+      return body.result as never;
+    };
+    const failure = async (method: string, params: unknown) => {
+      const body = await raw(method, params);
+      expect(body, method).toEqual({
+        jsonrpc: "2.0",
+        error: expect.objectContaining({ code: expect.any(Number), message: expect.any(String) }),
+        id,
+      });
+      return body.error as { code: number; message: string; data?: unknown };
+    };
+
+    beforeAll(async () => {
+      const found = target();
+      if (found === undefined) throw new Error("no target");
+      t = found;
+      rpc = createSolanaRpc(t.url);
+      const history = await rpc.getSignaturesForAddress(t.mint, { limit: 20 }).send();
+      for (const entry of history) {
+        if (entry.err !== null) continue;
+        const tx = await rpc
+          .getTransaction(entry.signature, { encoding: "json", maxSupportedTransactionVersion: 0 })
+          .send();
+        const balance = tx?.meta?.postTokenBalances?.find((b) => b.mint === t.mint && b.owner !== undefined);
+        if (tx === null || balance === undefined) continue;
+        signature = entry.signature;
+        tokenAccount = tx.transaction.message.accountKeys[Number(balance.accountIndex)] as Address;
+        owner = balance.owner as Address;
+        break;
+      }
+      if (signature === undefined) throw new Error(`no transaction of ${t.mint} with a token balance found`);
+    });
+
+    it("getHealth, getVersion, getSlot, getBlockHeight", async () => {
+      expect(await rpc.getHealth().send()).toBe("ok");
+      expect(await result("getHealth")).toBe("ok");
+      const version = await rpc.getVersion().send();
+      expect(version["solana-core"]).toMatch(/^\d+\.\d+\.\d+/);
+      expect(await result("getVersion")).toEqual({
+        "solana-core": expect.any(String),
+        "feature-set": expect.any(Number),
+      });
+      const slot = await rpc.getSlot({ commitment: "confirmed" }).send();
+      expect(typeof slot).toBe("bigint");
+      expect(await result("getSlot", [{ commitment: "confirmed" }])).toBeGreaterThanOrEqual(Number(slot));
+      expect(await rpc.getSlot({ commitment: "finalized" }).send()).toBeLessThanOrEqual(slot);
+      expect(await result("getBlockHeight")).toEqual(u64);
+      expect(typeof (await rpc.getBlockHeight().send())).toBe("bigint");
+    });
+
+    it("getLatestBlockhash and isBlockhashValid", async () => {
+      const latest = await rpc.getLatestBlockhash({ commitment: "confirmed" }).send();
+      expect(latest.value.lastValidBlockHeight).toBeGreaterThan(
+        await rpc.getBlockHeight({ commitment: "confirmed" }).send(),
+      );
+      expect(await result("getLatestBlockhash", [{ commitment: "confirmed" }])).toEqual({
+        context,
+        value: { blockhash: expect.stringMatching(BASE58_ADDRESS), lastValidBlockHeight: u64 },
+      });
+      const valid = await rpc.isBlockhashValid(latest.value.blockhash, { commitment: "processed" }).send();
+      expect(valid.value).toBe(true);
+      expect(
+        await result("isBlockhashValid", ["11111111111111111111111111111111", { commitment: "processed" }]),
+      ).toEqual({
+        context,
+        value: false,
+      });
+    });
+
+    it("getBalance, getMinimumBalanceForRentExemption", async () => {
+      const balance = await rpc.getBalance(owner).send();
+      expect(typeof balance.value).toBe("bigint");
+      expect(await result("getBalance", [owner])).toEqual({ context, value: u64 });
+      expect(await rpc.getMinimumBalanceForRentExemption(165n).send()).toBe(2_039_280n);
+      expect(await result("getMinimumBalanceForRentExemption", [0])).toBe(890_880);
+    });
+
+    it("getAccountInfo: base64, base58, jsonParsed for a mint and a token account, null for no account", async () => {
+      const mint = await rpc.getAccountInfo(t.mint, { encoding: "base64" }).send();
+      expect(mint.value?.owner).toBe(TOKEN_PROGRAM);
+      expect(mint.value?.space).toBe(82n);
+      expect(await result("getAccountInfo", [t.mint, { encoding: "base64" }])).toEqual({
+        context,
+        value: account([expect.any(String), "base64"]),
+      });
+      expect(await result("getAccountInfo", [t.mint, { encoding: "base58" }])).toEqual({
+        context,
+        value: account([expect.any(String), "base58"]),
+      });
+      const parsedMint = await rpc.getAccountInfo(t.mint, { encoding: "jsonParsed" }).send();
+      expect(parsedMint.value?.data).toMatchObject({ program: "spl-token", parsed: { type: "mint" } });
+      expect(await result("getAccountInfo", [t.mint, { encoding: "jsonParsed" }])).toEqual({
+        context,
+        value: account({
+          program: "spl-token",
+          parsed: {
+            type: "mint",
+            info: {
+              decimals: expect.any(Number),
+              freezeAuthority: optional(expect.stringMatching(BASE58_ADDRESS)),
+              isInitialized: true,
+              mintAuthority: optional(expect.stringMatching(BASE58_ADDRESS)),
+              supply: expect.stringMatching(/^\d+$/),
+            },
+          },
+          space: 82,
+        }),
+      });
+      const parsedAccount = (await result("getAccountInfo", [tokenAccount, { encoding: "jsonParsed" }])) as {
+        value: { data: { parsed: { info: Record<string, unknown> } } };
+      };
+      expect(parsedAccount).toEqual({
+        context,
+        value: account({
+          program: expect.stringMatching(/^spl-token(-2022)?$/),
+          parsed: {
+            type: "account",
+            info: expect.objectContaining({
+              isNative: expect.any(Boolean),
+              mint: t.mint,
+              owner,
+              state: expect.stringMatching(/^(initialized|frozen)$/),
+              tokenAmount,
+            }),
+          },
+          space: expect.any(Number),
+        }),
+      });
+      expect(
+        await rpc
+          .getAccountInfo(address("6dD9GxZ6uq8P9LhTpTfKsdXfXX7ewQ1xMeVdJB2S9YGx"), { encoding: "base64" })
+          .send(),
+      ).toMatchObject({
+        value: null,
+      });
+    });
+
+    it("getMultipleAccounts", async () => {
+      const { value } = await rpc
+        .getMultipleAccounts(
+          [t.mint, SYSTEM_PROGRAM, address("6dD9GxZ6uq8P9LhTpTfKsdXfXX7ewQ1xMeVdJB2S9YGx")],
+          { encoding: "base64" },
+        )
+        .send();
+      expect(value.map((a) => a === null)).toEqual([false, false, true]);
+      expect(await result("getMultipleAccounts", [[t.mint], { encoding: "jsonParsed" }])).toEqual({
+        context,
+        value: [account(expect.objectContaining({ program: "spl-token" }))],
+      });
+    });
+
+    it("getTokenAccountBalance, getTokenSupply, getTokenAccountsByOwner by mint", async () => {
+      const balance = await rpc.getTokenAccountBalance(tokenAccount).send();
+      expect(balance.value.decimals).toBeGreaterThanOrEqual(0);
+      expect(await result("getTokenAccountBalance", [tokenAccount])).toEqual({ context, value: tokenAmount });
+      expect(await result("getTokenSupply", [t.mint])).toEqual({ context, value: tokenAmount });
+      const owned = await rpc
+        .getTokenAccountsByOwner(owner, { mint: t.mint }, { encoding: "jsonParsed" })
+        .send();
+      expect(owned.value.map((a) => a.pubkey)).toContain(tokenAccount);
+      expect(
+        await result("getTokenAccountsByOwner", [owner, { mint: t.mint }, { encoding: "base64" }]),
+      ).toEqual({
+        context,
+        value: expect.arrayContaining([
+          { pubkey: tokenAccount, account: account([expect.any(String), "base64"]) },
+        ]),
+      });
+    });
+
+    it("getSignaturesForAddress: newest first, limit, before and until", async () => {
+      const list = await rpc.getSignaturesForAddress(t.mint, { limit: 5 }).send();
+      expect(list).toHaveLength(5);
+      const slots = list.map((e) => e.slot);
+      expect([...slots].sort((a, b) => (a > b ? -1 : a < b ? 1 : 0))).toEqual(slots);
+      expect(await result("getSignaturesForAddress", [t.mint, { limit: 2 }])).toEqual([
+        {
+          signature: expect.stringMatching(BASE58_SIGNATURE),
+          slot: u64,
+          err: expect.toSatisfy((v: unknown) => v === null || typeof v === "object" || typeof v === "string"),
+          memo: expect.toSatisfy((v: unknown) => v === null || typeof v === "string"),
+          blockTime: expect.toSatisfy((v: unknown) => v === null || typeof v === "number"),
+          confirmationStatus: expect.stringMatching(/^(processed|confirmed|finalized)$/),
+        },
+        expect.any(Object),
+      ]);
+      const after = await rpc
+        .getSignaturesForAddress(t.mint, { limit: 2, before: list[1]?.signature })
+        .send();
+      expect(after.map((e) => e.signature)).toEqual(list.slice(2, 4).map((e) => e.signature));
+      const until = await rpc.getSignaturesForAddress(t.mint, { limit: 5, until: list[3]?.signature }).send();
+      expect(until.map((e) => e.signature)).toEqual(list.slice(0, 3).map((e) => e.signature));
+      const tooMany = await failure("getSignaturesForAddress", [t.mint, { limit: 1001 }]);
+      expect(tooMany.code).toBe(-32602);
+    });
+
+    it("getTransaction: json with meta, base64; v0 needs maxSupportedTransactionVersion", async () => {
+      const tx = await rpc
+        .getTransaction(signature, { encoding: "json", maxSupportedTransactionVersion: 0 })
+        .send();
+      expect(tx?.transaction.signatures[0]).toBe(signature);
+      const json = (await result("getTransaction", [
+        signature,
+        { encoding: "json", maxSupportedTransactionVersion: 0 },
+      ])) as Record<string, unknown>;
+      expect(json).toEqual({
+        slot: u64,
+        blockTime: expect.any(Number),
+        version: expect.toSatisfy((v: unknown) => v === "legacy" || v === 0),
+        transaction: {
+          signatures: expect.arrayContaining([signature]),
+          message: expect.objectContaining({
+            accountKeys: expect.arrayContaining([expect.stringMatching(BASE58_ADDRESS)]),
+            header: {
+              numRequiredSignatures: expect.any(Number),
+              numReadonlySignedAccounts: expect.any(Number),
+              numReadonlyUnsignedAccounts: expect.any(Number),
+            },
+            instructions: expect.arrayContaining([
+              expect.objectContaining({
+                programIdIndex: expect.any(Number),
+                accounts: expect.any(Array),
+                data: expect.any(String),
+              }),
+            ]),
+            recentBlockhash: expect.stringMatching(BASE58_ADDRESS),
+          }),
+        },
+        meta: expect.objectContaining({
+          err: null,
+          status: { Ok: null },
+          fee: u64,
+          preBalances: expect.arrayContaining([u64]),
+          postBalances: expect.arrayContaining([u64]),
+          innerInstructions: expect.any(Array),
+          logMessages: expect.arrayContaining([expect.any(String)]),
+          preTokenBalances: expect.any(Array),
+          postTokenBalances: expect.arrayContaining([tokenBalance]),
+          rewards: expect.any(Array),
+          loadedAddresses: { writable: expect.any(Array), readonly: expect.any(Array) },
+          computeUnitsConsumed: u64,
+        }),
+      });
+      const meta = json.meta as { preBalances: unknown[]; postBalances: unknown[] };
+      const keys = (json.transaction as { message: { accountKeys: unknown[] } }).message.accountKeys;
+      expect(meta.preBalances.length).toBe(meta.postBalances.length);
+      expect(meta.preBalances.length).toBeGreaterThanOrEqual(keys.length);
+      const base64 = (await result("getTransaction", [
+        signature,
+        { encoding: "base64", maxSupportedTransactionVersion: 0 },
+      ])) as { transaction: unknown };
+      expect(base64.transaction).toEqual([expect.any(String), "base64"]);
+      expect(
+        await result("getTransaction", ["1".repeat(64), { maxSupportedTransactionVersion: 0 }]),
+      ).toBeNull();
+      if (json.version === 0) {
+        const refused = await failure("getTransaction", [signature, { encoding: "json" }]);
+        expect(refused.code).toBe(-32015);
+      }
+    });
+
+    it("getSignatureStatuses", async () => {
+      const statuses = await rpc.getSignatureStatuses([signature, "1".repeat(64) as Signature]).send();
+      expect(statuses.value[1]).toBeNull();
+      expect(await result("getSignatureStatuses", [[signature], { searchTransactionHistory: true }])).toEqual(
+        {
+          context,
+          value: [
+            {
+              slot: u64,
+              confirmations: expect.toSatisfy((v: unknown) => v === null || typeof v === "number"),
+              err: null,
+              status: { Ok: null },
+              confirmationStatus: expect.stringMatching(/^(processed|confirmed|finalized)$/),
+            },
+          ],
+        },
+      );
+      expect(
+        (await failure("getSignatureStatuses", [Array.from({ length: 257 }, () => signature)])).code,
+      ).toBe(-32602);
+    });
+
+    it("getFeeForMessage and simulateTransaction (signatures unchecked, blockhash replaced)", async () => {
+      const payer = await generateKeyPairSigner();
+      const { value: blockhash } = await rpc.getLatestBlockhash({ commitment: "confirmed" }).send();
+      const message = pipe(
+        createTransactionMessage({ version: 0 }),
+        (m) => setTransactionMessageFeePayerSigner(createNoopSigner(payer.address), m),
+        (m) => setTransactionMessageLifetimeUsingBlockhash(blockhash, m),
+        (m) =>
+          appendTransactionMessageInstruction(
+            getTransferSolInstruction({
+              source: createNoopSigner(payer.address),
+              destination: owner,
+              amount: 1n,
+            }),
+            m,
+          ),
+      );
+      const compiled = compileTransaction(message);
+      const messageBase64 = getBase64Decoder().decode(compiled.messageBytes);
+      const fee = await rpc.getFeeForMessage(messageBase64 as never, { commitment: "confirmed" }).send();
+      expect(fee.value).toBe(5000n);
+      expect(await result("getFeeForMessage", [messageBase64, { commitment: "confirmed" }])).toEqual({
+        context,
+        value: 5000,
+      });
+      const wire = getBase64EncodedWireTransaction(compiled);
+      const simulated = await rpc
+        .simulateTransaction(wire, { encoding: "base64", replaceRecentBlockhash: true, sigVerify: false })
+        .send();
+      // The payer has no account: the transaction cannot pay its fee.
+      expect(simulated.value.err).toBe("AccountNotFound");
+      expect(
+        await result("simulateTransaction", [wire, { encoding: "base64", replaceRecentBlockhash: true }]),
+      ).toEqual({
+        context,
+        value: expect.objectContaining({
+          err: "AccountNotFound",
+          logs: expect.any(Array),
+          accounts: null,
+          unitsConsumed: u64,
+          replacementBlockhash: {
+            blockhash: expect.stringMatching(BASE58_ADDRESS),
+            lastValidBlockHeight: u64,
+          },
+        }),
+      });
+    });
+
+    it("errors: unknown method -32601, bad params -32602, malformed body -32700, bad request -32600, batches", async () => {
+      expect(await failure("getNothing", [])).toEqual({ code: -32601, message: "Method not found" });
+      expect((await failure("getBalance", ["not-an-address"])).code).toBe(-32602);
+      expect((await failure("getBalance", [123])).code).toBe(-32602);
+      expect(
+        (await failure("getAccountInfo", ["1111111111111111111111111111111111111111111111111111111111"]))
+          .code,
+      ).toBe(-32602);
+      const malformed = await fetch(t.url, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: "{",
+      });
+      expect(await malformed.json()).toMatchObject({ jsonrpc: "2.0", error: { code: -32700 }, id: null });
+      const invalid = await fetch(t.url, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: '{"jsonrpc":"2.0","id":1}',
+      });
+      expect(await invalid.json()).toMatchObject({ jsonrpc: "2.0", error: { code: -32600 } });
+      const batch = await fetch(t.url, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify([
+          { jsonrpc: "2.0", id: 1, method: "getHealth" },
+          { jsonrpc: "2.0", id: 2, method: "getNothing" },
+        ]),
+      });
+      expect(await batch.json()).toEqual([
+        { jsonrpc: "2.0", result: "ok", id: 1 },
+        { jsonrpc: "2.0", error: { code: -32601, message: "Method not found" }, id: 2 },
+      ]);
+    });
+
+    describe.skipIf(skipReason !== undefined)("writes (local only)", () => {
+      it("requestAirdrop and sendTransaction land, with statuses and history", async ({ skip }) => {
+        if (!t.writable) skip();
+        const payer = await generateKeyPairSigner();
+        // A test cluster's RPC, which kit types with requestAirdrop.
+        const local = createSolanaRpc(devnet(t.url));
+        const airdrop = await local.requestAirdrop(payer.address, 2_000_000_000n as never).send();
+        expect(airdrop).toMatch(BASE58_SIGNATURE);
+        expect((await rpc.getBalance(payer.address).send()).value).toBe(2_000_000_000n);
+        const { value: blockhash } = await rpc.getLatestBlockhash({ commitment: "confirmed" }).send();
+        const signed = await pipe(
+          createTransactionMessage({ version: 0 }),
+          (m) => setTransactionMessageFeePayerSigner(payer, m),
+          (m) => setTransactionMessageLifetimeUsingBlockhash(blockhash, m),
+          (m) =>
+            appendTransactionMessageInstruction(
+              getTransferSolInstruction({ source: payer, destination: owner, amount: 1_000n }),
+              m,
+            ),
+          (m) => signTransactionMessageWithSigners(m),
+        );
+        const sent = await rpc
+          .sendTransaction(getBase64EncodedWireTransaction(signed), { encoding: "base64" })
+          .send();
+        const [status] = (await rpc.getSignatureStatuses([sent]).send()).value;
+        expect(status?.err).toBeNull();
+        const landed = await rpc
+          .getTransaction(sent, { encoding: "json", maxSupportedTransactionVersion: 0 })
+          .send();
+        expect(landed?.meta?.fee).toBe(5000n);
+        expect(landed?.meta?.preBalances[0]).toBe(2_000_000_000n);
+        expect(landed?.meta?.postBalances[0]).toBe(2_000_000_000n - 5000n - 1000n);
+        expect((await rpc.getSignaturesForAddress(payer.address).send()).map((e) => e.signature)).toEqual([
+          sent,
+          airdrop,
+        ]);
+        // The same bytes again: preflight refuses them as already processed.
+        const again = await failure("sendTransaction", [
+          getBase64EncodedWireTransaction(signed),
+          { encoding: "base64" },
+        ]);
+        expect(again.code).toBe(-32002);
+        expect(again.message).toContain("already been processed");
+      });
+
+      it("a blockhash the chain never made is refused by preflight", async ({ skip }) => {
+        if (!t.writable) skip();
+        const payer = await generateKeyPairSigner();
+        await createSolanaRpc(devnet(t.url))
+          .requestAirdrop(payer.address, 1_000_000_000n as never)
+          .send();
+        const signed = await pipe(
+          createTransactionMessage({ version: 0 }),
+          (m) => setTransactionMessageFeePayerSigner(payer, m),
+          (m) =>
+            setTransactionMessageLifetimeUsingBlockhash(
+              {
+                blockhash: "4vJ9JU1bJJE96FWSJKvHsmmFADCg4gpZQff4P3bkLKi" as Blockhash,
+                lastValidBlockHeight: 0n,
+              },
+              m,
+            ),
+          (m) =>
+            appendTransactionMessageInstruction(
+              getTransferSolInstruction({ source: payer, destination: owner, amount: 1n }),
+              m,
+            ),
+          (m) => signTransactionMessageWithSigners(m),
+        );
+        const refused = await failure("sendTransaction", [
+          getBase64EncodedWireTransaction(signed),
+          { encoding: "base64" },
+        ]);
+        expect(refused).toMatchObject({
+          code: -32002,
+          message: "Transaction simulation failed: Blockhash not found",
+          data: expect.objectContaining({ err: "BlockhashNotFound" }),
+        });
+      });
+
+      it("surfnet_setAccount and surfnet_setTokenAccount fund a wallet with SOL and any token", async ({
+        skip,
+      }) => {
+        if (!t.writable) skip();
+        const wallet = await generateKeyPairSigner();
+        expect(await result("surfnet_setAccount", [wallet.address, { lamports: 5_000_000_000 }])).toEqual({
+          context,
+          value: null,
+        });
+        expect((await rpc.getBalance(wallet.address).send()).value).toBe(5_000_000_000n);
+        expect(
+          await result("surfnet_setTokenAccount", [wallet.address, t.mint, { amount: 42_000_000 }]),
+        ).toEqual({ context, value: null });
+        const owned = await rpc
+          .getTokenAccountsByOwner(wallet.address, { mint: t.mint }, { encoding: "jsonParsed" })
+          .send();
+        expect(owned.value).toHaveLength(1);
+        expect(
+          (await rpc.getTokenAccountBalance(owned.value[0]?.pubkey as Address).send()).value.amount,
+        ).toBe("42000000");
+      });
+    });
+  });
+}
