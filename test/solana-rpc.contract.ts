@@ -30,7 +30,6 @@ import {
 import { getTransferSolInstruction } from "@solana-program/system";
 import { beforeAll, describe, expect, it } from "vitest";
 
-const NATIVE_MINT = address("So11111111111111111111111111111111111111112");
 const TOKEN_PROGRAM = address("TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA");
 const SYSTEM_PROGRAM = address("11111111111111111111111111111111");
 const BASE58_SIGNATURE = /^[1-9A-HJ-NP-Za-km-z]{64,88}$/;
