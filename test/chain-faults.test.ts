@@ -9,7 +9,7 @@
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
 import { Code } from "@connectrpc/connect";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { TokenService } from "../gen/token/v1/token_pb.ts";
 import { type RunningLocalChain, startLocalChain } from "../src/local-chain/start-local-chain.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
@@ -19,6 +19,8 @@ import { type RunningServer, startServer } from "./support/start-server.ts";
 const catalog = loadCatalog();
 const USDC = catalog.tokens.find((t) => t.symbol === "USDC")?.mint as string;
 const BONK = catalog.tokens.find((t) => t.symbol === "BONK")?.mint as string;
+/** A provider's key, as it rides in the RPC URL's path or query. */
+const API_KEY = "k3y-0f-the-pr0v1der";
 /** The callers' deadline: every fault must be answered well within it. */
 const DEADLINE_MS = 8000;
 
@@ -90,7 +92,7 @@ beforeAll(async () => {
   proxyPort = await listen(proxy, 0);
   server = await startServer({
     env: {
-      SOLANA_RPC_URL: `http://127.0.0.1:${proxyPort}/`,
+      SOLANA_RPC_URL: `http://127.0.0.1:${proxyPort}/v1/${API_KEY}?api-key=${API_KEY}`,
       SOLANA_RPC_TIMEOUT_MS: "1000",
       SOLANA_RPC_MAX_RETRIES: "2",
       SOLANA_RPC_RETRY_BASE_MS: "50",
@@ -130,6 +132,16 @@ async function metric(outcome: string): Promise<number> {
     }
   }
   return total;
+}
+
+/** The gRPC health status of a service, over the Connect protocol. */
+async function health(service: string): Promise<string> {
+  const response = await fetch(`${server.baseUrl}/grpc.health.v1.Health/Check`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ service }),
+  });
+  return ((await response.json()) as { status: string }).status;
 }
 
 async function expectRecovered() {
@@ -218,8 +230,22 @@ describe("a cluster that misbehaves", () => {
     expect(outcome.ok).toBe(false);
     if (!outcome.ok) expect(outcome.code).toBe(Code.Unavailable);
     expect(ms).toBeLessThan(DEADLINE_MS);
+    // Health says which service cannot serve: token calls need the chain, agent calls do not.
+    expect(await health("token.v1.TokenService")).toBe("NOT_SERVING");
+    expect(await health("agent.v1.AgentService")).toBe("SERVING");
+    expect((await fetch(`${server.baseUrl}/readyz`)).status).toBe(503);
     proxy = createProxy();
     await listen(proxy, proxyPort);
     await expectRecovered();
+    await vi.waitFor(async () => expect(await health("token.v1.TokenService")).toBe("SERVING"), {
+      timeout: 5000,
+    });
+    expect((await fetch(`${server.baseUrl}/readyz`)).status).toBe(200);
+  });
+
+  it("never logs the cluster's URL, which carries the provider's key", () => {
+    const text = JSON.stringify(server.logs);
+    expect(text).toContain("rpc"); // the log is there...
+    expect(text).not.toContain(API_KEY); // ...and the key is not
   });
 });

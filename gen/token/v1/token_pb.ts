@@ -112,7 +112,8 @@ export const TokenMetadataSchema: GenMessage<TokenMetadata> = /*@__PURE__*/
   messageDesc(file_token_v1_token, 1);
 
 /**
- * TokenTransaction is one transaction that moved a token.
+ * TokenTransaction is one transaction that named a token's mint, as its token balance changes
+ * tell it: what it did to this token, whatever program moved it.
  *
  * @generated from message token.v1.TokenTransaction
  */
@@ -125,35 +126,42 @@ export type TokenTransaction = Message<"token.v1.TokenTransaction"> & {
   signature: string;
 
   /**
-   * Block time, in seconds since the Unix epoch. A uint32 so that JSON carries a number, not a string.
+   * Block time, in seconds since the Unix epoch (0 when the chain does not know it). A uint32 so
+   * that JSON carries a number, not a string.
    *
    * @generated from field: uint32 block_time = 2;
    */
   blockTime: number;
 
   /**
-   * Amount moved, in whole tokens.
+   * Amount that changed hands, in whole tokens (base units with the mint's decimals applied): the
+   * larger of the total increase and the total decrease of the token's balances. 0 for `failed`
+   * and `other`.
    *
    * @generated from field: double amount = 3;
    */
   amount: number;
 
   /**
-   * Sender address (base58, 32 bytes).
+   * The wallet (token account owner) whose balance of the token fell most; "" for a mint. For a
+   * failed transaction, its fee payer.
    *
    * @generated from field: string sender = 4;
    */
   sender: string;
 
   /**
-   * Recipient address (base58, 32 bytes).
+   * The wallet whose balance of the token rose most; "" for a burn or a failed transaction.
    *
    * @generated from field: string recipient = 5;
    */
   recipient: string;
 
   /**
-   * Kind of transaction, for example "transfer", "swap", "mint" or "burn".
+   * "transfer"; "mint" (tokens only appeared); "burn" (tokens only vanished); "swap" (an owner
+   * whose balance of this token changed had another token move the other way); "other" (the
+   * transaction named the mint but moved none of it); or "failed" (it landed and failed: only its
+   * fee was paid).
    *
    * @generated from field: string type = 6;
    */
@@ -293,7 +301,8 @@ export type GetTokenTransactionsRequest = Message<"token.v1.GetTokenTransactions
   limit: number;
 
   /**
-   * Signature of one of this token's transactions: only older transactions are returned.
+   * Signature of one of this token's transactions: only older transactions are returned. A
+   * signature that is not one of this token's transactions is invalid_argument.
    *
    * @generated from field: string before = 3;
    */
@@ -321,7 +330,8 @@ export type GetTokenTransactionsResponse = Message<"token.v1.GetTokenTransaction
   success: boolean;
 
   /**
-   * The transactions, newest first (block time descending, then signature).
+   * The transactions, newest first, in the chain's order (slot descending, then the later
+   * transaction of a block first).
    *
    * @generated from field: repeated token.v1.TokenTransaction data = 2;
    */
@@ -336,9 +346,10 @@ export const GetTokenTransactionsResponseSchema: GenMessage<GetTokenTransactions
   messageDesc(file_token_v1_token, 8);
 
 /**
- * TokenService answers questions about tokens on a Solana-style chain: current prices, metadata
- * and transaction history. Every method is free of side effects, so Connect clients may call them
- * with HTTP GET (cacheable, and easy from a browser).
+ * TokenService answers questions about tokens on Solana: current prices, metadata and transaction
+ * history, read from the chain (a cluster, or the service's embedded local chain). Every method is
+ * free of side effects, so Connect clients may call them with HTTP GET (cacheable, and easy from a
+ * browser).
  *
  * @generated from service token.v1.TokenService
  */
@@ -354,7 +365,9 @@ export const TokenService: GenService<{
     output: typeof GetTokenPricesResponseSchema;
   },
   /**
-   * GetTokenMetadata returns the metadata of one token.
+   * GetTokenMetadata returns the metadata of one token: decimals from its mint account, name and
+   * symbol from its on-chain metadata (Token-2022's metadata extension, else Metaplex Token
+   * Metadata), logo and tags from the token list. An address that holds no mint is not_found.
    *
    * @generated from rpc token.v1.TokenService.GetTokenMetadata
    */
@@ -364,7 +377,8 @@ export const TokenService: GenService<{
     output: typeof GetTokenMetadataResponseSchema;
   },
   /**
-   * GetTokenTransactions returns a token's transactions, newest first, a page at a time.
+   * GetTokenTransactions returns a token's transactions (those that name its mint), newest first
+   * in the chain's order, a page at a time.
    *
    * @generated from rpc token.v1.TokenService.GetTokenTransactions
    */
