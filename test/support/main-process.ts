@@ -26,12 +26,15 @@ export interface MainProcess {
   kill(): void;
 }
 
+/** The local chain alone, as `npm run local-chain` runs it. */
+export const LOCAL_CHAIN_MAIN = fileURLToPath(new URL("../../src/local-chain/main.ts", import.meta.url));
+
 /**
- * Spawns main.ts with exactly `env` on top of a minimal environment (PATH and HOME only), so no
- * MONGODB_URI or other setting of the test run leaks in.
+ * Spawns main.ts (or `script`) with exactly `env` on top of a minimal environment (PATH and HOME
+ * only), so no MONGODB_URI or other setting of the test run leaks in.
  */
-export function spawnMain(env: Record<string, string>): MainProcess {
-  const child = spawn(process.execPath, [MAIN], {
+export function spawnMain(env: Record<string, string>, script = MAIN): MainProcess {
+  const child = spawn(process.execPath, [script], {
     cwd: PROJECT_ROOT,
     // Keys are off unless a test turns them on: AUTH_MODE defaults to apikey with MONGODB_URI.
     env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", AUTH_MODE: "none", ...env },

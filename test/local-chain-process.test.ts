@@ -1,0 +1,143 @@
+/**
+ * The local chain as its own process (`npm run local-chain`), shared by service replicas through
+ * SOLANA_RPC_URL, kept across restarts by LOCAL_SOLANA_STATE, and reachable on 127.0.0.1 only.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { networkInterfaces, tmpdir } from "node:os";
+import { join } from "node:path";
+import { address, generateKeyPairSigner, type Signature } from "@solana/kit";
+import { findAssociatedTokenPda, getTransferCheckedInstruction } from "@solana-program/token";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadCatalog } from "../src/token/catalog.ts";
+import { createChainClient } from "./support/chain-client.ts";
+import { LOCAL_CHAIN_MAIN, type MainProcess, spawnMain, startMain } from "./support/main-process.ts";
+import { freePort } from "./support/ports.ts";
+
+const USDC = address(loadCatalog().tokens.find((t) => t.symbol === "USDC")?.mint as string);
+const directory = mkdtempSync(join(tmpdir(), "local-chain-"));
+const statePath = join(directory, "chain.bin");
+const running: MainProcess[] = [];
+let port: number;
+let chainProcess: MainProcess;
+
+async function startChain(): Promise<MainProcess> {
+  const chain = spawnMain(
+    { LOCAL_SOLANA_RPC_PORT: String(port), LOCAL_SOLANA_STATE: statePath, LOG_LEVEL: "info" },
+    LOCAL_CHAIN_MAIN,
+  );
+  running.push(chain);
+  await chain.waitForLog(
+    (line) => line.msg === `local chain serving Solana JSON-RPC at http://127.0.0.1:${port}`,
+    30_000,
+  );
+  return chain;
+}
+
+async function stop(process: MainProcess): Promise<void> {
+  process.child.kill("SIGTERM");
+  expect((await process.exited).code).toBe(0);
+}
+
+beforeAll(async () => {
+  port = await freePort();
+  chainProcess = await startChain();
+});
+
+afterAll(() => {
+  for (const p of running) p.kill();
+  rmSync(directory, { recursive: true, force: true });
+});
+
+describe("the local chain alone", () => {
+  let transfer: Signature;
+
+  it("serves two service replicas through SOLANA_RPC_URL: a transfer made on it shows on both", async () => {
+    const chain = createChainClient(`http://127.0.0.1:${port}`);
+    const [alice, bob] = await Promise.all([generateKeyPairSigner(), generateKeyPairSigner()]);
+    await chain.airdrop(alice.address, 1n);
+    await chain.setTokenBalance(alice.address, USDC, 5_000_000n);
+    await chain.setTokenBalance(bob.address, USDC, 0n);
+    const [source] = await findAssociatedTokenPda({
+      owner: alice.address,
+      mint: USDC,
+      tokenProgram: address("TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA"),
+    });
+    const [destination] = await findAssociatedTokenPda({
+      owner: bob.address,
+      mint: USDC,
+      tokenProgram: address("TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA"),
+    });
+    transfer = await chain.sendAndConfirm(alice, [
+      getTransferCheckedInstruction({
+        source,
+        mint: USDC,
+        destination,
+        authority: alice,
+        amount: 2_500_000n,
+        decimals: 6,
+      }),
+    ]);
+    const replicas = await Promise.all(
+      [1, 2].map(() => startMain({ SOLANA_RPC_URL: `http://127.0.0.1:${port}` })),
+    );
+    running.push(...replicas);
+    for (const replica of replicas) {
+      const response = await fetch(`http://127.0.0.1:${replica.port}/v1/tokens/${USDC}/transactions?limit=1`);
+      expect(await response.json()).toMatchObject({
+        success: true,
+        data: [
+          {
+            signature: transfer,
+            amount: 2.5,
+            sender: alice.address,
+            recipient: bob.address,
+            type: "transfer",
+          },
+        ],
+      });
+      expect(
+        replica
+          .logLines()
+          .some((l) => l.msg === "token data comes from the Solana cluster at SOLANA_RPC_URL"),
+      ).toBe(true);
+    }
+    await Promise.all(replicas.map(stop));
+  });
+
+  it("keeps its state across a restart (LOCAL_SOLANA_STATE): the transfer, balances and the slot", async () => {
+    const chain = createChainClient(`http://127.0.0.1:${port}`);
+    const slotBefore = await chain.rpc.getSlot({ commitment: "confirmed" }).send();
+    await stop(chainProcess);
+    chainProcess = await startChain();
+    expect(chainProcess.logLines().some((l) => l.msg === "local chain state loaded")).toBe(true);
+    const found = await chain.rpc
+      .getTransaction(transfer, { encoding: "json", maxSupportedTransactionVersion: 0 })
+      .send();
+    expect(found?.transaction.signatures[0]).toBe(transfer);
+    expect(await chain.rpc.getSlot({ commitment: "confirmed" }).send()).toBeGreaterThanOrEqual(slotBefore);
+    const history = await chain.rpc.getSignaturesForAddress(USDC, { limit: 1 }).send();
+    expect(history[0]?.signature).toBe(transfer);
+  });
+
+  it("listens on 127.0.0.1 only", async () => {
+    const outside = Object.values(networkInterfaces())
+      .flat()
+      .find((i) => i !== undefined && i.family === "IPv4" && !i.internal)?.address;
+    if (outside === undefined) {
+      console.log("no non-loopback IPv4 interface on this machine: only the loopback check runs");
+    } else {
+      await expect(fetch(`http://${outside}:${port}/health`)).rejects.toThrow();
+    }
+    expect(await (await fetch(`http://127.0.0.1:${port}/health`)).text()).toBe("ok");
+  });
+
+  it("a service whose local chain port is taken says so and exits", async () => {
+    const service = spawnMain({ PORT: "0", HOST: "127.0.0.1", LOCAL_SOLANA_RPC_PORT: String(port) });
+    running.push(service);
+    const exit = await service.exited;
+    expect(exit.code).toBe(1);
+    const fatal = service.logLines().find((l) => l.level === 60);
+    expect(fatal?.msg).toContain(`LOCAL_SOLANA_RPC_PORT ${port} is in use`);
+    expect(fatal?.msg).toContain("SOLANA_RPC_URL");
+  });
+});
