@@ -6,6 +6,7 @@
  *
  *   npm run bench                      (BENCH_SECONDS=5 per run, BENCH_ROUNDS=3 paired rounds)
  *   BENCH_LOG_LEVEL=warn npm run bench (the service without its per-call log line: what the line costs)
+ *   BENCH_ONLY=chain npm run bench     (only the chain figures: start time, GetTokenTransactions)
  *
  * Each server's throughput alone is printed, but the ratios come from paired runs: the service
  * and its peer share core 0 and are loaded at the same moment, each by its own generator, so
@@ -30,6 +31,8 @@ import { npmStartFlags } from "./bench/start-flags.ts";
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const logLevel = process.env.BENCH_LOG_LEVEL ?? "info";
+/** BENCH_ONLY=unary or BENCH_ONLY=chain runs one part. */
+const only = process.env.BENCH_ONLY;
 const root = new URL("..", import.meta.url).pathname;
 const work = mkdtempSync(join(tmpdir(), "bench-"));
 const children: ChildProcess[] = [];
@@ -100,214 +103,336 @@ const notes: string[] = [];
 let ferret: FerretdbServer | undefined;
 
 try {
-  const service = await start(["node", ...startFlags, "src/main.ts"], {
-    LOG_LEVEL: logLevel,
-    AUTH_MODE: "none",
-  });
-  const url = `http://127.0.0.1:${service.port}`;
-  const prices = `${url}/token.v1.TokenService/GetTokenPrices`;
-  const getUrl = `${prices}?encoding=json&message=${encodeURIComponent(JSON_BODY)}`;
+  if (only === undefined || only === "unary") {
+    const service = await start(["node", ...startFlags, "src/main.ts"], {
+      LOG_LEVEL: logLevel,
+      AUTH_MODE: "none",
+      LOCAL_SOLANA_RPC_PORT: "0",
+    });
+    const url = `http://127.0.0.1:${service.port}`;
+    const prices = `${url}/token.v1.TokenService/GetTokenPrices`;
+    const getUrl = `${prices}?encoding=json&message=${encodeURIComponent(JSON_BODY)}`;
 
-  // The raw peers answer exactly the bytes the service answers.
-  writeFileSync(join(work, "answer.json"), await answerOf(prices));
-  writeFileSync(join(work, "answer.grpc"), await grpcAnswer(url));
-  const grpcHeaders = ["-H", "content-type: application/grpc", "-H", "te: trailers"];
-  const path = "/token.v1.TokenService/GetTokenPrices";
-  const jsonPost = lua("application/json", files.json);
-  const baseline = (...args: string[]) => ["node", ...peerFlags, "scripts/bench/baseline-server.ts", ...args];
-  const peers = {
-    raw: {
-      name: "raw node:http",
-      alone: "raw node:http, the service's JSON bytes",
-      argv: baseline("http", "PORT", join(work, "answer.json")),
-      load: (port: number) => wrk(`http://127.0.0.1:${port}/`, jsonPost),
-    },
-    plain: {
-      name: "JSON handler",
-      alone: "node:http JSON handler, same work",
-      argv: baseline("plain", "PORT"),
-      load: (port: number) => wrk(`http://127.0.0.1:${port}/`, jsonPost),
-    },
-    raw2: {
-      name: "raw node:http2",
-      alone: "raw node:http2, the service's gRPC bytes",
-      argv: baseline("http2", "PORT", join(work, "answer.grpc")),
-      load: (port: number) => h2load(`http://127.0.0.1:${port}${path}`, grpcHeaders, files.grpc),
-    },
-    grpcJs: {
-      name: "grpc-js",
-      alone: "@grpc/grpc-js server, same work",
-      argv: baseline("grpcjs", "PORT"),
-      load: (port: number) => h2load(`http://127.0.0.1:${port}${path}`, grpcHeaders, files.grpc),
-    },
-    grpcJsDefaultHeap: {
-      name: "grpc-js, Node's default heap",
-      alone: "the same grpc-js server with Node's default heap",
-      argv: ["node", "scripts/bench/baseline-server.ts", "grpcjs", "PORT"],
-      load: (port: number) => h2load(`http://127.0.0.1:${port}${path}`, grpcHeaders, files.grpc),
-    },
-  };
-  type PeerName = keyof typeof peers;
-  const peerRss = new Map<PeerName, number>();
-  /**
-   * Runs `use` against a peer started for it, and stops the peer afterwards. Every measurement
-   * gets a fresh peer, warmed up first: a peer left idle for minutes while the service was loaded
-   * (as when all peers started at the beginning) served about 10 % less for the next half minute
-   * and more, which flattered the service.
-   */
-  const withPeer = async <T>(peer: PeerName, use: (load: Load, port: number) => Promise<T>): Promise<T> => {
-    const server = await start(peers[peer].argv);
-    try {
-      const load = peers[peer].load(server.port);
-      await load.alone(3);
-      const result = await use(load, server.port);
-      peerRss.set(peer, Math.max(peerRss.get(peer) ?? 0, peakRssMb(server.pid)));
-      return result;
-    } finally {
-      server.child.kill("SIGTERM");
+    // The raw peers answer exactly the bytes the service answers.
+    writeFileSync(join(work, "answer.json"), await answerOf(prices));
+    writeFileSync(join(work, "answer.grpc"), await grpcAnswer(url));
+    const grpcHeaders = ["-H", "content-type: application/grpc", "-H", "te: trailers"];
+    const path = "/token.v1.TokenService/GetTokenPrices";
+    const jsonPost = lua("application/json", files.json);
+    const baseline = (...args: string[]) => [
+      "node",
+      ...peerFlags,
+      "scripts/bench/baseline-server.ts",
+      ...args,
+    ];
+    const peers = {
+      raw: {
+        name: "raw node:http",
+        alone: "raw node:http, the service's JSON bytes",
+        argv: baseline("http", "PORT", join(work, "answer.json")),
+        load: (port: number) => wrk(`http://127.0.0.1:${port}/`, jsonPost),
+      },
+      plain: {
+        name: "JSON handler",
+        alone: "node:http JSON handler, same work",
+        argv: baseline("plain", "PORT"),
+        load: (port: number) => wrk(`http://127.0.0.1:${port}/`, jsonPost),
+      },
+      raw2: {
+        name: "raw node:http2",
+        alone: "raw node:http2, the service's gRPC bytes",
+        argv: baseline("http2", "PORT", join(work, "answer.grpc")),
+        load: (port: number) => h2load(`http://127.0.0.1:${port}${path}`, grpcHeaders, files.grpc),
+      },
+      grpcJs: {
+        name: "grpc-js",
+        alone: "@grpc/grpc-js server, same work",
+        argv: baseline("grpcjs", "PORT"),
+        load: (port: number) => h2load(`http://127.0.0.1:${port}${path}`, grpcHeaders, files.grpc),
+      },
+      grpcJsDefaultHeap: {
+        name: "grpc-js, Node's default heap",
+        alone: "the same grpc-js server with Node's default heap",
+        argv: ["node", "scripts/bench/baseline-server.ts", "grpcjs", "PORT"],
+        load: (port: number) => h2load(`http://127.0.0.1:${port}${path}`, grpcHeaders, files.grpc),
+      },
+    };
+    type PeerName = keyof typeof peers;
+    const peerRss = new Map<PeerName, number>();
+    /**
+     * Runs `use` against a peer started for it, and stops the peer afterwards. Every measurement
+     * gets a fresh peer, warmed up first: a peer left idle for minutes while the service was loaded
+     * (as when all peers started at the beginning) served about 10 % less for the next half minute
+     * and more, which flattered the service.
+     */
+    const withPeer = async <T>(peer: PeerName, use: (load: Load, port: number) => Promise<T>): Promise<T> => {
+      const server = await start(peers[peer].argv);
+      try {
+        const load = peers[peer].load(server.port);
+        await load.alone(3);
+        const result = await use(load, server.port);
+        peerRss.set(peer, Math.max(peerRss.get(peer) ?? 0, peakRssMb(server.pid)));
+        return result;
+      } finally {
+        server.child.kill("SIGTERM");
+      }
+    };
+    for (const peer of Object.keys(peers) as PeerName[]) {
+      rows.push({
+        scenario: `peer: ${peers[peer].alone}`,
+        rps: await withPeer(peer, (load) => load.alone()),
+      });
     }
-  };
-  for (const peer of Object.keys(peers) as PeerName[]) {
-    rows.push({ scenario: `peer: ${peers[peer].alone}`, rps: await withPeer(peer, (load) => load.alone()) });
-  }
 
-  /** The service alone, then paired with each peer for the ratio. */
-  const measure = async (scenario: string, load: Load, against: [PeerName, number | undefined][]) => {
-    const rps = await load.alone();
-    for (const [peer, goal] of against) {
-      const { ratio, ratios } = await withPeer(peer, (peerLoad) => paired(load, peerLoad));
-      rows.push({ scenario, rps, peer: peers[peer].name, ratio, ratios, goal });
+    /** The service alone, then paired with each peer for the ratio. */
+    const measure = async (scenario: string, load: Load, against: [PeerName, number | undefined][]) => {
+      const rps = await load.alone();
+      for (const [peer, goal] of against) {
+        const { ratio, ratios } = await withPeer(peer, (peerLoad) => paired(load, peerLoad));
+        rows.push({ scenario, rps, peer: peers[peer].name, ratio, ratios, goal });
+      }
+      return rps;
+    };
+    // Warm-up: the JIT compiles the hot paths before anything is measured.
+    await wrk(prices, jsonPost).alone(3);
+    await h2load(`${url}${path}`, grpcHeaders, files.grpc).alone(3);
+    const connectJson = await measure("Connect JSON POST (HTTP/1.1)", wrk(prices, jsonPost), [
+      ["plain", 0.8],
+      ["raw", 0.5],
+    ]);
+    await measure("Connect JSON GET (HTTP/1.1)", wrk(getUrl), [["raw", 0.5]]);
+    await measure("Connect binary POST (HTTP/1.1)", wrk(prices, lua("application/proto", files.proto)), [
+      ["raw", 0.5],
+    ]);
+    await measure("gRPC-Web binary (HTTP/1.1)", wrk(prices, lua("application/grpc-web+proto", files.grpc)), [
+      ["raw", 0.5],
+    ]);
+    await measure("gRPC (h2c)", h2load(`${url}${path}`, grpcHeaders, files.grpc), [
+      ["grpcJs", 1.0],
+      ["raw2", 0.5],
+      ["grpcJsDefaultHeap", undefined],
+    ]);
+    await measure(
+      "Connect JSON POST (h2c)",
+      h2load(prices, ["-H", "content-type: application/json"], files.json),
+      [["raw2", 0.5]],
+    );
+
+    // Latency at half the highest rate, open loop (requests leave on schedule whatever the answers
+    // do), after a warm-up; the JSON handler at the same rate shows what the machine and the load
+    // generator add by themselves.
+    const half = Math.round(connectJson / 2);
+    const latency = (port: number, p: string) => {
+      fixedRate(port, p, half, 2);
+      return fixedRate(port, p, half, seconds);
+    };
+    const serviceLatency = latency(service.port, path);
+    const plainLatency = await withPeer("plain", async (_load, port) => latency(port, "/"));
+    notes.push(
+      `latency of Connect JSON POST at ${half} req/s (half the highest), open loop over 32 connections: ` +
+        `p50 ${serviceLatency.p50.toFixed(2)} ms, p99 ${serviceLatency.p99.toFixed(2)} ms ` +
+        `(goal p99 ≤ 5 ms: ${serviceLatency.p99 <= 5 ? "met" : "MISSED"}); the JSON handler at the same rate: ` +
+        `p50 ${plainLatency.p50.toFixed(2)} ms, p99 ${plainLatency.p99.toFixed(2)} ms`,
+    );
+    const rssMb = peakRssMb(service.pid);
+    notes.push(
+      `peak RSS of the service across the runs above: ${rssMb.toFixed(0)} MB (goal < 150 MB: ${rssMb < 150 ? "met" : "MISSED"})`,
+    );
+    const peerRssText = ([peer, mb]: [PeerName, number]) => `${peers[peer].name} ${mb.toFixed(0)} MB`;
+    notes.push(
+      `peak RSS of the peers (node ${peerFlags.join(" ")}, Node's defaults where named): ` +
+        [...peerRss].map(peerRssText).join(", "),
+    );
+    service.child.kill("SIGTERM");
+
+    // GetAgent on MongoDB against the driver alone: FerretDB (SQLite) unpinned, the service or the
+    // bare loop on core 0, wrk on core 1.
+    ferret = await startFerretdb();
+    const db = `bench_${process.pid}`;
+    const ferretUri = ferret.uri;
+    const withMongo = await start(["node", ...startFlags, "src/main.ts"], {
+      LOG_LEVEL: logLevel,
+      AUTH_MODE: "none",
+      SCHEDULER_ENABLED: "false",
+      MONGODB_URI: ferret.uri,
+      MONGODB_DB: db,
+      LOCAL_SOLANA_RPC_PORT: "0",
+    });
+    const agentUrl = `http://127.0.0.1:${withMongo.port}/agent.v1.AgentService`;
+    const created = (await (
+      await fetch(`${agentUrl}/CreateAgent`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({
+          type: "transfer",
+          config: {
+            source: "9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM",
+            destination: "2ojv9BAiHUrvsm9gxDe7fJSzbNZSJcxZvf8dqmWGHG8S",
+            amount: 1.5,
+            token: "USDC",
+            schedule: "daily",
+          },
+        }),
+      })
+    ).json()) as { data: { agentId: string } };
+    const agentId = created.data.agentId;
+    writeFileSync(join(work, "get-agent.json"), JSON.stringify({ agentId }));
+    // The service and the loop take turns, round after round, and each round gives a ratio: they
+    // cannot be loaded at once (both would share FerretDB), but taking turns spreads the VM's drift
+    // over both sides. The service idles while the loop runs.
+    const getAgentLoad = wrk(`${agentUrl}/GetAgent`, lua("application/json", join(work, "get-agent.json")));
+    const findOneLoop = () =>
+      JSON.parse(
+        execFileSync(
+          pinned(0, [process.execPath])[0] as string,
+          [
+            ...pinned(0, [process.execPath]).slice(1),
+            "scripts/bench/find-one-loop.ts",
+            ferretUri,
+            db,
+            agentId,
+            String(seconds),
+            "32",
+          ],
+          { cwd: root, encoding: "utf8" },
+        ),
+      ) as { opsPerSecond: number };
+    await getAgentLoad.alone(2);
+    const turns: { service: number; loop: number }[] = [];
+    for (let i = 0; i < rounds; i++) {
+      turns.push({ service: await getAgentLoad.alone(), loop: findOneLoop().opsPerSecond });
     }
-    return rps;
-  };
-  // Warm-up: the JIT compiles the hot paths before anything is measured.
-  await wrk(prices, jsonPost).alone(3);
-  await h2load(`${url}${path}`, grpcHeaders, files.grpc).alone(3);
-  const connectJson = await measure("Connect JSON POST (HTTP/1.1)", wrk(prices, jsonPost), [
-    ["plain", 0.8],
-    ["raw", 0.5],
-  ]);
-  await measure("Connect JSON GET (HTTP/1.1)", wrk(getUrl), [["raw", 0.5]]);
-  await measure("Connect binary POST (HTTP/1.1)", wrk(prices, lua("application/proto", files.proto)), [
-    ["raw", 0.5],
-  ]);
-  await measure("gRPC-Web binary (HTTP/1.1)", wrk(prices, lua("application/grpc-web+proto", files.grpc)), [
-    ["raw", 0.5],
-  ]);
-  await measure("gRPC (h2c)", h2load(`${url}${path}`, grpcHeaders, files.grpc), [
-    ["grpcJs", 1.0],
-    ["raw2", 0.5],
-    ["grpcJsDefaultHeap", undefined],
-  ]);
-  await measure(
-    "Connect JSON POST (h2c)",
-    h2load(prices, ["-H", "content-type: application/json"], files.json),
-    [["raw2", 0.5]],
-  );
-
-  // Latency at half the highest rate, open loop (requests leave on schedule whatever the answers
-  // do), after a warm-up; the JSON handler at the same rate shows what the machine and the load
-  // generator add by themselves.
-  const half = Math.round(connectJson / 2);
-  const latency = (port: number, p: string) => {
-    fixedRate(port, p, half, 2);
-    return fixedRate(port, p, half, seconds);
-  };
-  const serviceLatency = latency(service.port, path);
-  const plainLatency = await withPeer("plain", async (_load, port) => latency(port, "/"));
-  notes.push(
-    `latency of Connect JSON POST at ${half} req/s (half the highest), open loop over 32 connections: ` +
-      `p50 ${serviceLatency.p50.toFixed(2)} ms, p99 ${serviceLatency.p99.toFixed(2)} ms ` +
-      `(goal p99 ≤ 5 ms: ${serviceLatency.p99 <= 5 ? "met" : "MISSED"}); the JSON handler at the same rate: ` +
-      `p50 ${plainLatency.p50.toFixed(2)} ms, p99 ${plainLatency.p99.toFixed(2)} ms`,
-  );
-  const rssMb = peakRssMb(service.pid);
-  notes.push(
-    `peak RSS of the service across the runs above: ${rssMb.toFixed(0)} MB (goal < 150 MB: ${rssMb < 150 ? "met" : "MISSED"})`,
-  );
-  const peerRssText = ([peer, mb]: [PeerName, number]) => `${peers[peer].name} ${mb.toFixed(0)} MB`;
-  notes.push(
-    `peak RSS of the peers (node ${peerFlags.join(" ")}, Node's defaults where named): ` +
-      [...peerRss].map(peerRssText).join(", "),
-  );
-  service.child.kill("SIGTERM");
-
-  // GetAgent on MongoDB against the driver alone: FerretDB (SQLite) unpinned, the service or the
-  // bare loop on core 0, wrk on core 1.
-  ferret = await startFerretdb();
-  const db = `bench_${process.pid}`;
-  const ferretUri = ferret.uri;
-  const withMongo = await start(["node", ...startFlags, "src/main.ts"], {
-    LOG_LEVEL: logLevel,
-    AUTH_MODE: "none",
-    SCHEDULER_ENABLED: "false",
-    MONGODB_URI: ferret.uri,
-    MONGODB_DB: db,
-  });
-  const agentUrl = `http://127.0.0.1:${withMongo.port}/agent.v1.AgentService`;
-  const created = (await (
-    await fetch(`${agentUrl}/CreateAgent`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({
-        type: "transfer",
-        config: {
-          source: "9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM",
-          destination: "2ojv9BAiHUrvsm9gxDe7fJSzbNZSJcxZvf8dqmWGHG8S",
-          amount: 1.5,
-          token: "USDC",
-          schedule: "daily",
-        },
-      }),
-    })
-  ).json()) as { data: { agentId: string } };
-  const agentId = created.data.agentId;
-  writeFileSync(join(work, "get-agent.json"), JSON.stringify({ agentId }));
-  // The service and the loop take turns, round after round, and each round gives a ratio: they
-  // cannot be loaded at once (both would share FerretDB), but taking turns spreads the VM's drift
-  // over both sides. The service idles while the loop runs.
-  const getAgentLoad = wrk(`${agentUrl}/GetAgent`, lua("application/json", join(work, "get-agent.json")));
-  const findOneLoop = () =>
-    JSON.parse(
-      execFileSync(
-        pinned(0, [process.execPath])[0] as string,
-        [
-          ...pinned(0, [process.execPath]).slice(1),
-          "scripts/bench/find-one-loop.ts",
-          ferretUri,
-          db,
-          agentId,
-          String(seconds),
-          "32",
-        ],
-        { cwd: root, encoding: "utf8" },
-      ),
-    ) as { opsPerSecond: number };
-  await getAgentLoad.alone(2);
-  const turns: { service: number; loop: number }[] = [];
-  for (let i = 0; i < rounds; i++) {
-    turns.push({ service: await getAgentLoad.alone(), loop: findOneLoop().opsPerSecond });
+    withMongo.child.kill("SIGTERM");
+    const agentRatios = turns.map((t) => t.service / t.loop);
+    rows.push({
+      scenario: "GetAgent on MongoDB (Connect JSON, HTTP/1.1)",
+      rps: medianOf(turns.map((t) => t.service)),
+      peer: "driver findOne loop (turns)",
+      ratio: medianOf(agentRatios),
+      ratios: agentRatios,
+      goal: 0.7,
+    });
+    rows.push({
+      scenario: "peer: bare driver findOne loop, 32 at a time",
+      rps: medianOf(turns.map((t) => t.loop)),
+    });
   }
-  withMongo.child.kill("SIGTERM");
-  const agentRatios = turns.map((t) => t.service / t.loop);
-  rows.push({
-    scenario: "GetAgent on MongoDB (Connect JSON, HTTP/1.1)",
-    rps: medianOf(turns.map((t) => t.service)),
-    peer: "driver findOne loop (turns)",
-    ratio: medianOf(agentRatios),
-    ratios: agentRatios,
-    goal: 0.7,
-  });
-  rows.push({
-    scenario: "peer: bare driver findOne loop, 32 at a time",
-    rps: medianOf(turns.map((t) => t.loop)),
-  });
-
+  if (only === undefined || only === "chain") await chainFigures();
   print();
 } finally {
   for (const child of children) child.kill("SIGTERM");
   await ferret?.stop();
   rmSync(work, { recursive: true, force: true });
+}
+
+/**
+ * The chain's figures: how long `npm start` takes to answer (embedded local chain, and against a
+ * local chain in its own process through SOLANA_RPC_URL, as production runs), and
+ * GetTokenTransactions with limit 100 on the embedded chain, cold (no transaction cache: every
+ * call reads its 100 transactions) and warm (the default cache), with how many JSON-RPC requests
+ * one call costs, read from the service's own metrics.
+ */
+async function chainFigures(): Promise<void> {
+  const startTimes = async (env: Record<string, string>) => {
+    const times: number[] = [];
+    for (let i = 0; i < 3; i++) times.push(await timeToFirstAnswer(env));
+    return times;
+  };
+  const embedded = await startTimes({});
+  const chainPort = await freePort();
+  const chainProcess = spawn(process.execPath, [...startFlags, "src/local-chain/main.ts"], {
+    cwd: root,
+    env: { ...process.env, LOCAL_SOLANA_RPC_PORT: String(chainPort), LOG_LEVEL: "warn" },
+    stdio: "ignore",
+  });
+  children.push(chainProcess);
+  await waitForPort(chainPort);
+  const remote = await startTimes({ SOLANA_RPC_URL: `http://127.0.0.1:${chainPort}` });
+  chainProcess.kill("SIGTERM");
+  const ms = (t: number[]) => `${medianOf(t).toFixed(0)} ms (${t.map((x) => x.toFixed(0)).join(", ")})`;
+  notes.push(
+    `npm start to its first answer, embedded local chain: ${ms(embedded)} (goal ≤ 2000 ms: ${medianOf(embedded) <= 2000 ? "met" : "MISSED"})`,
+  );
+  notes.push(
+    `npm start to its first answer, SOLANA_RPC_URL to a local chain in its own process: ${ms(remote)}`,
+  );
+
+  const usdc = "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v";
+  for (const [label, cache] of [
+    ["cold (SOLANA_TRANSACTION_CACHE=0)", "0"],
+    ["warm (the default cache)", "5000"],
+  ] as const) {
+    const service = await start(["node", ...startFlags, "src/main.ts"], {
+      LOG_LEVEL: logLevel,
+      AUTH_MODE: "none",
+      LOCAL_SOLANA_RPC_PORT: "0",
+      SOLANA_TRANSACTION_CACHE: cache,
+    });
+    const url = `http://127.0.0.1:${service.port}/v1/tokens/${usdc}/transactions?limit=100`;
+    const rpcRequests = async () => {
+      const text = await (await fetch(`http://127.0.0.1:${service.port}/metrics`)).text();
+      return text
+        .split("\n")
+        .filter((l) => l.startsWith("solana_rpc_requests_total{"))
+        .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(" ") + 1)), 0);
+    };
+    await fetch(url); // the mint is read once, as for any later call
+    const before = await rpcRequests();
+    for (let i = 0; i < 10; i++) await fetch(url);
+    const perCall = ((await rpcRequests()) - before) / 10;
+    const { rps, p99 } = await wrkLatency(url);
+    const requests = (await rpcRequests()) - before;
+    rows.push({ scenario: `GetTokenTransactions, limit 100, ${label} (REST GET)`, rps });
+    notes.push(
+      `GetTokenTransactions limit 100, ${label}: ${rps.toFixed(0)} req/s, p99 ${p99.toFixed(1)} ms over 32 connections; ` +
+        `${perCall.toFixed(1)} JSON-RPC requests per call (${requests} in all)`,
+    );
+    service.child.kill("SIGTERM");
+  }
+}
+
+/** Wall time from spawning `npm start`'s command to its first answered GetTokenPrices. */
+async function timeToFirstAnswer(env: Record<string, string>): Promise<number> {
+  const port = await freePort();
+  const started = performance.now();
+  const child = spawn(process.execPath, [...startFlags, "src/main.ts"], {
+    cwd: root,
+    env: {
+      ...process.env,
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      LOG_LEVEL: "warn",
+      AUTH_MODE: "none",
+      LOCAL_SOLANA_RPC_PORT: "0",
+      ...env,
+    },
+    stdio: "ignore",
+  });
+  children.push(child);
+  try {
+    for (;;) {
+      try {
+        const res = await fetch(`http://127.0.0.1:${port}/v1/tokens/prices`);
+        if (res.ok) return performance.now() - started;
+      } catch {
+        // not listening yet
+      }
+      if (performance.now() - started > 30_000) throw new Error("npm start did not answer within 30 s");
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  } finally {
+    child.kill("SIGTERM");
+  }
+}
+
+/** wrk against `url` (GET, 32 connections) with its latency distribution: req/s and p99 in ms. */
+async function wrkLatency(url: string): Promise<{ rps: number; p99: number }> {
+  const out = await output(pinned(1, ["wrk", "-t1", "-c32", `-d${seconds}s`, "--latency", url]));
+  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? Number.NaN);
+  const match = /\s99%\s+([\d.]+)(us|ms|s)/.exec(out);
+  const scale = { us: 0.001, ms: 1, s: 1000 } as const;
+  const p99 = match === null ? Number.NaN : Number(match[1]) * scale[match[2] as keyof typeof scale];
+  return { rps, p99 };
 }
 
 function print(): void {

@@ -93,6 +93,8 @@ export interface SolanaConfig {
   readonly maxRetryWaitMs: number;
   /** Largest JSON-RPC answer read, in bytes; a larger one is refused as a bad answer. */
   readonly maxResponseBytes: number;
+  /** Landed transactions kept in memory by signature (0: none; each page is read anew). */
+  readonly transactionCache: number;
   /** The embedded local chain (used when `rpcUrl` is undefined, and by `npm run local-chain`). */
   readonly local: LocalChainConfig;
 }
@@ -192,6 +194,7 @@ export const CONFIG_VARIABLES = {
   SOLANA_RPC_RETRY_BASE_MS: "100",
   SOLANA_RPC_MAX_RETRY_WAIT_MS: "2000",
   SOLANA_RPC_MAX_RESPONSE_BYTES: "8388608",
+  SOLANA_TRANSACTION_CACHE: "5000",
   LOCAL_SOLANA_RPC_PORT: "8899",
   LOCAL_SOLANA_STATE: "",
   LOCAL_SOLANA_SLOT_MS: "400",
@@ -369,6 +372,7 @@ function readSolana(read: Read, int: Int, problems: string[]): SolanaConfig {
     retryBaseMs: int("SOLANA_RPC_RETRY_BASE_MS", 0, 60_000),
     maxRetryWaitMs: int("SOLANA_RPC_MAX_RETRY_WAIT_MS", 0, 600_000),
     maxResponseBytes: int("SOLANA_RPC_MAX_RESPONSE_BYTES", 1024, 1024 * 1024 * 1024),
+    transactionCache: int("SOLANA_TRANSACTION_CACHE", 0, 1_000_000),
     local: {
       port: int("LOCAL_SOLANA_RPC_PORT", 0, 65535),
       statePath: statePath === "" ? undefined : statePath,

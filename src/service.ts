@@ -36,8 +36,6 @@ export interface ServiceOverrides extends AppContextOverrides {
   readonly chain?: Chain;
 }
 
-/** Landed transactions kept in memory (a confirmed transaction never changes). */
-const CACHED_TRANSACTIONS = 5000;
 /** Mints and metadata kept in memory, and for how long they are trusted. */
 const CACHED_ACCOUNTS = 1000;
 const ACCOUNT_TTL_MS = 60_000;
@@ -142,7 +140,7 @@ async function createChain(
   });
   const chain = createCachedChain({
     chain: kit,
-    maxTransactions: CACHED_TRANSACTIONS,
+    maxTransactions: solana.transactionCache,
     maxAccounts: CACHED_ACCOUNTS,
     accountTtlMs: ACCOUNT_TTL_MS,
   });

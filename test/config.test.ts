@@ -144,6 +144,7 @@ describe("loadConfig", () => {
         retryBaseMs: 100,
         maxRetryWaitMs: 2000,
         maxResponseBytes: 8_388_608,
+        transactionCache: 5000,
         local: { port: 8899, statePath: undefined, slotMs: 400 },
       },
     });
@@ -228,6 +229,7 @@ describe("loadConfig", () => {
         SOLANA_RPC_RETRY_BASE_MS: "5",
         SOLANA_RPC_MAX_RETRY_WAIT_MS: "100",
         SOLANA_RPC_MAX_RESPONSE_BYTES: "2048",
+        SOLANA_TRANSACTION_CACHE: "0",
         LOCAL_SOLANA_RPC_PORT: "0",
         LOCAL_SOLANA_STATE: "/var/lib/chain.bin",
         LOCAL_SOLANA_SLOT_MS: "50",
@@ -291,6 +293,7 @@ describe("loadConfig", () => {
         retryBaseMs: 5,
         maxRetryWaitMs: 100,
         maxResponseBytes: 2048,
+        transactionCache: 0,
         local: { port: 0, statePath: "/var/lib/chain.bin", slotMs: 50 },
       },
     });

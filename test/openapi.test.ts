@@ -177,7 +177,7 @@ describe("the OpenAPI document", () => {
   it("carries the proto comments as descriptions", () => {
     const op = document.paths["/v1/tokens/{mint}/transactions"]?.get as Json;
     expect(op.description).toBe(
-      "GetTokenTransactions returns a token's transactions, newest first, a page at a time.",
+      "GetTokenTransactions returns a token's transactions (those that name its mint), newest first\nin the chain's order, a page at a time.",
     );
     const limit = (op.parameters as Json[]).find((p) => p.name === "limit");
     expect(limit).toMatchObject({

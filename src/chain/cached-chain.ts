@@ -3,7 +3,7 @@ import type { Chain, ChainTransaction, MintAccount, OnChainMetadata } from "./ch
 
 export interface CachedChainOptions {
   readonly chain: Chain;
-  /** Landed transactions kept, by signature (least recently used go first). */
+  /** Landed transactions kept, by signature (least recently used go first); 0 keeps none. */
   readonly maxTransactions: number;
   /** Mints and metadata kept, by address. */
   readonly maxAccounts: number;
@@ -22,11 +22,14 @@ export interface CachedChainOptions {
  */
 export function createCachedChain(options: CachedChainOptions): Chain {
   const { chain } = options;
-  const transactions = new LRUCache<string, ChainTransaction>({
-    max: options.maxTransactions,
-    // undefined (not landed, or unknown) is not cached: the transaction may still land.
-    fetchMethod: (signature) => chain.getTransaction(signature),
-  });
+  const transactions =
+    options.maxTransactions === 0
+      ? undefined
+      : new LRUCache<string, ChainTransaction>({
+          max: options.maxTransactions,
+          // undefined (not landed, or unknown) is not cached: the transaction may still land.
+          fetchMethod: (signature) => chain.getTransaction(signature),
+        });
   // Boxed so that "no mint here" is cached too (lru-cache does not keep undefined).
   const mints = new LRUCache<string, { value: MintAccount | undefined }>({
     max: options.maxAccounts,
@@ -41,7 +44,10 @@ export function createCachedChain(options: CachedChainOptions): Chain {
   return {
     getMint: async (mint, signal) => (await untilAborted(mints.fetch(mint), signal))?.value,
     getMetaplexMetadata: async (mint, signal) => (await untilAborted(metadata.fetch(mint), signal))?.value,
-    getTransaction: (signature, signal) => untilAborted(transactions.fetch(signature), signal),
+    getTransaction: (signature, signal) =>
+      transactions === undefined
+        ? chain.getTransaction(signature, signal)
+        : untilAborted(transactions.fetch(signature), signal),
     getSignaturesForAddress: (address, query, signal) =>
       chain.getSignaturesForAddress(address, query, signal),
     isHealthy: (signal) => chain.isHealthy(signal),
