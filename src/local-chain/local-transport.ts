@@ -1,16 +1,49 @@
 import type { RpcTransport } from "@solana/kit";
-import { parseJsonBigInts, stringifyJsonBigInts } from "../chain/json-bigints.ts";
 import type { JsonRpcHandler } from "./json-rpc-handler.ts";
 
 /**
  * A @solana/kit RPC transport that hands each request to the local chain's JSON-RPC handler in
- * this process: the same text in and out as over HTTP (u64 values as bare integers, read back as
- * bigints as kit's HTTP transport reads them), without a socket. So the chain adapter runs the same
- * code against the embedded chain as against a cluster.
+ * this process, without a socket and without JSON text: the request and the answer cross as
+ * values, converted as the text would have converted them. A request's u64 values arrive as the
+ * server reads them from text (numbers, bigints beyond 2^53), and every integer of the answer
+ * leaves as a bigint, as kit's HTTP transport reads it (its `parseJsonWithBigInts`); kit then turns
+ * the fields it types as numbers back into numbers. So the chain adapter runs the same code, and
+ * sees the same values, against the embedded chain as against a cluster; writing and reading the
+ * text cost more than the rest of a cached GetTokenTransactions call.
  */
 export function createLocalTransport(handler: JsonRpcHandler): RpcTransport {
   return (async ({ payload, signal }) => {
     signal?.throwIfAborted();
-    return parseJsonBigInts(await handler.handle(stringifyJsonBigInts(payload)));
+    const response = await handler.handleValue(asServerReadsIt(payload));
+    return asKitReadsIt(response ?? null);
   }) as RpcTransport;
+}
+
+/** A value as JSON text would carry it to the server: safe integers as numbers. */
+function asServerReadsIt(value: unknown): unknown {
+  if (typeof value === "bigint") {
+    return value >= BigInt(Number.MIN_SAFE_INTEGER) && value <= BigInt(Number.MAX_SAFE_INTEGER)
+      ? Number(value)
+      : value;
+  }
+  if (Array.isArray(value)) return value.map(asServerReadsIt);
+  if (value !== null && typeof value === "object") {
+    const out: Record<string, unknown> = {};
+    for (const [key, inner] of Object.entries(value))
+      if (inner !== undefined) out[key] = asServerReadsIt(inner);
+    return out;
+  }
+  return value;
+}
+
+/** A value as kit reads JSON text: every integer a bigint, fractions numbers, undefined gone. */
+function asKitReadsIt(value: unknown): unknown {
+  if (typeof value === "number") return Number.isInteger(value) ? BigInt(value) : value;
+  if (Array.isArray(value)) return value.map((item) => (item === undefined ? null : asKitReadsIt(item)));
+  if (value !== null && typeof value === "object") {
+    const out: Record<string, unknown> = {};
+    for (const [key, inner] of Object.entries(value)) if (inner !== undefined) out[key] = asKitReadsIt(inner);
+    return out;
+  }
+  return value;
 }

@@ -29,6 +29,28 @@ const UNKNOWN_CURSOR: TransactionPage = Object.freeze({ kind: "unknown-cursor" }
 export function createChainTokenSource(options: ChainTokenSourceOptions): TokenSource {
   const { chain, catalog, concurrency } = options;
   const listed = new Map<string, CatalogToken>(catalog.tokens.map((t) => [t.mint, t]));
+  // A landed transaction never changes, so what it did to a mint is worked out once per (cached)
+  // transaction object, and the same entry object serves every later page (the RPC layer then
+  // reuses its message for it too).
+  const summaries = new WeakMap<ChainTransaction, Map<string, TokenTransaction>>();
+  const summarize = (
+    entry: SignatureInfo,
+    tx: ChainTransaction | undefined,
+    mint: string,
+  ): TokenTransaction => {
+    if (tx === undefined) return unknownTransaction(entry);
+    let byMint = summaries.get(tx);
+    if (byMint === undefined) {
+      byMint = new Map();
+      summaries.set(tx, byMint);
+    }
+    let summary = byMint.get(mint);
+    if (summary === undefined) {
+      summary = Object.freeze(tokenTransactionFromChain(tx, mint));
+      byMint.set(mint, summary);
+    }
+    return summary;
+  };
 
   /** The cursor must be a landed transaction that names this mint. */
   const cursorBelongs = async (mint: string, before: string, signal?: AbortSignal): Promise<boolean> => {
@@ -79,8 +101,7 @@ export function createChainTokenSource(options: ChainTokenSourceOptions): TokenS
  * listed at a lower commitment than it serves) keeps its place in the page as `other`, so that the
  * page still follows the chain's history one for one.
  */
-function summarize(entry: SignatureInfo, tx: ChainTransaction | undefined, mint: string): TokenTransaction {
-  if (tx !== undefined) return tokenTransactionFromChain(tx, mint);
+function unknownTransaction(entry: SignatureInfo): TokenTransaction {
   return {
     signature: entry.signature,
     blockTime: entry.blockTime ?? 0,
