@@ -369,6 +369,8 @@ async function chainFigures(): Promise<void> {
       SOLANA_TRANSACTION_CACHE: cache,
     });
     const url = `http://127.0.0.1:${service.port}/v1/tokens/${usdc}/transactions?limit=100`;
+    const body = join(work, "transactions.json");
+    writeFileSync(body, JSON.stringify({ mint: usdc, limit: 100 }));
     const rpcRequests = async () => {
       const text = await (await fetch(`http://127.0.0.1:${service.port}/metrics`)).text();
       return text
@@ -380,12 +382,16 @@ async function chainFigures(): Promise<void> {
     const before = await rpcRequests();
     for (let i = 0; i < 10; i++) await fetch(url);
     const perCall = ((await rpcRequests()) - before) / 10;
-    const { rps, p99 } = await wrkLatency(url);
-    const requests = (await rpcRequests()) - before;
+    const rps = await wrk(url).alone();
+    // Latency at half that rate, open loop, as for the unary figures above.
+    const path = "/token.v1.TokenService/GetTokenTransactions";
+    const half = Math.max(1, Math.round(rps / 2));
+    fixedRate(service.port, path, half, 2, body);
+    const { p50, p99 } = fixedRate(service.port, path, half, seconds, body);
     rows.push({ scenario: `GetTokenTransactions, limit 100, ${label} (REST GET)`, rps });
     notes.push(
-      `GetTokenTransactions limit 100, ${label}: ${rps.toFixed(0)} req/s, p99 ${p99.toFixed(1)} ms over 32 connections; ` +
-        `${perCall.toFixed(1)} JSON-RPC requests per call (${requests} in all)`,
+      `GetTokenTransactions limit 100, ${label}: ${rps.toFixed(0)} req/s over 32 connections; at ${half} req/s ` +
+        `(half) p50 ${p50.toFixed(2)} ms, p99 ${p99.toFixed(2)} ms; ${perCall.toFixed(1)} JSON-RPC requests per call`,
     );
     service.child.kill("SIGTERM");
   }
@@ -423,16 +429,6 @@ async function timeToFirstAnswer(env: Record<string, string>): Promise<number> {
   } finally {
     child.kill("SIGTERM");
   }
-}
-
-/** wrk against `url` (GET, 32 connections) with its latency distribution: req/s and p99 in ms. */
-async function wrkLatency(url: string): Promise<{ rps: number; p99: number }> {
-  const out = await output(pinned(1, ["wrk", "-t1", "-c32", `-d${seconds}s`, "--latency", url]));
-  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? Number.NaN);
-  const match = /\s99%\s+([\d.]+)(us|ms|s)/.exec(out);
-  const scale = { us: 0.001, ms: 1, s: 1000 } as const;
-  const p99 = match === null ? Number.NaN : Number(match[1]) * scale[match[2] as keyof typeof scale];
-  return { rps, p99 };
 }
 
 function print(): void {
@@ -544,6 +540,7 @@ function fixedRate(
   target: string,
   rate: number,
   duration: number,
+  body = files.json,
 ): { p50: number; p99: number } {
   const argv = pinned(1, [
     process.execPath,
@@ -552,7 +549,7 @@ function fixedRate(
     String(port),
     target,
     "application/json",
-    files.json,
+    body,
     String(rate),
     String(duration),
   ]);

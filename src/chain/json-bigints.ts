@@ -16,8 +16,12 @@ export function parseJsonBigInts(text: string): unknown {
  * bigints; every other number stays a number.
  */
 export function parseJsonExactIntegers(text: string): unknown {
-  return JSON.parse(text, reviveLargeInteger);
+  // Text without 16 digits in a row holds no integer beyond 2^53: the plain parse, without a
+  // reviver, is several times faster.
+  return LONG_DIGITS.test(text) ? JSON.parse(text, reviveLargeInteger) : JSON.parse(text);
 }
+
+const LONG_DIGITS = /\d{16}/;
 
 /** JSON text with bigints written as bare integers. */
 export function stringifyJsonBigInts(value: unknown): string {
