@@ -206,6 +206,12 @@ const cases: Case[] = [
     expect: invalid({ field: "before", mentions: "signature" }),
   },
   {
+    name: "transactions: before of a signature's length with characters outside base58",
+    method: "GetTokenTransactions",
+    request: { mint: bonk.mint, before: `${"a".repeat(28)}${"😀".repeat(30)}` },
+    expect: invalid({ field: "before", mentions: "base58" }),
+  },
+  {
     name: "transactions: before that is a signature the chain never saw",
     method: "GetTokenTransactions",
     request: { mint: bonk.mint, before: "1".repeat(64) },

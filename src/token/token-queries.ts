@@ -1,6 +1,5 @@
 import { isAddress } from "@solana/addresses";
-import { isSignature } from "@solana/keys";
-import { ADDRESS_RULE, SIGNATURE_RULE } from "../domain/address-rule.ts";
+import { ADDRESS_RULE, isTransactionSignature, SIGNATURE_RULE } from "../domain/address-rule.ts";
 import { type FieldViolation, InvalidArgumentError, NotFoundError } from "../domain/errors.ts";
 import { pageLimit } from "../domain/page-limit.ts";
 import type {
@@ -58,7 +57,7 @@ export function createTokenQueries(options: { prices: PriceSource; source: Token
       const violations: FieldViolation[] = [];
       requireMint(mint, violations, false);
       const applied = pageLimit(limit, violations);
-      if (before !== "" && !isSignature(before))
+      if (before !== "" && !isTransactionSignature(before))
         violations.push({ field: "before", description: SIGNATURE_RULE });
       if (violations.length > 0) throw new InvalidArgumentError(violations);
       const page = await source.listTransactions(
