@@ -1,5 +1,6 @@
-import { ConfigError, loadConfig } from "./config.ts";
+import { ConfigError } from "./config.ts";
 import { createLogger } from "./logger.ts";
+import { loadConfigOrExit, stopOnSignals } from "./process-lifecycle.ts";
 import { createService, LocalChainPortInUseError } from "./service.ts";
 
 /**
@@ -8,16 +9,7 @@ import { createService, LocalChainPortInUseError } from "./service.ts";
  * (bounded by SHUTDOWN_TIMEOUT_MS), saves the local chain's state and exits 0.
  */
 async function main(): Promise<void> {
-  let config: ReturnType<typeof loadConfig>;
-  try {
-    config = loadConfig();
-  } catch (error) {
-    if (error instanceof ConfigError) {
-      process.stderr.write(`${error.message}\n`);
-      process.exit(2);
-    }
-    throw error;
-  }
+  const config = loadConfigOrExit();
   const logger = createLogger({ level: config.logLevel, bufferBytes: config.logBufferBytes });
   const service = await createService(config, logger).catch((error: unknown) => {
     if (error instanceof ConfigError) {
@@ -55,18 +47,10 @@ async function main(): Promise<void> {
     `serving gRPC, gRPC-Web and Connect on port ${address.port}`,
   );
 
-  let stopping = false;
-  const stop = async (signal: NodeJS.Signals) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, "shutting down: finishing calls in flight");
-    await service.close();
-    logger.info("stopped");
-    logger.flush();
-    process.exit(0);
-  };
-  process.on("SIGTERM", (s) => void stop(s));
-  process.on("SIGINT", (s) => void stop(s));
+  stopOnSignals(logger, () => service.close(), {
+    stopping: "shutting down: finishing calls in flight",
+    stopped: "stopped",
+  });
 }
 
 await main();

@@ -24,6 +24,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { AgentService } from "../gen/agent/v1/agent_pb.ts";
 import { TokenService } from "../gen/token/v1/token_pb.ts";
 import { grpcFrame as frame } from "./support/grpc-frame.ts";
+import { prng } from "./support/prng.ts";
 import { type RunningServer, startServer } from "./support/start-server.ts";
 
 setFlagsFromString("--expose-gc");
@@ -40,22 +41,6 @@ const PROTOCOL_5XX = new Set([501, 504]);
 
 const METHODS: DescMethod[] = [...TokenService.methods, ...AgentService.methods];
 
-/** mulberry32: small, fast, reproducible. */
-function prng(seed: number) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  return {
-    next,
-    int: (n: number) => Math.floor(next() * n),
-    pick: <T>(items: readonly T[]) => items[Math.floor(next() * items.length)] as T,
-  };
-}
 type Rng = ReturnType<typeof prng>;
 
 function randomString(rng: Rng): string {

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { LOCAL_CHAIN_METHODS } from "../src/local-chain/rpc-methods.ts";
 import { type RunningLocalChain, startLocalChain } from "../src/local-chain/start-local-chain.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
+import { prng } from "./support/prng.ts";
 
 const SEED = Number(process.env.FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 31));
 const PER_METHOD = Number(process.env.FUZZ_COUNT ?? 60);
@@ -29,19 +30,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await local?.close();
 });
-
-function prng(seed: number) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const int = (n: number) => Math.floor(next() * n);
-  return { int, pick: <T>(items: readonly T[]) => items[int(items.length)] as T };
-}
 
 it("answers every fuzzed request with a result or the caller's error", async () => {
   console.log(`local chain fuzz seed ${SEED} (FUZZ_SEED=${SEED} reproduces this run)`);

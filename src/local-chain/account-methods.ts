@@ -5,10 +5,11 @@ import { invalidParam, invalidParams } from "./json-rpc-error.ts";
 import type { RpcMethod } from "./json-rpc-handler.ts";
 import type { LocalChain } from "./local-chain.ts";
 import {
-  checkMinContextSlot,
   commitmentOf,
   configParam,
+  contextSlotOf,
   invalidType,
+  listParam,
   pubkeyParam,
   requireParams,
   usizeParam,
@@ -22,11 +23,7 @@ const MAX_MULTIPLE_ACCOUNTS = 100;
 /** The account reads: balances, accounts in every encoding, token balances and supplies, rent. */
 export function accountMethods(chain: LocalChain): Record<string, RpcMethod> {
   /** The commitment's slot, checked against minContextSlot. */
-  const contextSlot = (config: Record<string, unknown>) => {
-    const slot = chain.slot(commitmentOf(config));
-    checkMinContextSlot(config, slot);
-    return slot;
-  };
+  const contextSlot = (config: Record<string, unknown>) => contextSlotOf(chain, config);
   const read = (address: string) => chain.account(address);
 
   return {
@@ -50,12 +47,7 @@ export function accountMethods(chain: LocalChain): Record<string, RpcMethod> {
 
     getMultipleAccounts(params) {
       requireParams(params, 1);
-      const list = params[0];
-      if (!Array.isArray(list)) throw invalidType(list, "a sequence");
-      if (list.length > MAX_MULTIPLE_ACCOUNTS) {
-        throw invalidParams(`Too many inputs provided; max ${MAX_MULTIPLE_ACCOUNTS}`);
-      }
-      const addresses = list.map(pubkeyParam);
+      const addresses = listParam(params[0], MAX_MULTIPLE_ACCOUNTS, pubkeyParam);
       const config = configParam(params, 1);
       const encoding = encodingOf(config, "base64");
       const slice = dataSliceOf(config);

@@ -4,9 +4,9 @@ import type { RpcMethod } from "./json-rpc-handler.ts";
 import type { LocalChain } from "./local-chain.ts";
 import {
   API_VERSION,
-  checkMinContextSlot,
   commitmentOf,
   configParam,
+  contextSlotOf,
   requireParams,
   stringParam,
   withContext,
@@ -20,11 +20,7 @@ const FEATURE_SET = 1_794_046_402;
 
 /** The cluster's state: health, version, slot, block height and blockhashes. */
 export function clusterMethods(chain: LocalChain): Record<string, RpcMethod> {
-  const contextSlot = (config: Record<string, unknown>) => {
-    const slot = chain.slot(commitmentOf(config));
-    checkMinContextSlot(config, slot);
-    return slot;
-  };
+  const contextSlot = (config: Record<string, unknown>) => contextSlotOf(chain, config);
   return {
     getHealth: () => "ok",
     getVersion: () => ({ "solana-core": API_VERSION, "feature-set": FEATURE_SET }),

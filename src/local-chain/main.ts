@@ -1,5 +1,5 @@
-import { ConfigError, loadConfig } from "../config.ts";
 import { createLogger } from "../logger.ts";
+import { loadConfigOrExit, stopOnSignals } from "../process-lifecycle.ts";
 import { loadCatalog } from "../token/catalog.ts";
 import { LOCAL_KEYS } from "./genesis.ts";
 import { startLocalChain } from "./start-local-chain.ts";
@@ -11,16 +11,7 @@ import { startLocalChain } from "./start-local-chain.ts";
  * LOCAL_SOLANA_STATE keeps it across restarts. SIGTERM or SIGINT saves the state and exits 0.
  */
 async function main(): Promise<void> {
-  let config: ReturnType<typeof loadConfig>;
-  try {
-    config = loadConfig();
-  } catch (error) {
-    if (error instanceof ConfigError) {
-      process.stderr.write(`${error.message}\n`);
-      process.exit(2);
-    }
-    throw error;
-  }
+  const config = loadConfigOrExit();
   const logger = createLogger({ level: config.logLevel, bufferBytes: config.logBufferBytes });
   const local = config.solana.local;
   let chain: Awaited<ReturnType<typeof startLocalChain>>;
@@ -54,18 +45,10 @@ async function main(): Promise<void> {
     },
     `local chain serving Solana JSON-RPC at ${chain.url}`,
   );
-  let stopping = false;
-  const stop = async (signal: NodeJS.Signals) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, "local chain stopping");
-    await chain.close();
-    logger.info("local chain stopped");
-    logger.flush();
-    process.exit(0);
-  };
-  process.on("SIGTERM", (s) => void stop(s));
-  process.on("SIGINT", (s) => void stop(s));
+  stopOnSignals(logger, () => chain.close(), {
+    stopping: "local chain stopping",
+    stopped: "local chain stopped",
+  });
 }
 
 await main();

@@ -63,6 +63,13 @@ function decodedLength(text: string, expected: number): number | "invalid" {
   }
 }
 
+/** A list param of at most `max` items, each read by `read` (Agave's "Too many inputs provided"). */
+export function listParam<T>(value: unknown, max: number, read: (item: unknown) => T): T[] {
+  if (!Array.isArray(value)) throw invalidType(value, "a sequence");
+  if (value.length > max) throw invalidParams(`Too many inputs provided; max ${max}`);
+  return value.map(read);
+}
+
 /** An unsigned 64-bit integer param. */
 export function u64Param(value: unknown, what = "u64"): bigint {
   if (typeof value === "bigint" && value >= 0n && value < 1n << 64n) return value;
@@ -109,6 +116,20 @@ export function commitmentOf(
     );
   }
   return found;
+}
+
+/**
+ * The slot an answer is read at (`commitment`, by default the config's), checked against the
+ * config's minContextSlot.
+ */
+export function contextSlotOf(
+  chain: { slot(commitment: Commitment): number },
+  config: Record<string, unknown>,
+  commitment: Commitment = commitmentOf(config),
+): number {
+  const slot = chain.slot(commitment);
+  checkMinContextSlot(config, slot);
+  return slot;
 }
 
 /** minContextSlot: the request waits for no node; a slot the chain has not reached is an error. */

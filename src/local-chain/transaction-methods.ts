@@ -14,10 +14,11 @@ import type { LedgerEntry } from "./ledger.ts";
 import type { LocalChain, Simulation } from "./local-chain.ts";
 import {
   booleanOf,
-  checkMinContextSlot,
   commitmentOf,
   configParam,
+  contextSlotOf,
   invalidType,
+  listParam,
   pubkeyParam,
   requireParams,
   signatureParam,
@@ -37,11 +38,8 @@ const MAX_AIRDROP_LAMPORTS = 10_000n * 1_000_000_000n;
 
 /** Sending, simulating and reading transactions, their statuses and history, fees and airdrops. */
 export function transactionMethods(chain: LocalChain): Record<string, RpcMethod> {
-  const contextSlot = (config: Record<string, unknown>, commitment: Commitment) => {
-    const slot = chain.slot(commitment);
-    checkMinContextSlot(config, slot);
-    return slot;
-  };
+  const contextSlot = (config: Record<string, unknown>, commitment?: Commitment) =>
+    contextSlotOf(chain, config, commitment);
 
   return {
     sendTransaction(params) {
@@ -121,12 +119,7 @@ export function transactionMethods(chain: LocalChain): Record<string, RpcMethod>
 
     getSignatureStatuses(params) {
       requireParams(params, 1);
-      const list = params[0];
-      if (!Array.isArray(list)) throw invalidType(list, "a sequence");
-      if (list.length > MAX_SIGNATURE_STATUSES) {
-        throw invalidParams(`Too many inputs provided; max ${MAX_SIGNATURE_STATUSES}`);
-      }
-      const signatures = list.map(signatureParam);
+      const signatures = listParam(params[0], MAX_SIGNATURE_STATUSES, signatureParam);
       configParam(params, 1);
       return withContext(
         chain.slot("processed"),
