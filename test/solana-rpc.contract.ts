@@ -435,8 +435,32 @@ export function describeSolanaRpc(name: string, target: () => RpcTarget | undefi
             blockhash: expect.stringMatching(BASE58_ADDRESS),
             lastValidBlockHeight: u64,
           },
+          innerInstructions: null,
+          returnData: null,
+          loadedAccountsDataSize: expect.any(Number),
         }),
       });
+      // Agave 3.x's simulation result always carries these keys.
+      const simulatedKeys = Object.keys(
+        (
+          (await result("simulateTransaction", [
+            wire,
+            { encoding: "base64", replaceRecentBlockhash: true },
+          ])) as {
+            value: object;
+          }
+        ).value,
+      );
+      for (const key of [
+        "fee",
+        "preBalances",
+        "postBalances",
+        "preTokenBalances",
+        "postTokenBalances",
+        "loadedAddresses",
+      ]) {
+        expect(simulatedKeys).toContain(key);
+      }
     });
 
     it("errors: unknown method -32601, bad params -32602, malformed body -32700, bad request -32600, batches", async () => {
@@ -471,6 +495,115 @@ export function describeSolanaRpc(name: string, target: () => RpcTarget | undefi
         { jsonrpc: "2.0", result: "ok", id: 1 },
         { jsonrpc: "2.0", error: { code: -32601, message: "Method not found" }, id: 2 },
       ]);
+    });
+
+    it("errors as Agave words them: params, addresses, commitments, context slots, limits", async () => {
+      const slot = Number(await rpc.getSlot({ commitment: "processed" }).send());
+      const cases: [string, unknown, { code: number; message: string; data?: unknown }][] = [
+        ["getBalance", ["not-an-address"], { code: -32602, message: "Invalid param: Invalid" }],
+        [
+          "getBalance",
+          ["1111111111111111111111111111111111111111111111111111"],
+          { code: -32602, message: "Invalid param: WrongSize" },
+        ],
+        [
+          "getBalance",
+          [123],
+          { code: -32602, message: "Invalid params: invalid type: integer `123`, expected a string." },
+        ],
+        ["getBalance", [], { code: -32602, message: "`params` should have at least 1 argument(s)" }],
+        ["getBalance", { pubkey: t.mint }, { code: -32602, message: "`params` should be an array" }],
+        [
+          "getHealth",
+          [1],
+          {
+            code: -32602,
+            message: "Invalid parameters: No parameters were expected",
+            data: "Array([Number(1)])",
+          },
+        ],
+        ["isBlockhashValid", ["not-a-hash"], { code: -32602, message: "Invalid" }],
+        [
+          "getTokenSupply",
+          [t.mint, {}],
+          { code: -32602, message: "Invalid params: missing field `commitment`." },
+        ],
+        [
+          "getSignatureStatuses",
+          [[signature], {}],
+          { code: -32602, message: "Invalid params: missing field `searchTransactionHistory`." },
+        ],
+        [
+          "getSignaturesForAddress",
+          [t.mint, { limit: 0 }],
+          { code: -32602, message: "Invalid limit; max 1000" },
+        ],
+        [
+          "getTransaction",
+          [signature, { commitment: "processed" }],
+          { code: -32602, message: "Method does not support commitment below `confirmed`" },
+        ],
+        [
+          "getMultipleAccounts",
+          [Array.from({ length: 101 }, () => t.mint)],
+          { code: -32602, message: "Too many inputs provided; max 100" },
+        ],
+        [
+          "getTokenAccountsByOwner",
+          [owner, { programId: SYSTEM_PROGRAM }],
+          { code: -32602, message: "Invalid param: unrecognized Token program id" },
+        ],
+        [
+          "getAccountInfo",
+          [tokenAccount],
+          {
+            code: -32600,
+            message:
+              "Encoded binary (base 58) data should be less than 128 bytes, please use Base64 encoding.",
+          },
+        ],
+        [
+          "getFeeForMessage",
+          ["someInvalidMessage"],
+          { code: -32602, message: "invalid base64 encoding: InvalidPadding" },
+        ],
+        [
+          "getBalance",
+          [t.mint, { minContextSlot: slot + 1_000_000 }],
+          {
+            code: -32016,
+            message: "Minimum context slot has not been reached",
+            data: { contextSlot: expect.any(Number) },
+          },
+        ],
+      ];
+      for (const [method, params, expected] of cases) {
+        expect(await failure(method, params), `${method} ${JSON.stringify(params).slice(0, 80)}`).toEqual(
+          expected,
+        );
+      }
+    });
+
+    it("HTTP as a validator serves it: a newline after the JSON, 415 for other bodies, GET /health", async () => {
+      const answer = await fetch(t.url, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: '{"jsonrpc":"2.0","id":1,"method":"getHealth"}',
+      });
+      expect(await answer.text()).toBe('{"jsonrpc":"2.0","result":"ok","id":1}\n');
+      const notification = await fetch(t.url, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: '{"jsonrpc":"2.0","method":"getHealth"}',
+      });
+      expect(await notification.text()).toBe("");
+      const text = await fetch(t.url, {
+        method: "POST",
+        headers: { "content-type": "text/plain" },
+        body: "{}",
+      });
+      expect(text.status).toBe(415);
+      expect(await (await fetch(new URL("/health", t.url))).text()).toBe("ok");
     });
 
     describe.skipIf(skipReason !== undefined)("writes (local only)", () => {
@@ -509,6 +642,18 @@ export function describeSolanaRpc(name: string, target: () => RpcTarget | undefi
           sent,
           airdrop,
         ]);
+        // A transaction whose signature does not verify fails preflight (Agave 3.x: no -32003).
+        const forged = new Uint8Array(Buffer.from(getBase64EncodedWireTransaction(signed), "base64"));
+        forged[1] = (forged[1] as number) ^ 0xff;
+        const badSignature = await failure("sendTransaction", [
+          Buffer.from(forged).toString("base64"),
+          { encoding: "base64" },
+        ]);
+        expect(badSignature).toMatchObject({
+          code: -32002,
+          message: "Transaction simulation failed: Transaction did not pass signature verification",
+          data: { err: "SignatureFailure", fee: null, logs: [], unitsConsumed: 0 },
+        });
         // The same bytes again: preflight refuses them as already processed.
         const again = await failure("sendTransaction", [
           getBase64EncodedWireTransaction(signed),
@@ -546,10 +691,26 @@ export function describeSolanaRpc(name: string, target: () => RpcTarget | undefi
           getBase64EncodedWireTransaction(signed),
           { encoding: "base64" },
         ]);
-        expect(refused).toMatchObject({
+        // Agave 3.x's preflight data: what a simulation would show, without accounts and balances.
+        expect(refused).toEqual({
           code: -32002,
           message: "Transaction simulation failed: Blockhash not found",
-          data: expect.objectContaining({ err: "BlockhashNotFound" }),
+          data: {
+            accounts: null,
+            err: "BlockhashNotFound",
+            fee: null,
+            innerInstructions: null,
+            loadedAccountsDataSize: 0,
+            loadedAddresses: null,
+            logs: [],
+            postBalances: null,
+            postTokenBalances: null,
+            preBalances: null,
+            preTokenBalances: null,
+            replacementBlockhash: null,
+            returnData: null,
+            unitsConsumed: 0,
+          },
         });
       });
 

@@ -1,7 +1,8 @@
+import { getAddressEncoder, type ReadonlyUint8Array } from "@solana/kit";
 import { TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
-import { TOKEN_2022_PROGRAM_ADDRESS } from "@solana-program/token-2022";
-import { accountJson, dataSliceOf, encodingOf } from "./account-encoding.ts";
-import { invalidParam, invalidParams } from "./json-rpc-error.ts";
+import { accountJson, dataSliceOf, encodingOf, parsedTokenData } from "./account-encoding.ts";
+import type { Commitment } from "./block-clock.ts";
+import { invalidParam, invalidParams, JsonRpcError } from "./json-rpc-error.ts";
 import type { RpcMethod } from "./json-rpc-handler.ts";
 import type { LocalChain } from "./local-chain.ts";
 import {
@@ -15,7 +16,31 @@ import {
   usizeParam,
   withContext,
 } from "./rpc-params.ts";
-import { readMint, readTokenAccount, uiTokenAmount } from "./token-accounts.ts";
+import { readMint, readTokenAccount, TOKEN_PROGRAMS, uiTokenAmount } from "./token-accounts.ts";
+
+const NATIVE_MINT = "So11111111111111111111111111111111111111112";
+/** Solana's largest account (MAX_PERMITTED_DATA_LENGTH, 10 MiB). */
+const MAX_PERMITTED_DATA_LENGTH = 10 * 1024 * 1024;
+
+/**
+ * A bare CommitmentConfig param (getTokenAccountBalance, getTokenSupply,
+ * getMinimumBalanceForRentExemption): its `commitment` is required when the object is given, and
+ * minContextSlot does not apply.
+ */
+function bareCommitment(value: unknown): Commitment {
+  if (value === undefined || value === null) return "finalized";
+  if (typeof value !== "object" || Array.isArray(value)) throw invalidType(value, "struct CommitmentConfig");
+  if ((value as Record<string, unknown>).commitment === undefined)
+    throw invalidParams("missing field `commitment`");
+  return commitmentOf(value as Record<string, unknown>);
+}
+
+function compareBytes(a: ReadonlyUint8Array, b: ReadonlyUint8Array): number {
+  for (let i = 0; i < a.length && i < b.length; i++) {
+    if (a[i] !== b[i]) return (a[i] as number) - (b[i] as number);
+  }
+  return a.length - b.length;
+}
 
 /** getMultipleAccounts' limit, as Agave's (MAX_MULTIPLE_ACCOUNTS). */
 const MAX_MULTIPLE_ACCOUNTS = 100;
@@ -25,6 +50,7 @@ export function accountMethods(chain: LocalChain): Record<string, RpcMethod> {
   /** The commitment's slot, checked against minContextSlot. */
   const contextSlot = (config: Record<string, unknown>) => contextSlotOf(chain, config);
   const read = (address: string) => chain.account(address);
+  const addresses = getAddressEncoder();
 
   return {
     getBalance(params) {
@@ -64,24 +90,27 @@ export function accountMethods(chain: LocalChain): Record<string, RpcMethod> {
     getTokenAccountBalance(params) {
       requireParams(params, 1);
       const address = pubkeyParam(params[0]);
-      const slot = contextSlot(configParam(params, 1));
+      const slot = chain.slot(bareCommitment(params[1]));
       const account = chain.account(address);
       if (account === undefined) throw invalidParam("could not find account");
       const token = readTokenAccount(account);
       if (token === undefined) throw invalidParam("not a Token account");
-      const mint = readMint(chain.account(token.mint));
-      if (mint === undefined) throw invalidParam("could not find mint");
+      const mintAccount = chain.account(token.mint);
+      if (mintAccount === undefined) throw invalidParam("could not find mint");
+      const mint = readMint(mintAccount);
+      if (mint === undefined) throw invalidParam("Token mint could not be unpacked");
       return withContext(slot, uiTokenAmount(token.amount, mint.decimals));
     },
 
     getTokenSupply(params) {
       requireParams(params, 1);
       const address = pubkeyParam(params[0]);
-      const slot = contextSlot(configParam(params, 1));
+      const slot = chain.slot(bareCommitment(params[1]));
       const account = chain.account(address);
-      if (account === undefined) throw invalidParam("could not find mint");
+      if (account === undefined) throw invalidParam("could not find account");
+      if (TOKEN_PROGRAMS[account.programAddress] === undefined) throw invalidParam("not a Token mint");
       const mint = readMint(account);
-      if (mint === undefined) throw invalidParam("not a Token mint");
+      if (mint === undefined) throw invalidParam("mint could not be unpacked");
       return withContext(slot, uiTokenAmount(mint.supply, mint.decimals));
     },
 
@@ -90,54 +119,64 @@ export function accountMethods(chain: LocalChain): Record<string, RpcMethod> {
       const owner = pubkeyParam(params[0]);
       const filter = params[1];
       if (typeof filter !== "object" || filter === null || Array.isArray(filter)) {
-        throw invalidType(filter, "a mint or programId filter");
+        throw invalidType(filter, "enum RpcTokenAccountsFilter");
+      }
+      const keys = Object.keys(filter);
+      if (keys.length !== 1 || (keys[0] !== "mint" && keys[0] !== "programId")) {
+        throw invalidParams(
+          keys.length === 1
+            ? `unknown variant \`${keys[0]}\`, expected \`mint\` or \`programId\``
+            : "expected map with a single key",
+        );
       }
       const { mint, programId } = filter as Record<string, unknown>;
-      if ((mint === undefined) === (programId === undefined)) {
-        throw invalidParams("expected a map with a single key, `mint` or `programId`");
-      }
-      let programs: string[];
+      let program: string;
       let wantedMint: string | undefined;
       if (mint !== undefined) {
         wantedMint = pubkeyParam(mint);
-        const mintAccount = chain.account(wantedMint);
-        if (mintAccount === undefined || readMint(mintAccount) === undefined)
-          throw invalidParam("could not find mint");
-        programs = [mintAccount.programAddress];
-      } else {
-        const program = pubkeyParam(programId);
-        if (program !== TOKEN_PROGRAM_ADDRESS && program !== TOKEN_2022_PROGRAM_ADDRESS) {
-          throw invalidParam("unrecognized Token program id");
+        if (wantedMint === NATIVE_MINT) {
+          program = TOKEN_PROGRAM_ADDRESS;
+        } else {
+          const mintAccount = chain.account(wantedMint);
+          if (mintAccount === undefined) throw invalidParam("could not find mint");
+          if (TOKEN_PROGRAMS[mintAccount.programAddress] === undefined)
+            throw invalidParam("not a Token mint");
+          if (readMint(mintAccount) === undefined) throw invalidParam("Token mint could not be unpacked");
+          program = mintAccount.programAddress;
         }
-        programs = [program];
+      } else {
+        program = pubkeyParam(programId);
+        if (TOKEN_PROGRAMS[program] === undefined) throw invalidParam("unrecognized Token program id");
       }
       const config = configParam(params, 2);
       const encoding = encodingOf(config, "binary");
       const slice = dataSliceOf(config);
       const slot = contextSlot(config);
-      const found = programs.flatMap((program) =>
-        chain.programAccounts(program).filter(({ account }) => {
+      const found = chain
+        .programAccounts(program)
+        .filter(({ account }) => {
           const token = readTokenAccount(account);
           return (
             token !== undefined &&
             token.owner === owner &&
             (wantedMint === undefined || token.mint === wantedMint)
           );
-        }),
-      );
-      return withContext(
-        slot,
-        found.map(({ address, account }) => ({
-          pubkey: address,
-          account: accountJson(account, encoding, slice, read),
-        })),
-      );
+        })
+        .sort((a, b) => compareBytes(addresses.encode(a.address), addresses.encode(b.address)));
+      const answer: { pubkey: string; account: Record<string, unknown> }[] = [];
+      for (const { address, account } of found) {
+        // jsonParsed drops what it cannot parse (a token account whose mint is gone), as Agave does.
+        if (encoding === "jsonParsed" && parsedTokenData(account, read) === undefined) continue;
+        answer.push({ pubkey: address, account: accountJson(account, encoding, slice, read) });
+      }
+      return withContext(slot, answer);
     },
 
     getMinimumBalanceForRentExemption(params) {
       requireParams(params, 1);
       const size = usizeParam(params[0]);
-      commitmentOf(configParam(params, 1));
+      bareCommitment(params[1]);
+      if (size > MAX_PERMITTED_DATA_LENGTH) throw new JsonRpcError(-32600, "Invalid request");
       return chain.rentExemption(size);
     },
   };

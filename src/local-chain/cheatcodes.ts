@@ -6,7 +6,7 @@ import {
   TOKEN_PROGRAM_ADDRESS,
 } from "@solana-program/token";
 import { TOKEN_2022_PROGRAM_ADDRESS } from "@solana-program/token-2022";
-import { invalidParams } from "./json-rpc-error.ts";
+import { invalidParams, paramError } from "./json-rpc-error.ts";
 import type { RpcMethod } from "./json-rpc-handler.ts";
 import type { LocalChain } from "./local-chain.ts";
 import { booleanOf, invalidType, pubkeyParam, requireParams, u64Param, withContext } from "./rpc-params.ts";
@@ -48,9 +48,9 @@ export function cheatcodeMethods(chain: LocalChain): Record<string, RpcMethod> {
       const update = objectParam(params[2], "struct TokenAccountUpdate");
       const program = (optional(params[3], pubkeyParam) ?? TOKEN_PROGRAM_ADDRESS) as Address;
       if (program !== TOKEN_PROGRAM_ADDRESS && program !== TOKEN_2022_PROGRAM_ADDRESS) {
-        throw invalidParams(`unrecognized token program ${program}`);
+        throw paramError(`unrecognized token program ${program}`);
       }
-      if (readMint(chain.account(mint)) === undefined) throw invalidParams(`mint ${mint} does not exist`);
+      if (readMint(chain.account(mint)) === undefined) throw paramError(`mint ${mint} does not exist`);
       const [address] = await findAssociatedTokenPda({ owner, mint, tokenProgram: program });
       {
         const existing = readTokenAccount(chain.account(address));
@@ -90,9 +90,9 @@ function optional<T>(value: unknown, read: (value: unknown) => T): T | undefined
 
 function hexParam(value: unknown): Uint8Array {
   if (typeof value !== "string") throw invalidType(value, "a hex string");
-  if (value.length % 2 !== 0 || !/^(0x)?[0-9a-fA-F]*$/.test(value)) throw invalidParams("invalid hex data");
+  if (value.length % 2 !== 0 || !/^(0x)?[0-9a-fA-F]*$/.test(value)) throw paramError("invalid hex data");
   const bytes = Buffer.from(value.replace(/^0x/, ""), "hex");
-  if (bytes.length > MAX_DATA_BYTES) throw invalidParams(`data longer than ${MAX_DATA_BYTES} bytes`);
+  if (bytes.length > MAX_DATA_BYTES) throw paramError(`data longer than ${MAX_DATA_BYTES} bytes`);
   return bytes;
 }
 

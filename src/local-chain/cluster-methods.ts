@@ -1,5 +1,5 @@
 import { getBase58Encoder } from "@solana/kit";
-import { invalidParam } from "./json-rpc-error.ts";
+import { INVALID_PARAMS, JsonRpcError } from "./json-rpc-error.ts";
 import type { RpcMethod } from "./json-rpc-handler.ts";
 import type { LocalChain } from "./local-chain.ts";
 import {
@@ -37,13 +37,15 @@ export function clusterMethods(chain: LocalChain): Record<string, RpcMethod> {
     isBlockhashValid(params) {
       requireParams(params, 1);
       const blockhash = stringParam(params[0]);
+      // Agave reports a bad hash here without the usual "Invalid param: " prefix.
       let bytes: number;
       try {
-        bytes = getBase58Encoder().encode(blockhash).length;
+        bytes = /^[1-9A-HJ-NP-Za-km-z]*$/.test(blockhash) ? getBase58Encoder().encode(blockhash).length : -1;
       } catch {
-        throw invalidParam("Invalid");
+        bytes = -1;
       }
-      if (bytes !== 32) throw invalidParam("WrongSize");
+      if (bytes < 0) throw new JsonRpcError(INVALID_PARAMS, "Invalid");
+      if (bytes !== 32) throw new JsonRpcError(INVALID_PARAMS, "WrongSize");
       const slot = contextSlot(configParam(params, 1));
       return withContext(slot, chain.isBlockhashValid(blockhash));
     },

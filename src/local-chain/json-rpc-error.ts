@@ -27,6 +27,11 @@ export function invalidParams(detail: string): JsonRpcError {
   return new JsonRpcError(INVALID_PARAMS, `Invalid params: ${detail}.`);
 }
 
+/** A method's own refusal of its params: -32602 with the message as it is ("Invalid limit; max 1000"). */
+export function paramError(message: string): JsonRpcError {
+  return new JsonRpcError(INVALID_PARAMS, message);
+}
+
 /** "Invalid param: …": a parameter of the right shape with a bad value. */
 export function invalidParam(detail: string): JsonRpcError {
   return new JsonRpcError(INVALID_PARAMS, `Invalid param: ${detail}`);

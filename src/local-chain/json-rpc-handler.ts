@@ -1,6 +1,7 @@
 import { parseJsonExactIntegers, stringifyJsonBigInts } from "../chain/json-bigints.ts";
 import {
   INTERNAL_ERROR,
+  INVALID_PARAMS,
   INVALID_REQUEST,
   JsonRpcError,
   METHOD_NOT_FOUND,
@@ -12,6 +13,8 @@ export type RpcMethod = (params: readonly unknown[]) => unknown | Promise<unknow
 
 export interface JsonRpcHandlerOptions {
   readonly methods: Readonly<Record<string, RpcMethod>>;
+  /** How many positional params each method takes, at least and at most (absent: any). */
+  readonly paramCounts?: Readonly<Record<string, readonly [min: number, max: number]>>;
   /** Requests one batch may hold; a larger batch is refused whole. */
   readonly maxBatch: number;
   /** Told about every request: its method (or why it had none) and its outcome. */
@@ -40,6 +43,7 @@ export interface JsonRpcHandler {
  */
 export function createJsonRpcHandler(options: JsonRpcHandlerOptions): JsonRpcHandler {
   const { methods, maxBatch } = options;
+  const paramCounts = options.paramCounts ?? {};
   const onRequest = options.onRequest ?? (() => {});
   const onUnexpected = options.onUnexpected ?? (() => {});
 
@@ -53,43 +57,81 @@ export function createJsonRpcHandler(options: JsonRpcHandlerOptions): JsonRpcHan
     id,
   });
 
+  /**
+   * The params a method's positional list must match, as jsonrpc-core's derive checks them before
+   * any method runs: trailing nulls count as omitted.
+   */
+  const checkParams = (method: string, params: unknown): JsonRpcError | undefined => {
+    const [min, max] = Object.hasOwn(paramCounts, method)
+      ? (paramCounts[method] as [number, number])
+      : [0, Infinity];
+    if (max === 0) {
+      const empty = params === undefined || params === null || (Array.isArray(params) && params.length === 0);
+      return empty
+        ? undefined
+        : new JsonRpcError(
+            INVALID_PARAMS,
+            "Invalid parameters: No parameters were expected",
+            rustDebug(params),
+          );
+    }
+    if (params !== undefined && params !== null && !Array.isArray(params)) {
+      return new JsonRpcError(INVALID_PARAMS, "`params` should be an array");
+    }
+    const list = (params as unknown[] | undefined | null) ?? [];
+    let given = list.length;
+    while (given > 0 && list[given - 1] === null) given--;
+    if (given < min)
+      return new JsonRpcError(INVALID_PARAMS, `\`params\` should have at least ${min} argument(s)`);
+    if (list.length > max) {
+      return new JsonRpcError(
+        INVALID_PARAMS,
+        `Invalid parameters: Expected from ${min} to ${max} parameters.`,
+        `Got: ${list.length}`,
+      );
+    }
+    return undefined;
+  };
+
   /** One request's response object, or undefined for a notification. */
   const one = async (request: unknown): Promise<object | undefined> => {
     if (typeof request !== "object" || request === null || Array.isArray(request)) {
       onRequest("invalid", "error", INVALID_REQUEST);
       return failure(null, new JsonRpcError(INVALID_REQUEST, "Invalid request"));
     }
-    const { jsonrpc, method, params, id } = request as Record<string, unknown>;
+    const fields = request as Record<string, unknown>;
+    const { jsonrpc, method, params, id } = fields;
     const validId =
       id === undefined ||
       id === null ||
       typeof id === "string" ||
       typeof id === "number" ||
       typeof id === "bigint";
-    if (
-      jsonrpc !== "2.0" ||
-      typeof method !== "string" ||
-      !validId ||
-      (params !== undefined && typeof params !== "object")
-    ) {
+    if (!Object.hasOwn(fields, "jsonrpc")) {
+      // jsonrpc-core answers a JSON-RPC 1.0 request so, without the "jsonrpc" member itself.
+      onRequest("invalid", "error", INVALID_REQUEST);
+      return {
+        error: { code: INVALID_REQUEST, message: "Unsupported JSON-RPC protocol version" },
+        id: validId ? (id ?? null) : null,
+      };
+    }
+    const unknownMember = Object.keys(fields).some((key) => !ENVELOPE_MEMBERS.has(key));
+    if (jsonrpc !== "2.0" || typeof method !== "string" || !validId || unknownMember) {
       onRequest("invalid", "error", INVALID_REQUEST);
       return failure(validId ? (id ?? null) : null, new JsonRpcError(INVALID_REQUEST, "Invalid request"));
     }
     const implementation = Object.hasOwn(methods, method) ? methods[method] : undefined;
     let response: object;
+    const refused = implementation === undefined ? undefined : checkParams(method, params);
     if (implementation === undefined) {
       onRequest("unknown", "error", METHOD_NOT_FOUND);
       response = failure(id ?? null, new JsonRpcError(METHOD_NOT_FOUND, "Method not found"));
-    } else if (params !== undefined && params !== null && !Array.isArray(params)) {
-      // Solana's methods take positional params only.
-      onRequest(method, "error", -32602);
-      response = failure(
-        id ?? null,
-        new JsonRpcError(-32602, "Invalid params: invalid type: map, expected a sequence."),
-      );
+    } else if (refused !== undefined) {
+      onRequest(method, "error", refused.code);
+      response = failure(id ?? null, refused);
     } else {
       try {
-        const result = await implementation((params as unknown[] | undefined) ?? []);
+        const result = await implementation((params as unknown[] | undefined | null) ?? []);
         onRequest(method, "ok");
         response = { jsonrpc: "2.0", result, id };
       } catch (error) {
@@ -134,4 +176,20 @@ export function createJsonRpcHandler(options: JsonRpcHandlerOptions): JsonRpcHan
       return responses.length === 0 ? "" : stringifyJsonBigInts(responses);
     },
   };
+}
+
+/** The members a JSON-RPC 2.0 call may have (jsonrpc-core refuses any other). */
+const ENVELOPE_MEMBERS = new Set(["jsonrpc", "method", "params", "id"]);
+
+/** A JSON value as Rust's Debug writes serde_json's Value, as jsonrpc-core puts it in `data`. */
+function rustDebug(value: unknown): string {
+  if (value === null || value === undefined) return "Null";
+  if (typeof value === "boolean") return `Bool(${value})`;
+  if (typeof value === "number" || typeof value === "bigint") return `Number(${value})`;
+  if (typeof value === "string") return `String(${JSON.stringify(value)})`;
+  if (Array.isArray(value)) return `Array([${value.map(rustDebug).join(", ")}])`;
+  const entries = Object.entries(value as Record<string, unknown>).map(
+    ([k, v]) => `${JSON.stringify(k)}: ${rustDebug(v)}`,
+  );
+  return `Object({${entries.join(", ")}})`;
 }

@@ -8,7 +8,7 @@ export interface LocalChainServerOptions {
   readonly port: number;
   /** Largest request body read; a larger one is refused with 413. */
   readonly maxRequestBytes: number;
-  /** Told about requests turned away before JSON-RPC saw them: `too_large`, `method`, `not_found`. */
+  /** Told about requests turned away before JSON-RPC saw them: `too_large`, `method`, `content_type`. */
   readonly onRejected?: (reason: string) => void;
 }
 
@@ -19,12 +19,16 @@ export interface LocalChainServer {
   close(): Promise<void>;
 }
 
+/** What Agave's server takes as a JSON body (jsonrpc-http-server), case aside. */
+const JSON_CONTENT_TYPE = /^application\/json(\s*;\s*charset=utf-8)?$/i;
+
 /** Only this host: the local chain's faucet and cheatcodes are for the developer at this machine. */
 const HOST = "127.0.0.1";
 
 /**
  * Serves the local chain's JSON-RPC over HTTP on 127.0.0.1, as a validator's RPC port does: POST
- * with a JSON-RPC body (any path), and `GET /health` answering "ok". Bodies are read up to a bound,
+ * with a JSON-RPC body (any path, `application/json`; 415 otherwise), OPTIONS, and `GET /health`
+ * answering "ok". JSON-RPC errors are HTTP 200, as kit expects. Bodies are read up to a bound,
  * slow clients are cut off, and nothing listens on any other interface.
  */
 export async function startLocalChainServer(options: LocalChainServerOptions): Promise<LocalChainServer> {
@@ -40,12 +44,25 @@ export async function startLocalChainServer(options: LocalChainServerOptions): P
       res.writeHead(200, { "content-type": "text/plain" }).end("ok");
       return;
     }
+    if (req.method === "OPTIONS") {
+      req.resume();
+      res.writeHead(200, { allow: "POST, OPTIONS", "content-length": "0" }).end();
+      return;
+    }
     if (req.method !== "POST") {
       rejected("method");
       req.resume();
       res
-        .writeHead(405, { allow: "POST", "content-type": "text/plain" })
-        .end("Used HTTP Method is not allowed. POST or OPTIONS is required");
+        .writeHead(405, { allow: "POST, OPTIONS", "content-type": "text/plain" })
+        .end("Used HTTP Method is not allowed. POST or OPTIONS is required\n");
+      return;
+    }
+    if (!JSON_CONTENT_TYPE.test(req.headers["content-type"] ?? "")) {
+      rejected("content_type");
+      req.resume();
+      res
+        .writeHead(415, { "content-type": "text/plain" })
+        .end("Supplied content type is not allowed. Content-Type: application/json is required\n");
       return;
     }
     const declared = Number(req.headers["content-length"] ?? Number.NaN);
@@ -72,7 +89,9 @@ export async function startLocalChainServer(options: LocalChainServerOptions): P
     });
     req.on("end", async () => {
       if (refused) return;
-      const answer = await handler.handle(Buffer.concat(chunks, size).toString("utf8"));
+      const text = await handler.handle(Buffer.concat(chunks, size).toString("utf8"));
+      // As Agave's server writes it: the JSON, then a newline (nothing at all for notifications).
+      const answer = text === "" ? "" : `${text}\n`;
       res.writeHead(200, {
         "content-type": "application/json; charset=utf-8",
         "content-length": Buffer.byteLength(answer),

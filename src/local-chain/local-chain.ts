@@ -27,13 +27,14 @@ interface TokenBalanceJson {
   readonly uiTokenAmount: ReturnType<typeof uiTokenAmount>;
 }
 
-interface Balances {
+export interface Balances {
   readonly lamports: readonly bigint[];
   readonly tokens: readonly TokenBalanceJson[];
 }
 const LOOKUP_TABLE_PROGRAM = "AddressLookupTab1e1111111111111111111111111";
 
 /** What a simulation (or a preflight) found. */
+/** What a simulation (or a preflight) found, as Agave 3.x reports it. */
 export interface Simulation {
   readonly err: TransactionError | null;
   readonly logs: readonly string[];
@@ -42,16 +43,20 @@ export interface Simulation {
   readonly innerInstructions: unknown[];
   /** Accounts after the simulation, for the addresses asked for (undefined: no account). */
   readonly accounts: readonly (RawAccount | undefined)[];
-  readonly fee: bigint;
+  /** null when the fee was never worked out (an unknown blockhash, a bad signature). */
+  readonly fee: bigint | null;
+  /** Lamports and token balances before and after; null when the transaction was not loaded. */
+  readonly balances: { readonly pre: Balances; readonly post: Balances } | null;
+  readonly loadedAddresses: WireTransaction["loaded"];
+  /** Bytes of the accounts the transaction loads, each counted with 64 bytes of its own. */
+  readonly loadedAccountsDataSize: number;
 }
 
 export type SendOutcome =
   /** Accepted: it landed (maybe failed, paying its fee), or was dropped, as a cluster drops it. */
   | { readonly kind: "sent"; readonly signature: string }
-  /** The preflight simulation failed; nothing was sent. */
-  | { readonly kind: "preflight-failed"; readonly simulation: Simulation }
-  /** A signature does not verify. */
-  | { readonly kind: "bad-signature" };
+  /** The preflight simulation failed (a bad signature included, as Agave 3.x has it); nothing was sent. */
+  | { readonly kind: "preflight-failed"; readonly simulation: Simulation };
 
 export interface SignatureStatus {
   readonly slot: number;
@@ -74,9 +79,7 @@ export interface LocalChain {
   simulate(
     bytes: Uint8Array,
     options: { sigVerify: boolean; replaceRecentBlockhash: boolean; accounts: readonly string[] },
-  ):
-    | { simulation: Simulation; replacement?: { blockhash: string; lastValidBlockHeight: number } }
-    | "bad-signature";
+  ): { simulation: Simulation; replacement?: { blockhash: string; lastValidBlockHeight: number } };
   /** The fee of a message, or null when its blockhash is no longer valid. */
   feeForMessage(messageBytes: Uint8Array): bigint | null;
   status(signature: string): SignatureStatus | null;
@@ -160,7 +163,11 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
    * Programs are read for their lamports only (their data is the program itself, often hundreds
    * of kilobytes), and accounts the transaction cannot write are read once: `before` is reused.
    */
-  const balances = (wire: WireTransaction, before?: Balances): Balances => {
+  const balances = (
+    wire: WireTransaction,
+    before?: Balances,
+    read: (address: string) => RawAccount | undefined = readAccount,
+  ): Balances => {
     const lamports: bigint[] = [];
     const tokens: TokenBalanceJson[] = [];
     wire.accounts.forEach((key, accountIndex) => {
@@ -174,7 +181,7 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
         lamports.push(svm.getBalance(key) ?? 0n);
         return;
       }
-      const account = readAccount(key);
+      const account = read(key);
       lamports.push(account?.lamports ?? 0n);
       const token = readTokenAccount(account);
       if (token === undefined || account === undefined) return;
@@ -215,34 +222,63 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
     return null;
   };
 
-  const simulateWire = (
+  /** A simulation that ended before the transaction ran (an unknown blockhash, a bad signature). */
+  const unrun = (
     wire: WireTransaction,
-    transaction: Transaction,
+    err: TransactionError,
     accounts: readonly string[],
+    loaded: boolean,
   ): Simulation => {
+    const pre = loaded ? balances(wire) : undefined;
+    return {
+      err,
+      logs: [],
+      unitsConsumed: 0n,
+      returnData: null,
+      innerInstructions: [],
+      accounts: accounts.map(() => undefined),
+      fee: null,
+      balances: pre === undefined ? null : { pre, post: pre },
+      loadedAddresses: wire.loaded,
+      loadedAccountsDataSize: 0,
+    };
+  };
+
+  const simulateWire = (wire: WireTransaction, accounts: readonly string[]): Simulation => {
     const checked = precheck(wire);
-    const base = { fee: wire.fee, innerInstructions: [], accounts: accounts.map(() => undefined) };
-    if (checked !== null) {
-      return { ...base, err: checked, logs: [], unitsConsumed: 0n, returnData: null };
-    }
-    // Simulation never checks signatures here: sendTransaction checked them already, and
-    // simulateTransaction checks them only when asked (sigVerify), as a validator does.
+    if (checked !== null) return unrun(wire, checked, accounts, true);
+    const pre = balances(wire);
+    const loadedAccountsDataSize = wire.accounts.reduce((sum, key) => {
+      const account = readAccount(key);
+      return sum + (account === undefined ? 0 : account.data.length + 64);
+    }, 0);
+    // Signatures are checked apart (sendTransaction always, simulateTransaction when asked), as a
+    // validator does; LiteSVM's own check would refuse the unsigned transactions simulations get.
     svm.withSigverify(false);
     let result: ReturnType<LiteSVM["simulateTransaction"]>;
     try {
-      result = svm.simulateTransaction(transaction);
+      result = svm.simulateTransaction(wire.transaction);
     } finally {
       svm.withSigverify(true);
     }
+    const base = { fee: wire.fee, loadedAddresses: wire.loaded, loadedAccountsDataSize };
     if (result instanceof FailedTransactionMetadata) {
-      return { ...base, err: transactionErrorFrom(result.err()), ...metaFields(result.meta()) };
+      return {
+        ...base,
+        err: transactionErrorFrom(result.err()),
+        ...metaFields(result.meta()),
+        accounts: accounts.map(() => undefined),
+        balances: { pre, post: pre },
+      };
     }
-    const after = new Map(result.postAccounts().map((a) => [a.address as string, a]));
+    const after = new Map<string, RawAccount>(result.postAccounts().map((a) => [a.address as string, a]));
+    const afterOrNow = (address: string) => after.get(address) ?? readAccount(address);
     return {
       ...base,
       err: null,
       ...metaFields(result.meta()),
-      accounts: accounts.map((address) => after.get(address) ?? readAccount(address)),
+      accounts: accounts.map(afterOrNow),
+      balances: { pre, post: balances(wire, undefined, afterOrNow) },
     };
   };
 
@@ -328,8 +364,9 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
     send(bytes, { skipPreflight }) {
       const wire = decode(bytes);
       if (!skipPreflight) {
-        if (!signaturesVerify(wire)) return { kind: "bad-signature" };
-        const simulation = simulateWire(wire, wire.transaction, []);
+        const simulation = signaturesVerify(wire)
+          ? simulateWire(wire, [])
+          : unrun(wire, transactionError("SignatureFailure"), [], false);
         if (simulation.err !== null) return { kind: "preflight-failed", simulation };
       }
       const signature = wire.signatures[0] as string;
@@ -341,8 +378,10 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
 
     simulate(bytes, { sigVerify, replaceRecentBlockhash, accounts }) {
       const wire = decode(bytes);
-      if (sigVerify && !signaturesVerify(wire)) return "bad-signature";
-      if (!replaceRecentBlockhash) return { simulation: simulateWire(wire, wire.transaction, accounts) };
+      if (sigVerify && !signaturesVerify(wire)) {
+        return { simulation: unrun(wire, transactionError("SignatureFailure"), accounts, false) };
+      }
+      if (!replaceRecentBlockhash) return { simulation: simulateWire(wire, accounts) };
       const latest = chain.latestBlockhash("processed");
       const messageBytes = getCompiledTransactionMessageEncoder().encode({
         ...wire.message,
@@ -354,7 +393,7 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
           signatures: wire.transaction.signatures,
         } as unknown as Transaction) as Uint8Array,
       );
-      return { simulation: simulateWire(replaced, replaced.transaction, accounts), replacement: latest };
+      return { simulation: simulateWire(replaced, accounts), replacement: latest };
     },
 
     feeForMessage(messageBytes) {

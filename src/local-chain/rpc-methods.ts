@@ -28,28 +28,31 @@ export function createRpcMethods(options: { chain: LocalChain }): Record<string,
   );
 }
 
+/** How many positional params each method takes, at least and at most (Agave's signatures). */
+export const LOCAL_CHAIN_PARAM_COUNTS: Readonly<Record<string, readonly [number, number]>> = {
+  getHealth: [0, 0],
+  getVersion: [0, 0],
+  getSlot: [0, 1],
+  getBlockHeight: [0, 1],
+  getLatestBlockhash: [0, 1],
+  isBlockhashValid: [1, 2],
+  getBalance: [1, 2],
+  getAccountInfo: [1, 2],
+  getMultipleAccounts: [1, 2],
+  getTokenAccountBalance: [1, 2],
+  getTokenSupply: [1, 2],
+  getTokenAccountsByOwner: [2, 3],
+  getMinimumBalanceForRentExemption: [1, 2],
+  sendTransaction: [1, 2],
+  simulateTransaction: [1, 2],
+  getSignatureStatuses: [1, 2],
+  getTransaction: [1, 2],
+  getSignaturesForAddress: [1, 2],
+  getFeeForMessage: [1, 2],
+  requestAirdrop: [2, 3],
+  surfnet_setAccount: [2, 2],
+  surfnet_setTokenAccount: [3, 4],
+};
+
 /** The names of the methods, for bounded metric labels. */
-export const LOCAL_CHAIN_METHODS: readonly string[] = [
-  "getHealth",
-  "getVersion",
-  "getSlot",
-  "getBlockHeight",
-  "getLatestBlockhash",
-  "isBlockhashValid",
-  "getBalance",
-  "getAccountInfo",
-  "getMultipleAccounts",
-  "getTokenAccountBalance",
-  "getTokenSupply",
-  "getTokenAccountsByOwner",
-  "getMinimumBalanceForRentExemption",
-  "sendTransaction",
-  "simulateTransaction",
-  "getSignatureStatuses",
-  "getTransaction",
-  "getSignaturesForAddress",
-  "getFeeForMessage",
-  "requestAirdrop",
-  "surfnet_setAccount",
-  "surfnet_setTokenAccount",
-];
+export const LOCAL_CHAIN_METHODS: readonly string[] = Object.keys(LOCAL_CHAIN_PARAM_COUNTS);

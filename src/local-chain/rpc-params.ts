@@ -1,7 +1,13 @@
 import { isAddress } from "@solana/addresses";
 import { getBase58Encoder } from "@solana/kit";
 import type { Commitment } from "./block-clock.ts";
-import { invalidParam, invalidParams, JsonRpcError, MIN_CONTEXT_SLOT_NOT_REACHED } from "./json-rpc-error.ts";
+import {
+  invalidParam,
+  invalidParams,
+  JsonRpcError,
+  MIN_CONTEXT_SLOT_NOT_REACHED,
+  paramError,
+} from "./json-rpc-error.ts";
 
 /**
  * Reading Solana JSON-RPC params the way Agave does, with its error texts: a param of the wrong
@@ -66,7 +72,7 @@ function decodedLength(text: string, expected: number): number | "invalid" {
 /** A list param of at most `max` items, each read by `read` (Agave's "Too many inputs provided"). */
 export function listParam<T>(value: unknown, max: number, read: (item: unknown) => T): T[] {
   if (!Array.isArray(value)) throw invalidType(value, "a sequence");
-  if (value.length > max) throw invalidParams(`Too many inputs provided; max ${max}`);
+  if (value.length > max) throw paramError(`Too many inputs provided; max ${max}`);
   return value.map(read);
 }
 
@@ -157,4 +163,4 @@ export function withContext(slot: number, value: unknown) {
 }
 
 /** The Agave version the local chain answers as (getVersion's solana-core, context.apiVersion). */
-export const API_VERSION = "2.3.0";
+export const API_VERSION = "3.1.8";

@@ -14,7 +14,7 @@ import { createLedger } from "./ledger.ts";
 import { createLocalChain, createSvm, type LocalChain } from "./local-chain.ts";
 import { startLocalChainServer } from "./local-chain-server.ts";
 import { createLocalTransport } from "./local-transport.ts";
-import { createRpcMethods } from "./rpc-methods.ts";
+import { createRpcMethods, LOCAL_CHAIN_PARAM_COUNTS } from "./rpc-methods.ts";
 
 export interface StartLocalChainOptions {
   readonly catalog: Catalog;
@@ -126,6 +126,7 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
   const methods = createRpcMethods({ chain });
   const handler = createJsonRpcHandler({
     methods,
+    paramCounts: LOCAL_CHAIN_PARAM_COUNTS,
     maxBatch: MAX_BATCH,
     ...(options.onRequest === undefined ? {} : { onRequest: options.onRequest }),
     ...(options.onUnexpected === undefined ? {} : { onUnexpected: options.onUnexpected }),

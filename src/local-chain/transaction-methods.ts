@@ -5,8 +5,8 @@ import type { Commitment } from "./block-clock.ts";
 import {
   invalidParams,
   JsonRpcError,
+  paramError,
   SEND_TRANSACTION_PREFLIGHT_FAILURE,
-  TRANSACTION_SIGNATURE_VERIFICATION_FAILURE,
   UNSUPPORTED_TRANSACTION_VERSION,
 } from "./json-rpc-error.ts";
 import type { RpcMethod } from "./json-rpc-handler.ts";
@@ -26,9 +26,11 @@ import {
   u64Param,
   withContext,
 } from "./rpc-params.ts";
-import { MAX_TRANSACTION_BYTES, WireTransactionError } from "./wire-transaction.ts";
+import { accountCountOf, MAX_TRANSACTION_BYTES, WireTransactionError } from "./wire-transaction.ts";
 
 const MAX_SIGNATURE_STATUSES = 256;
+/** Slots a validator's status cache covers (getSignatureStatuses without a history search). */
+const STATUS_CACHE_SLOTS = 300;
 const MAX_SIGNATURES_LIMIT = 1000;
 /** Base58 and base64 text of a largest transaction (Agave's MAX_BASE58_SIZE and MAX_BASE64_SIZE). */
 const MAX_BASE58_SIZE = 1683;
@@ -50,18 +52,23 @@ export function transactionMethods(chain: LocalChain): Record<string, RpcMethod>
       const outcome = run(() =>
         chain.send(bytes, { skipPreflight: booleanOf(config, "skipPreflight", false) }),
       );
-      if (outcome.kind === "bad-signature") {
-        throw new JsonRpcError(
-          TRANSACTION_SIGNATURE_VERIFICATION_FAILURE,
-          "Transaction signature verification failure",
-        );
-      }
       if (outcome.kind === "preflight-failed") {
+        // Agave 3.x: a bad signature fails preflight like any other error (no -32003 any more),
+        // and the data leaves out the accounts and balances a simulation would show.
         const { simulation } = outcome;
         throw new JsonRpcError(
           SEND_TRANSACTION_PREFLIGHT_FAILURE,
           `Transaction simulation failed: ${simulation.err?.message ?? ""}`,
-          { ...simulationJson(simulation, undefined, false), accounts: null },
+          {
+            ...simulationJson(simulation, undefined, false),
+            accounts: null,
+            innerInstructions: null,
+            loadedAddresses: null,
+            preBalances: null,
+            postBalances: null,
+            preTokenBalances: null,
+            postTokenBalances: null,
+          },
         );
       }
       return outcome.signature;
@@ -74,7 +81,7 @@ export function transactionMethods(chain: LocalChain): Record<string, RpcMethod>
       const sigVerify = booleanOf(config, "sigVerify", false);
       const replaceRecentBlockhash = booleanOf(config, "replaceRecentBlockhash", false);
       if (sigVerify && replaceRecentBlockhash) {
-        throw invalidParams("sigVerify may not be used with replaceRecentBlockhash");
+        throw paramError("sigVerify may not be used with replaceRecentBlockhash");
       }
       const accountsConfig = config.accounts as Record<string, unknown> | undefined | null;
       let addresses: string[] = [];
@@ -84,21 +91,17 @@ export function transactionMethods(chain: LocalChain): Record<string, RpcMethod>
           throw invalidType(accountsConfig, "struct RpcSimulateTransactionAccountsConfig");
         }
         addresses = accountsConfig.addresses.map(pubkeyParam);
+        const named = accountCountOf(bytes);
+        if (addresses.length > named) throw paramError(`Too many accounts provided; max ${named}`);
         accountEncoding = encodingOf(accountsConfig, "base64");
         if (accountEncoding === "binary" || accountEncoding === "base58") {
-          throw invalidParams("base58 encoding not supported");
+          throw paramError("base58 encoding not supported");
         }
       }
       const slot = contextSlot(config, commitmentOf(config));
       const result = run(() =>
         chain.simulate(bytes, { sigVerify, replaceRecentBlockhash, accounts: addresses }),
       );
-      if (result === "bad-signature") {
-        throw new JsonRpcError(
-          TRANSACTION_SIGNATURE_VERIFICATION_FAILURE,
-          "Transaction signature verification failure",
-        );
-      }
       const value = simulationJson(
         result.simulation,
         result.replacement,
@@ -107,8 +110,10 @@ export function transactionMethods(chain: LocalChain): Record<string, RpcMethod>
       return withContext(slot, {
         ...value,
         accounts:
-          accountsConfig === undefined || accountsConfig === null
-            ? null
+          accountsConfig === undefined || accountsConfig === null || result.simulation.err !== null
+            ? accountsConfig === undefined || accountsConfig === null
+              ? null
+              : addresses.map(() => null)
             : result.simulation.accounts.map((account) =>
                 account === undefined
                   ? null
@@ -120,12 +125,24 @@ export function transactionMethods(chain: LocalChain): Record<string, RpcMethod>
     getSignatureStatuses(params) {
       requireParams(params, 1);
       const signatures = listParam(params[0], MAX_SIGNATURE_STATUSES, signatureParam);
-      configParam(params, 1);
+      const config = params[1];
+      let searchHistory = false;
+      if (config !== undefined && config !== null) {
+        if (typeof config !== "object" || Array.isArray(config)) {
+          throw invalidType(config, "struct RpcSignatureStatusConfig");
+        }
+        const search = (config as Record<string, unknown>).searchTransactionHistory;
+        // Agave's config has no default for it: an object without it is refused.
+        if (search === undefined) throw invalidParams("missing field `searchTransactionHistory`");
+        searchHistory = booleanOf(config as Record<string, unknown>, "searchTransactionHistory", false);
+      }
+      const slot = chain.slot("processed");
       return withContext(
-        chain.slot("processed"),
+        slot,
         signatures.map((signature) => {
           const status = chain.status(signature);
-          if (status === null) return null;
+          // Without a history search a validator answers from its status cache: the last 300 slots.
+          if (status === null || (!searchHistory && status.slot < slot - STATUS_CACHE_SLOTS)) return null;
           return {
             slot: BigInt(status.slot),
             confirmations: status.confirmations === null ? null : BigInt(status.confirmations),
@@ -145,9 +162,7 @@ export function transactionMethods(chain: LocalChain): Record<string, RpcMethod>
       const encoding = transactionEncodingOf(config);
       const commitment = historyCommitment(config);
       const supported = config.maxSupportedTransactionVersion;
-      if (supported !== undefined && supported !== null && u64Param(supported, "u8") > 0n) {
-        throw invalidParams(`Unsupported transaction version: ${supported}`);
-      }
+      if (supported !== undefined && supported !== null) u64Param(supported, "u8");
       const entry = chain.transaction(signature, commitment);
       if (entry === undefined) return null;
       if (entry.version === 0 && (supported === undefined || supported === null)) {
@@ -156,10 +171,13 @@ export function transactionMethods(chain: LocalChain): Record<string, RpcMethod>
           'Transaction version (0) is not supported by the requesting client. Please try the request again with the following configuration parameter: "maxSupportedTransactionVersion": 0',
         );
       }
+      const meta = rawJson(entry.metaJson) as Record<string, unknown>;
+      // jsonParsed shows loaded addresses in its account keys, and leaves them out of the meta.
+      if (encoding === "jsonParsed") delete meta.loadedAddresses;
       return {
         slot: BigInt(entry.slot),
         transaction: transactionField(entry, encoding),
-        meta: rawJson(entry.metaJson),
+        meta,
         blockTime: BigInt(chain.timeOf(entry.slot)),
         ...(supported === undefined || supported === null ? {} : { version: entry.version }),
       };
@@ -176,7 +194,7 @@ export function transactionMethods(chain: LocalChain): Record<string, RpcMethod>
           ? MAX_SIGNATURES_LIMIT
           : Number(u64Param(limitValue, "usize"));
       if (limit === 0 || limit > MAX_SIGNATURES_LIMIT)
-        throw invalidParams(`Invalid limit; max ${MAX_SIGNATURES_LIMIT}`);
+        throw paramError(`Invalid limit; max ${MAX_SIGNATURES_LIMIT}`);
       const before = optionalSignature(config.before);
       const until = optionalSignature(config.until);
       contextSlot(config, commitment);
@@ -203,10 +221,21 @@ export function transactionMethods(chain: LocalChain): Record<string, RpcMethod>
       const text = stringParam(params[0]);
       const config = configParam(params, 1);
       const slot = contextSlot(config, commitmentOf(config));
-      const bytes = Buffer.from(text, "base64");
-      if (bytes.toString("base64") !== text || bytes.length === 0)
-        throw invalidParams("invalid base64 encoding");
-      const fee = run(() => chain.feeForMessage(bytes));
+      if (text.length > MAX_BASE64_SIZE) {
+        throw paramError(
+          `base64 encoded solana_message::versions::VersionedMessage too large: ${text.length} bytes (max: encoded/raw ${MAX_BASE64_SIZE}/${MAX_TRANSACTION_BYTES})`,
+        );
+      }
+      const bytes = strictBase64(text);
+      let fee: bigint | null;
+      try {
+        fee = chain.feeForMessage(bytes);
+      } catch (error) {
+        if (!(error instanceof WireTransactionError)) throw error;
+        throw paramError(
+          `failed to deserialize solana_message::versions::VersionedMessage: ${error.message}`,
+        );
+      }
       return withContext(slot, fee);
     },
 
@@ -229,7 +258,7 @@ export function transactionMethods(chain: LocalChain): Record<string, RpcMethod>
 /** getTransaction and getSignaturesForAddress serve confirmed or finalized history only. */
 function historyCommitment(config: Record<string, unknown>): Commitment {
   const commitment = commitmentOf(config);
-  if (commitment === "processed") throw invalidParams("Method does not support commitment below `confirmed`");
+  if (commitment === "processed") throw paramError("Method does not support commitment below `confirmed`");
   return commitment;
 }
 
@@ -314,29 +343,45 @@ function transactionField(entry: LedgerEntry, encoding: TransactionEncoding): un
 function transactionBytes(value: unknown, config: Record<string, unknown>): Uint8Array {
   const text = stringParam(value);
   const encoding = config.encoding ?? "base58";
-  if (encoding === "base58") {
+  if (encoding === "base58" || encoding === "binary") {
     if (text.length > MAX_BASE58_SIZE) {
-      throw invalidParams(
+      throw paramError(
         `base58 encoded solana_transaction::versioned::VersionedTransaction too large: ${text.length} bytes (max: encoded/raw ${MAX_BASE58_SIZE}/${MAX_TRANSACTION_BYTES})`,
       );
     }
     try {
       return getBase58Encoder().encode(text) as Uint8Array;
     } catch {
-      throw invalidParams("invalid base58 encoding: InvalidCharacter");
+      throw paramError("invalid base58 encoding: InvalidCharacter");
     }
   }
   if (encoding === "base64") {
     if (text.length > MAX_BASE64_SIZE) {
-      throw invalidParams(
+      throw paramError(
         `base64 encoded solana_transaction::versioned::VersionedTransaction too large: ${text.length} bytes (max: encoded/raw ${MAX_BASE64_SIZE}/${MAX_TRANSACTION_BYTES})`,
       );
     }
-    const bytes = Buffer.from(text, "base64");
-    if (bytes.toString("base64") !== text) throw invalidParams("invalid base64 encoding: InvalidByte");
-    return bytes;
+    return strictBase64(text);
   }
-  throw invalidParams(`unsupported encoding: ${String(encoding)}. Supported encodings: base58, base64`);
+  throw paramError(`unsupported encoding: ${String(encoding)}. Supported encodings: base58, base64`);
+}
+
+const BASE64_ALPHABET = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/**
+ * Standard base64 read strictly, as Agave's base64 crate reads it, with its errors in Rust's Debug
+ * form ("invalid base64 encoding: InvalidByte(7, 95)", "invalid base64 encoding: InvalidPadding").
+ */
+function strictBase64(text: string): Uint8Array {
+  if (!BASE64_ALPHABET.test(text)) {
+    const index = [...text].findIndex(
+      (c, i) => !/[A-Za-z0-9+/=]/.test(c) || (c === "=" && i < text.length - 2),
+    );
+    const at = Math.max(0, index);
+    throw paramError(`invalid base64 encoding: InvalidByte(${at}, ${text.charCodeAt(at)})`);
+  }
+  if (text.length % 4 !== 0) throw paramError("invalid base64 encoding: InvalidPadding");
+  return Buffer.from(text, "base64");
 }
 
 /** Runs a chain call; bytes that are no transaction become Agave's deserialize error. */
@@ -345,7 +390,7 @@ function run<T>(call: () => T): T {
     return call();
   } catch (error) {
     if (error instanceof WireTransactionError) {
-      throw invalidParams(
+      throw paramError(
         `failed to deserialize solana_transaction::versioned::VersionedTransaction: ${error.message}`,
       );
     }
@@ -353,17 +398,19 @@ function run<T>(call: () => T): T {
   }
 }
 
-/** A simulation as simulateTransaction (and a preflight failure's data) shows it. */
+/** A simulation as simulateTransaction (and a preflight failure's data) shows it (Agave 3.x). */
 function simulationJson(
   simulation: Simulation,
   replacement: { blockhash: string; lastValidBlockHeight: number } | undefined,
   withInner: boolean,
 ) {
+  const { balances } = simulation;
   return {
     err: simulation.err?.json ?? null,
     logs: simulation.logs,
     accounts: null as unknown,
     unitsConsumed: simulation.unitsConsumed,
+    loadedAccountsDataSize: simulation.loadedAccountsDataSize,
     returnData:
       simulation.returnData === null
         ? null
@@ -377,6 +424,11 @@ function simulationJson(
             lastValidBlockHeight: BigInt(replacement.lastValidBlockHeight),
           },
     fee: simulation.fee,
+    preBalances: balances?.pre.lamports ?? null,
+    postBalances: balances?.post.lamports ?? null,
+    preTokenBalances: balances?.pre.tokens ?? null,
+    postTokenBalances: balances?.post.tokens ?? null,
+    loadedAddresses: simulation.loadedAddresses as unknown,
   };
 }
 

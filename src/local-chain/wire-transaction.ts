@@ -173,3 +173,19 @@ function memoOf(message: RunnableMessage, accounts: readonly Address[]): string 
   }
   return memos.length === 0 ? null : memos.join("; ");
 }
+
+/** How many accounts a transaction names (static keys and lookup-table entries), or 0 if it does not decode. */
+export function accountCountOf(bytes: Uint8Array): number {
+  try {
+    const message = getCompiledTransactionMessageDecoder().decode(
+      getTransactionDecoder().decode(bytes).messageBytes,
+    ) as RunnableMessage;
+    const lookups = message.version === 0 ? (message.addressTableLookups ?? []) : [];
+    return lookups.reduce(
+      (n, l) => n + l.writableIndexes.length + l.readonlyIndexes.length,
+      message.staticAccounts.length,
+    );
+  } catch {
+    return 0;
+  }
+}

@@ -37,7 +37,15 @@ export function spawnMain(env: Record<string, string>, script = MAIN): MainProce
   const child = spawn(process.execPath, [script], {
     cwd: PROJECT_ROOT,
     // Keys are off unless a test turns them on: AUTH_MODE defaults to apikey with MONGODB_URI.
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", AUTH_MODE: "none", ...env },
+    // The embedded local chain takes any free port, so that processes started side by side (and
+    // anything else on 8899) do not collide.
+    env: {
+      PATH: process.env.PATH ?? "",
+      HOME: process.env.HOME ?? "",
+      AUTH_MODE: "none",
+      LOCAL_SOLANA_RPC_PORT: "0",
+      ...env,
+    },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";
