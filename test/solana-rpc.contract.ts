@@ -731,9 +731,51 @@ export function describeSolanaRpc(name: string, target: () => RpcTarget | undefi
           .getTokenAccountsByOwner(wallet.address, { mint: t.mint }, { encoding: "jsonParsed" })
           .send();
         expect(owned.value).toHaveLength(1);
+        const account = owned.value[0]?.pubkey as Address;
+        expect((await rpc.getTokenAccountBalance(account).send()).value.amount).toBe("42000000");
+        // surfpool's semantics: a delegate is set by address, kept by null, cleared by the string "null".
+        const info = async () =>
+          (
+            (await result("getAccountInfo", [account, { encoding: "jsonParsed" }])) as {
+              value: { lamports: number; data: { parsed: { info: Record<string, unknown> } } };
+            }
+          ).value;
+        await result("surfnet_setTokenAccount", [
+          wallet.address,
+          t.mint,
+          { delegate: owner, delegatedAmount: 5 },
+        ]);
+        expect((await info()).data.parsed.info).toMatchObject({
+          delegate: owner,
+          tokenAmount: { amount: "42000000" },
+        });
+        await result("surfnet_setTokenAccount", [
+          wallet.address,
+          t.mint,
+          { delegate: null, state: "frozen" },
+        ]);
+        expect((await info()).data.parsed.info).toMatchObject({ delegate: owner, state: "frozen" });
+        await result("surfnet_setTokenAccount", [
+          wallet.address,
+          t.mint,
+          { delegate: "null", state: "initialized" },
+        ]);
+        expect((await info()).data.parsed.info).not.toHaveProperty("delegate");
+        expect((await info()).lamports).toBe(2_039_280);
         expect(
-          (await rpc.getTokenAccountBalance(owned.value[0]?.pubkey as Address).send()).value.amount,
-        ).toBe("42000000");
+          await failure("surfnet_setTokenAccount", [wallet.address, t.mint, { state: "thawed" }]),
+        ).toMatchObject({
+          code: -32602,
+          message: "Invalid token account state thawed",
+        });
+        expect(await failure("surfnet_setAccount", [wallet.address, { data: "0x00" }])).toMatchObject({
+          code: -32602,
+          message: "Invalid hex data provided: Invalid character 'x' at position 1",
+        });
+        expect(await failure("surfnet_setAccount", ["not-a-key", { lamports: 1 }])).toMatchObject({
+          code: -32602,
+          message: "Invalid pubkey 'not-a-key'",
+        });
       });
     });
   });

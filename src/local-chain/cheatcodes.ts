@@ -1,3 +1,4 @@
+import { isAddress } from "@solana/addresses";
 import { type Address, none, type Option, some } from "@solana/kit";
 import {
   AccountState,
@@ -5,14 +6,16 @@ import {
   getTokenEncoder,
   TOKEN_PROGRAM_ADDRESS,
 } from "@solana-program/token";
-import { TOKEN_2022_PROGRAM_ADDRESS } from "@solana-program/token-2022";
-import { invalidParams, paramError } from "./json-rpc-error.ts";
+import { JsonRpcError, paramError } from "./json-rpc-error.ts";
 import type { RpcMethod } from "./json-rpc-handler.ts";
 import type { LocalChain } from "./local-chain.ts";
-import { booleanOf, invalidType, pubkeyParam, requireParams, u64Param, withContext } from "./rpc-params.ts";
-import { readMint, readTokenAccount } from "./token-accounts.ts";
+import { booleanOf, invalidType, requireParams, u64Param, withContext } from "./rpc-params.ts";
+import { readTokenAccount } from "./token-accounts.ts";
 
 const SYSTEM_PROGRAM = "11111111111111111111111111111111" as Address;
+const NATIVE_MINT = "So11111111111111111111111111111111111111112";
+/** A token account's size (the base layout surfpool writes, for either program). */
+const ACCOUNT_SIZE = 165;
 /** Largest account data a cheatcode writes (Solana's MAX_PERMITTED_DATA_LENGTH, 10 MiB). */
 const MAX_DATA_BYTES = 10 * 1024 * 1024;
 
@@ -27,13 +30,13 @@ export function cheatcodeMethods(chain: LocalChain): Record<string, RpcMethod> {
   return {
     surfnet_setAccount(params) {
       requireParams(params, 2);
-      const address = pubkeyParam(params[0]);
+      const address = surfpoolPubkey(params[0]);
       const update = objectParam(params[1], "struct AccountUpdate");
       const existing = chain.account(address);
       const lamports = optional(update.lamports, u64Param) ?? existing?.lamports ?? 0n;
       const data =
         optional(update.data, hexParam) ?? (existing?.data as Uint8Array | undefined) ?? new Uint8Array();
-      const owner = (optional(update.owner, pubkeyParam) ??
+      const owner = (optional(update.owner, surfpoolPubkey) ??
         existing?.programAddress ??
         SYSTEM_PROGRAM) as Address;
       const executable = booleanOf(update, "executable", existing?.executable ?? false);
@@ -43,38 +46,39 @@ export function cheatcodeMethods(chain: LocalChain): Record<string, RpcMethod> {
 
     async surfnet_setTokenAccount(params) {
       requireParams(params, 3);
-      const owner = pubkeyParam(params[0]) as Address;
-      const mint = pubkeyParam(params[1]) as Address;
+      const owner = surfpoolPubkey(params[0]) as Address;
+      const mint = surfpoolPubkey(params[1]) as Address;
       const update = objectParam(params[2], "struct TokenAccountUpdate");
-      const program = (optional(params[3], pubkeyParam) ?? TOKEN_PROGRAM_ADDRESS) as Address;
-      if (program !== TOKEN_PROGRAM_ADDRESS && program !== TOKEN_2022_PROGRAM_ADDRESS) {
-        throw paramError(`unrecognized token program ${program}`);
-      }
-      if (readMint(chain.account(mint)) === undefined) throw paramError(`mint ${mint} does not exist`);
+      const program = (optional(params[3], surfpoolPubkey) ?? TOKEN_PROGRAM_ADDRESS) as Address;
+      // As surfpool: the mint is not checked, amounts are base units, the address written is the
+      // associated token account of (owner, mint, program), created when missing.
       const [address] = await findAssociatedTokenPda({ owner, mint, tokenProgram: program });
-      {
-        const existing = readTokenAccount(chain.account(address));
-        const state =
-          optional(update.state, stateParam) ??
-          (existing?.state === 2 ? AccountState.Frozen : AccountState.Initialized);
-        const data = getTokenEncoder().encode({
-          mint,
-          owner,
-          amount: optional(update.amount, u64Param) ?? existing?.amount ?? 0n,
-          delegate: someAccount(update.delegate, existing?.delegate),
-          state,
-          isNative: existing?.isNative ?? none(),
-          delegatedAmount: optional(update.delegatedAmount, u64Param) ?? existing?.delegatedAmount ?? 0n,
-          closeAuthority: someAccount(update.closeAuthority, existing?.closeAuthority),
-        }) as Uint8Array;
-        chain.setAccount(address, {
-          lamports: chain.account(address)?.lamports ?? chain.rentExemption(data.length),
-          data,
-          programAddress: program,
-          executable: false,
-        });
-        return withContext(chain.slot("processed"), null);
+      const native = mint === NATIVE_MINT;
+      const rent = chain.rentExemption(ACCOUNT_SIZE);
+      const current = chain.account(address);
+      const existing = current === undefined ? undefined : readTokenAccount(current);
+      if (current !== undefined && existing === undefined) {
+        throw paramError("Failed to unpack token account data: Parse error: Failed to unpack token account");
       }
+      const amount = optional(update.amount, u64Param) ?? existing?.amount ?? 0n;
+      const data = getTokenEncoder().encode({
+        mint,
+        owner,
+        amount,
+        delegate: someAccount(update.delegate, existing?.delegate),
+        state: optional(update.state, stateParam) ?? existing?.state ?? AccountState.Initialized,
+        isNative: native ? some(rent) : none(),
+        delegatedAmount: optional(update.delegatedAmount, u64Param) ?? existing?.delegatedAmount ?? 0n,
+        closeAuthority: someAccount(update.closeAuthority, existing?.closeAuthority),
+      }) as Uint8Array;
+      // Lamports are reset to the rent-exempt minimum (plus the amount, for wrapped SOL).
+      chain.setAccount(address, {
+        lamports: native ? rent + amount : rent,
+        data,
+        programAddress: program,
+        executable: false,
+      });
+      return withContext(chain.slot("processed"), null);
     },
   };
 }
@@ -88,26 +92,37 @@ function optional<T>(value: unknown, read: (value: unknown) => T): T | undefined
   return value === undefined || value === null ? undefined : read(value);
 }
 
+/** Hex without 0x, as surfpool reads account data, with its errors' words. */
 function hexParam(value: unknown): Uint8Array {
   if (typeof value !== "string") throw invalidType(value, "a hex string");
-  if (value.length % 2 !== 0 || !/^(0x)?[0-9a-fA-F]*$/.test(value)) throw paramError("invalid hex data");
-  const bytes = Buffer.from(value.replace(/^0x/, ""), "hex");
-  if (bytes.length > MAX_DATA_BYTES) throw paramError(`data longer than ${MAX_DATA_BYTES} bytes`);
-  return bytes;
+  const bad = /[^0-9a-fA-F]/.exec(value);
+  if (bad !== null)
+    throw paramError(`Invalid hex data provided: Invalid character '${bad[0]}' at position ${bad.index}`);
+  if (value.length % 2 !== 0) throw paramError("Invalid hex data provided: Odd number of digits");
+  if (value.length / 2 > MAX_DATA_BYTES)
+    throw paramError(`Invalid hex data provided: longer than ${MAX_DATA_BYTES} bytes`);
+  return Buffer.from(value, "hex");
+}
+
+/** A public key as surfpool's cheatcodes check it: "Invalid pubkey '…'". */
+function surfpoolPubkey(value: unknown): string {
+  const text = typeof value === "string" ? value : undefined;
+  if (text === undefined) throw invalidType(value, "a string");
+  if (!isAddress(text))
+    throw new JsonRpcError(-32602, `Invalid pubkey '${text.slice(0, 64)}'`, "Invalid Base58 string");
+  return text;
 }
 
 function stateParam(value: unknown): AccountState {
   if (value === "initialized") return AccountState.Initialized;
   if (value === "frozen") return AccountState.Frozen;
   if (value === "uninitialized") return AccountState.Uninitialized;
-  throw invalidParams(
-    `unknown variant \`${String(value)}\`, expected one of \`uninitialized\`, \`initialized\`, \`frozen\``,
-  );
+  throw paramError(`Invalid token account state ${String(value).slice(0, 64)}`);
 }
 
-/** surfpool's SetSomeAccount: an address sets it, null clears it, absent keeps it. */
+/** surfpool's SetSomeAccount: an address sets it, the string "null" clears it, null or absent keeps it. */
 function someAccount(value: unknown, existing: Option<Address> | undefined): Option<Address> {
-  if (value === undefined) return existing ?? none();
-  if (value === null) return none();
-  return some(pubkeyParam(value) as Address);
+  if (value === undefined || value === null) return existing ?? none();
+  if (value === "null") return none();
+  return some(surfpoolPubkey(value) as Address);
 }
