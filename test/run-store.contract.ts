@@ -215,5 +215,52 @@ export function describeRunStoreContract(name: string, makeFixture: () => Promis
           total: 0,
         });
       }));
+
+    it("keeps a slot's signed transactions, fenced by the lease: the insert first, the check after", () =>
+      withStore(async (store) => {
+        const slot = slotOf();
+        const first = (await store.claim(slot, { worker: "a", now: T0, leaseMs: LEASE_MS })) as Lease;
+        const tx = { signature: "sig-1", lastValidBlockHeight: 2n ** 63n + 5n, transaction: "AQID" };
+        expect(await store.recordTransaction(first, tx, { now: at(1) })).toBe("recorded");
+        // The same transaction again is kept once.
+        expect(await store.recordTransaction(first, tx, { now: at(2) })).toBe("recorded");
+        expect(await store.transactions(slot)).toEqual([{ ...tx, generation: 0, recordedAt: at(1) }]);
+        // A take-over: the stalled holder may still write its transaction down, but learns that it
+        // must not send it; the new holder sees both, oldest first.
+        const later = at(LEASE_MS + CLOCK_SKEW_ALLOWANCE_MS + 1);
+        const second = (await store.claim(slot, { worker: "b", now: later, leaseMs: LEASE_MS })) as Lease;
+        expect(second.generation).toBe(1);
+        const stale = { signature: "sig-2", lastValidBlockHeight: 10n, transaction: "BAUG" };
+        expect(await store.recordTransaction(first, stale, { now: later })).toBe("lease_lost");
+        const mine = { signature: "sig-3", lastValidBlockHeight: 11n, transaction: "BwgJ" };
+        expect(
+          await store.recordTransaction(second, mine, { now: at(LEASE_MS + CLOCK_SKEW_ALLOWANCE_MS + 2) }),
+        ).toBe("recorded");
+        const kept = await store.transactions(slot);
+        expect(kept.map((t) => [t.signature, t.generation])).toEqual([
+          ["sig-1", 0],
+          ["sig-2", 0],
+          ["sig-3", 1],
+        ]);
+        expect(await store.transactions(slotOf())).toEqual([]);
+      }));
+
+    it("lists an agent's succeeded runs from a slot time on (caps per day)", () =>
+      withStore(async (store) => {
+        const base = slotOf();
+        const slotAt = (ms: number): SlotRef => ({ ...base, scheduledAt: at(ms) });
+        for (const [ms, outcome] of [
+          [0, "succeeded"],
+          [1000, "failed"],
+          [2000, "succeeded"],
+        ] as const) {
+          const slot = slotAt(ms);
+          const lease = (await store.claim(slot, { worker: "a", now: at(ms), leaseMs: LEASE_MS })) as Lease;
+          await store.record(lease, runOf(slot, 1, outcome, at(ms + 1)), { now: at(ms + 1), settles: true });
+        }
+        const since = await store.succeededSince(base.owner, base.agentId, at(1000));
+        expect(since.map((r) => r.scheduledAt.toISOString())).toEqual([at(2000).toISOString()]);
+        expect(await store.succeededSince("someone-else", base.agentId, T0)).toEqual([]);
+      }));
   });
 }

@@ -86,3 +86,47 @@ export interface Chain {
   /** True when the cluster answers and says it is healthy. Never throws. */
   isHealthy(signal?: AbortSignal): Promise<boolean>;
 }
+
+/** A token account as the transfer executor checks it before it signs. */
+export interface TokenAccountState {
+  readonly address: string;
+  readonly mint: string;
+  /** The wallet that owns it. */
+  readonly owner: string;
+  /** Base units. */
+  readonly amount: bigint;
+  /** The approved delegate, if any, and what it may still move (base units). */
+  readonly delegate: string | undefined;
+  readonly delegatedAmount: bigint;
+  readonly frozen: boolean;
+}
+
+/** What the cluster knows of a sent transaction. */
+export interface SentStatus {
+  readonly slot: bigint;
+  /** The transaction's error in the cluster's JSON form, or null when it succeeded. */
+  readonly err: unknown;
+}
+
+/**
+ * The chain as the transfer executor writes to it: what it reads before signing, and sending
+ * transactions and following them. Same failure rules as Chain.
+ */
+export interface TransferChain {
+  getTokenAccount(address: string, signal?: AbortSignal): Promise<TokenAccountState | undefined>;
+  /** A recent blockhash and the last block height a transaction made with it can land at. */
+  getLatestBlockhash(signal?: AbortSignal): Promise<{ blockhash: string; lastValidBlockHeight: bigint }>;
+  getBlockHeight(signal?: AbortSignal): Promise<bigint>;
+  /** The statuses of transactions, history searched (undefined: the cluster does not know it). */
+  getSignatureStatuses(
+    signatures: readonly string[],
+    signal?: AbortSignal,
+  ): Promise<readonly (SentStatus | undefined)[]>;
+  /** What the transaction would do now: its error (null: none) and its logs. */
+  simulateTransaction(
+    transaction: string,
+    signal?: AbortSignal,
+  ): Promise<{ err: unknown; logs: readonly string[] }>;
+  /** Sends a signed transaction (base64) without preflight: the executor simulated it already. */
+  sendTransaction(transaction: string, signal?: AbortSignal): Promise<void>;
+}

@@ -60,14 +60,14 @@ export function createKitChain(options: { transport: RpcTransport; commitment: S
 
   return {
     getMint: (mint, signal) =>
-      guard(signal, async () => {
+      guardChainRead(signal, async () => {
         const account = await accountData(address(mint), signal);
         if (account === undefined) return undefined;
         return mintFromAccount(mint, account.owner, account.data);
       }),
 
     getMetaplexMetadata: (mint, signal) =>
-      guard(signal, async () => {
+      guardChainRead(signal, async () => {
         const [pda] = await getProgramDerivedAddress({
           programAddress: METAPLEX_PROGRAM_ADDRESS,
           seeds: [
@@ -94,7 +94,7 @@ export function createKitChain(options: { transport: RpcTransport; commitment: S
       }),
 
     getSignaturesForAddress: (at, query, signal) =>
-      guard(signal, async () => {
+      guardChainRead(signal, async () => {
         const entries = await rpc
           .getSignaturesForAddress(address(at), {
             commitment: historyCommitment,
@@ -114,7 +114,7 @@ export function createKitChain(options: { transport: RpcTransport; commitment: S
       }),
 
     getTransaction: (signature, signal) =>
-      guard(signal, async () => {
+      guardChainRead(signal, async () => {
         const tx = await rpc
           .getTransaction(signature as Signature, {
             commitment: historyCommitment,
@@ -229,7 +229,7 @@ function trimNul(text: string): string {
  * passes through, and anything else (a JSON-RPC error, an answer shaped otherwise than documented)
  * becomes UnavailableError with the original as its cause.
  */
-async function guard<T>(signal: AbortSignal | undefined, read: () => Promise<T>): Promise<T> {
+export async function guardChainRead<T>(signal: AbortSignal | undefined, read: () => Promise<T>): Promise<T> {
   try {
     return await read();
   } catch (error) {

@@ -9,6 +9,7 @@
  * - `signal` aborts when the lease is lost or the process stops; an executor stops waiting then.
  */
 import type { JsonObject } from "../agent/agent-store.ts";
+import type { RunRecord, SentTransaction } from "./run-store.ts";
 
 /** What an executor needs of the agent it runs. */
 export interface ExecutedAgent {
@@ -16,6 +17,23 @@ export interface ExecutedAgent {
   readonly owner: string;
   readonly type: string;
   readonly config: JsonObject;
+}
+
+/**
+ * What an attempt knows of its slot beyond itself, through the run store: the transactions earlier
+ * attempts (on any replica) signed for it, a way to keep its own before sending them, and the
+ * agent's earlier successes the same UTC day (for caps per day).
+ */
+export interface ExecutionJournal {
+  /** Every transaction signed for this slot so far, oldest first. */
+  transactions(): Promise<readonly SentTransaction[]>;
+  /**
+   * Keeps a signed transaction before it is sent. False: this attempt no longer holds the slot;
+   * it must not send the transaction.
+   */
+  record(transaction: Omit<SentTransaction, "generation" | "recordedAt">): Promise<boolean>;
+  /** The agent's succeeded runs whose slot falls on the same UTC day as this slot. */
+  succeededToday(): Promise<readonly RunRecord[]>;
 }
 
 export interface Execution {
@@ -26,12 +44,16 @@ export interface Execution {
   /** Stable per (agent, slot): every attempt, on every replica, sends the same key. */
   readonly idempotencyKey: string;
   readonly signal: AbortSignal;
+  readonly journal: ExecutionJournal;
 }
 
 export type ExecutionResult =
   | { readonly ok: true; readonly result: JsonObject }
-  /** `error` is shown to the agent's owner in the run history: no internals. */
-  | { readonly ok: false; readonly error: string };
+  /**
+   * `error` is shown to the agent's owner in the run history: no internals. `retryable: false`
+   * says another attempt cannot help (no allowance, too little balance): the slot fails at once.
+   */
+  | { readonly ok: false; readonly error: string; readonly retryable?: boolean };
 
 export interface Executor {
   execute(execution: Execution): Promise<ExecutionResult>;

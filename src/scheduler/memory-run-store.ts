@@ -10,6 +10,7 @@ import {
   type RecordResult,
   type RunRecord,
   type RunStore,
+  type SentTransaction,
   type SlotRef,
 } from "./run-store.ts";
 
@@ -18,6 +19,7 @@ interface SlotState {
   lease: Lease;
   attempts: RunRecord[];
   settled?: RunRecord;
+  transactions: SentTransaction[];
 }
 
 export function createMemoryRunStore(): RunStore {
@@ -51,7 +53,7 @@ export function createMemoryRunStore(): RunStore {
         worker,
         leaseUntil: new Date(now.getTime() + leaseMs),
       };
-      if (state === undefined) slots.set(keyOf(slot), { lease, attempts: [] });
+      if (state === undefined) slots.set(keyOf(slot), { lease, attempts: [], transactions: [] });
       else state.lease = lease;
       return lease;
     },
@@ -97,6 +99,22 @@ export function createMemoryRunStore(): RunStore {
     async list(owner, agentId, { limit, offset }) {
       const all = [...(runs.get(owner)?.get(agentId) ?? [])].sort(newestRunFirst);
       return { runs: all.slice(offset, offset + limit).map((r) => structuredClone(r)), total: all.length };
+    },
+    async recordTransaction(lease, transaction, { now }) {
+      const state = slots.get(keyOf(lease));
+      if (state === undefined) return "lease_lost";
+      if (!state.transactions.some((t) => t.signature === transaction.signature)) {
+        state.transactions.push({ ...transaction, generation: lease.generation, recordedAt: now });
+      }
+      return holds(lease, now) ? "recorded" : "lease_lost";
+    },
+    async transactions(slot) {
+      return [...(slots.get(keyOf(slot))?.transactions ?? [])];
+    },
+    async succeededSince(owner, agentId, since) {
+      return (runs.get(owner)?.get(agentId) ?? [])
+        .filter((r) => r.outcome === "succeeded" && r.scheduledAt.getTime() >= since.getTime())
+        .map((r) => structuredClone(r));
     },
     async close() {},
   };

@@ -45,6 +45,20 @@ interface RunDoc {
   settles: boolean;
 }
 
+interface TransactionDoc {
+  /** JSON [agentId, slot ms, "tx", signature]. */
+  _id: string;
+  agentId: string;
+  owner: string;
+  scheduledAt: Date;
+  signature: string;
+  /** A u64 as a decimal string: BSON has no unsigned 64-bit integer. */
+  lastValidBlockHeight: string;
+  transaction: string;
+  generation: number;
+  recordedAt: Date;
+}
+
 export interface MongoRunStoreOptions {
   readonly db: Db;
   /** Prepended to the collection names (`agent_run_claims`, `agent_runs`). */
@@ -66,6 +80,9 @@ export function createMongoRunStore(options: MongoRunStoreOptions): RunStore {
     writeConcern: WRITE_CONCERN,
   });
   const runs: Collection<RunDoc> = db.collection(`${prefix}agent_runs`, { writeConcern: WRITE_CONCERN });
+  const sent: Collection<TransactionDoc> = db.collection(`${prefix}agent_run_transactions`, {
+    writeConcern: WRITE_CONCERN,
+  });
   const claimId = (slot: SlotRef, generation: number) =>
     JSON.stringify([slot.agentId, slot.scheduledAt.getTime(), generation]);
   const runKey = (slot: SlotRef, attempt: number | "settled") =>
@@ -79,6 +96,7 @@ export function createMongoRunStore(options: MongoRunStoreOptions): RunStore {
         { owner: 1, agentId: 1, scheduledAt: -1, attempt: -1 },
         { name: "owner_agent_slot_attempt" },
       );
+      await sent.createIndex({ agentId: 1, scheduledAt: 1 }, { name: "agent_slot" });
     })().catch((err: unknown) => {
       indexes = undefined;
       throw err;
@@ -206,6 +224,45 @@ export function createMongoRunStore(options: MongoRunStoreOptions): RunStore {
           runs.countDocuments(filter, bounded),
         ]);
         return { runs: docs.map(fromDoc), total };
+      }),
+    recordTransaction: (lease, transaction, { now }) =>
+      run(async () => {
+        // The insert comes first and the fence after it: a holder that took the slot over reads the
+        // journal after inserting its own lease, so it either sees this transaction, or this
+        // holder sees its lease here and does not send.
+        await insertOnce(sent, {
+          _id: JSON.stringify([lease.agentId, lease.scheduledAt.getTime(), "tx", transaction.signature]),
+          agentId: lease.agentId,
+          owner: lease.owner,
+          scheduledAt: lease.scheduledAt,
+          signature: transaction.signature,
+          lastValidBlockHeight: transaction.lastValidBlockHeight.toString(),
+          transaction: transaction.transaction,
+          generation: lease.generation,
+          recordedAt: now,
+        });
+        return (await holds(lease, now)) ? "recorded" : "lease_lost";
+      }),
+    transactions: (slot) =>
+      run(async () => {
+        const docs = await sent
+          .find({ agentId: slot.agentId, scheduledAt: slot.scheduledAt }, bounded)
+          .sort({ generation: 1, recordedAt: 1 })
+          .toArray();
+        return docs.map((doc) => ({
+          signature: doc.signature,
+          lastValidBlockHeight: BigInt(doc.lastValidBlockHeight),
+          transaction: doc.transaction,
+          generation: doc.generation,
+          recordedAt: doc.recordedAt,
+        }));
+      }),
+    succeededSince: (owner, agentId, since) =>
+      run(async () => {
+        const docs = await runs
+          .find({ owner, agentId, outcome: "succeeded", scheduledAt: { $gte: since } }, bounded)
+          .toArray();
+        return docs.map(fromDoc);
       }),
     async close() {},
   };

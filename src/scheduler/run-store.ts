@@ -54,6 +54,21 @@ export type RecordResult =
   /** Not stored: this attempt, or the slot's settling run, was already recorded by someone else. */
   | "duplicate";
 
+/**
+ * A transaction an attempt signed and is about to send, kept before it is sent so that any later
+ * attempt, on any replica, learns of it first (see the transfer executor's exactly-once rules).
+ */
+export interface SentTransaction {
+  readonly signature: string;
+  /** The last block height it can land at. */
+  readonly lastValidBlockHeight: bigint;
+  /** The signed transaction as the wire carries it, base64: what a later attempt resends. */
+  readonly transaction: string;
+  /** The lease generation that signed it. */
+  readonly generation: number;
+  readonly recordedAt: Date;
+}
+
 export interface RunPage {
   /** Newest first: slot descending, then attempt descending. */
   readonly runs: readonly RunRecord[];
@@ -85,6 +100,20 @@ export interface RunStore {
   record(lease: Lease, run: RunRecord, options: { now: Date; settles: boolean }): Promise<RecordResult>;
   /** One agent's runs, newest first. */
   list(owner: string, agentId: string, page: { limit: number; offset: number }): Promise<RunPage>;
+  /**
+   * Keeps a transaction signed under `lease` before it is sent: an insert, and only then the check
+   * that the lease is still held. "lease_lost": do not send it (a newer holder may not have seen
+   * it, and must be the only one to decide what to send).
+   */
+  recordTransaction(
+    lease: Lease,
+    transaction: Omit<SentTransaction, "generation" | "recordedAt">,
+    options: { now: Date },
+  ): Promise<"recorded" | "lease_lost">;
+  /** Every transaction kept for the slot, oldest first (generation, then when it was kept). */
+  transactions(slot: SlotRef): Promise<readonly SentTransaction[]>;
+  /** One agent's succeeded runs whose slot is at or after `since` (for caps per day). */
+  succeededSince(owner: string, agentId: string, since: Date): Promise<readonly RunRecord[]>;
   close(): Promise<void>;
 }
 

@@ -19,7 +19,7 @@ import type { AgentPatch, AgentRecord, AgentStore } from "../agent/agent-store.t
 import type { Schedule } from "../agent/schedule.ts";
 import { retryDelayMs } from "../domain/backoff.ts";
 import { abortableSleep } from "./abortable-sleep.ts";
-import { type Executor, executionKeyOf } from "./executor.ts";
+import { type ExecutionJournal, type ExecutionResult, type Executor, executionKeyOf } from "./executor.ts";
 import type { Lease, RunRecord, RunStore, SlotRef } from "./run-store.ts";
 import { runIdOf } from "./run-store.ts";
 import type { ScheduleClock } from "./schedule-clock.ts";
@@ -158,6 +158,20 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       },
       Math.max(10, Math.floor(options.leaseMs / 3)),
     );
+    // The slot's journal, always under the newest renewal of the lease.
+    const journal: ExecutionJournal = {
+      transactions: () => runs.transactions(slot),
+      async record(transaction) {
+        const held = lease;
+        if (held === undefined) return false;
+        return (await runs.recordTransaction(held, transaction, { now: now() })) === "recorded";
+      },
+      succeededToday() {
+        const day = new Date(slot.scheduledAt);
+        day.setUTCHours(0, 0, 0, 0);
+        return runs.succeededSince(slot.owner, slot.agentId, day);
+      },
+    };
     try {
       // A first claim starts at attempt 1; a taken-over or released slot continues the count.
       let attempt = first.generation === 0 ? 1 : (await runs.attempts(slot)) + 1;
@@ -171,12 +185,14 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
             attempt,
             idempotencyKey: executionKeyOf(slot.agentId, slot.scheduledAt),
             signal: attemptAbort,
+            journal,
           })
-          .catch(() => ({ ok: false as const, error: "the executor failed unexpectedly" }));
+          .catch((): ExecutionResult => ({ ok: false, error: "the executor failed unexpectedly" }));
         // Lost or stopped mid-attempt: whatever happened is not ours to record.
         if (abort.signal.aborted || lease === undefined) return;
         const finishedAt = now();
-        const settles = outcome.ok || attempt >= options.maxAttempts;
+        // A failure another attempt cannot mend (no allowance, too little balance) settles at once.
+        const settles = outcome.ok || outcome.retryable === false || attempt >= options.maxAttempts;
         const run: RunRecord = {
           runId: runIdOf(slot, attempt),
           agentId: slot.agentId,

@@ -13,7 +13,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agent/v1/agent.proto.
  */
 export const file_agent_v1_agent: GenFile = /*@__PURE__*/
-  fileDesc("ChRhZ2VudC92MS9hZ2VudC5wcm90bxIIYWdlbnQudjEiogIKBUFnZW50EhAKCGFnZW50X2lkGAEgASgJEgwKBHR5cGUYAiABKAkSDgoGc3RhdHVzGAMgASgJEicKBmNvbmZpZxgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLbGFzdF9ydW5fYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC25leHRfcnVuX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIbCg5mYWlsdXJlX3JlYXNvbhgIIAEoCUgAiAEBQhEKD19mYWlsdXJlX3JlYXNvbiJuCgxBZ2VudFN1bW1hcnkSEAoIYWdlbnRfaWQYASABKAkSDAoEdHlwZRgCIAEoCRIOCgZzdGF0dXMYAyABKAkSLgoKY3JlYXRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiSwoSQ3JlYXRlQWdlbnRSZXF1ZXN0EgwKBHR5cGUYASABKAkSJwoGY29uZmlnGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJgCgxDcmVhdGVkQWdlbnQSEAoIYWdlbnRfaWQYASABKAkSDgoGc3RhdHVzGAIgASgJEi4KCmNyZWF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIkwKE0NyZWF0ZUFnZW50UmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoCBIkCgRkYXRhGAIgASgLMhYuYWdlbnQudjEuQ3JlYXRlZEFnZW50IiMKD0dldEFnZW50UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCSJCChBHZXRBZ2VudFJlc3BvbnNlEg8KB3N1Y2Nlc3MYASABKAgSHQoEZGF0YRgCIAEoCzIPLmFnZW50LnYxLkFnZW50IiYKEkRlbGV0ZUFnZW50UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCSIkChFEZWxldGVBZ2VudFJlc3VsdBIPCgdkZWxldGVkGAEgASgIIlEKE0RlbGV0ZUFnZW50UmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoCBIpCgRkYXRhGAIgASgLMhsuYWdlbnQudjEuRGVsZXRlQWdlbnRSZXN1bHQieAoRTGlzdEFnZW50c1JlcXVlc3QSDAoEdHlwZRgBIAEoCRIOCgZzdGF0dXMYAiABKAkSDQoFbGltaXQYAyABKAUSDgoGb2Zmc2V0GAQgASgFEhcKCnBhZ2VfdG9rZW4YBSABKAlIAIgBAUINCgtfcGFnZV90b2tlbiKTAQoJQWdlbnRQYWdlEiYKBmFnZW50cxgBIAMoCzIWLmFnZW50LnYxLkFnZW50U3VtbWFyeRINCgV0b3RhbBgCIAEoBRINCgVsaW1pdBgDIAEoBRIOCgZvZmZzZXQYBCABKAUSHAoPbmV4dF9wYWdlX3Rva2VuGAUgASgJSACIAQFCEgoQX25leHRfcGFnZV90b2tlbiJIChJMaXN0QWdlbnRzUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoCBIhCgRkYXRhGAIgASgLMhMuYWdlbnQudjEuQWdlbnRQYWdlIiUKEVBhdXNlQWdlbnRSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJIkQKElBhdXNlQWdlbnRSZXNwb25zZRIPCgdzdWNjZXNzGAEgASgIEh0KBGRhdGEYAiABKAsyDy5hZ2VudC52MS5BZ2VudCImChJSZXN1bWVBZ2VudFJlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkiRQoTUmVzdW1lQWdlbnRSZXNwb25zZRIPCgdzdWNjZXNzGAEgASgIEh0KBGRhdGEYAiABKAsyDy5hZ2VudC52MS5BZ2VudCKoAgoIQWdlbnRSdW4SDgoGcnVuX2lkGAEgASgJEhAKCGFnZW50X2lkGAIgASgJEjAKDHNjaGVkdWxlZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHYXR0ZW1wdBgEIAEoBRIuCgpzdGFydGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtmaW5pc2hlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHb3V0Y29tZRgHIAEoCRInCgZyZXN1bHQYCCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhIKBWVycm9yGAkgASgJSACIAQFCCAoGX2Vycm9yIkcKFExpc3RBZ2VudFJ1bnNSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEg0KBWxpbWl0GAIgASgFEg4KBm9mZnNldBgDIAEoBSJeCgxBZ2VudFJ1blBhZ2USIAoEcnVucxgBIAMoCzISLmFnZW50LnYxLkFnZW50UnVuEg0KBXRvdGFsGAIgASgFEg0KBWxpbWl0GAMgASgFEg4KBm9mZnNldBgEIAEoBSJOChVMaXN0QWdlbnRSdW5zUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoCBIkCgRkYXRhGAIgASgLMhYuYWdlbnQudjEuQWdlbnRSdW5QYWdlMokGCgxBZ2VudFNlcnZpY2USYQoLQ3JlYXRlQWdlbnQSHC5hZ2VudC52MS5DcmVhdGVBZ2VudFJlcXVlc3QaHS5hZ2VudC52MS5DcmVhdGVBZ2VudFJlc3BvbnNlIhWC0+STAg86ASoiCi92MS9hZ2VudHMSYwoIR2V0QWdlbnQSGS5hZ2VudC52MS5HZXRBZ2VudFJlcXVlc3QaGi5hZ2VudC52MS5HZXRBZ2VudFJlc3BvbnNlIiCQAgGC0+STAhcSFS92MS9hZ2VudHMve2FnZW50X2lkfRJsCgtEZWxldGVBZ2VudBIcLmFnZW50LnYxLkRlbGV0ZUFnZW50UmVxdWVzdBodLmFnZW50LnYxLkRlbGV0ZUFnZW50UmVzcG9uc2UiIJACAoLT5JMCFyoVL3YxL2FnZW50cy97YWdlbnRfaWR9El4KCkxpc3RBZ2VudHMSGy5hZ2VudC52MS5MaXN0QWdlbnRzUmVxdWVzdBocLmFnZW50LnYxLkxpc3RBZ2VudHNSZXNwb25zZSIVkAIBgtPkkwIMEgovdjEvYWdlbnRzEnIKClBhdXNlQWdlbnQSGy5hZ2VudC52MS5QYXVzZUFnZW50UmVxdWVzdBocLmFnZW50LnYxLlBhdXNlQWdlbnRSZXNwb25zZSIpkAICgtPkkwIgOgEqIhsvdjEvYWdlbnRzL3thZ2VudF9pZH06cGF1c2USdgoLUmVzdW1lQWdlbnQSHC5hZ2VudC52MS5SZXN1bWVBZ2VudFJlcXVlc3QaHS5hZ2VudC52MS5SZXN1bWVBZ2VudFJlc3BvbnNlIiqQAgKC0+STAiE6ASoiHC92MS9hZ2VudHMve2FnZW50X2lkfTpyZXN1bWUSdwoNTGlzdEFnZW50UnVucxIeLmFnZW50LnYxLkxpc3RBZ2VudFJ1bnNSZXF1ZXN0Gh8uYWdlbnQudjEuTGlzdEFnZW50UnVuc1Jlc3BvbnNlIiWQAgGC0+STAhwSGi92MS9hZ2VudHMve2FnZW50X2lkfS9ydW5zYgZwcm90bzM", [file_google_api_annotations, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChRhZ2VudC92MS9hZ2VudC5wcm90bxIIYWdlbnQudjEiogIKBUFnZW50EhAKCGFnZW50X2lkGAEgASgJEgwKBHR5cGUYAiABKAkSDgoGc3RhdHVzGAMgASgJEicKBmNvbmZpZxgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLbGFzdF9ydW5fYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC25leHRfcnVuX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIbCg5mYWlsdXJlX3JlYXNvbhgIIAEoCUgAiAEBQhEKD19mYWlsdXJlX3JlYXNvbiJuCgxBZ2VudFN1bW1hcnkSEAoIYWdlbnRfaWQYASABKAkSDAoEdHlwZRgCIAEoCRIOCgZzdGF0dXMYAyABKAkSLgoKY3JlYXRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiSwoSQ3JlYXRlQWdlbnRSZXF1ZXN0EgwKBHR5cGUYASABKAkSJwoGY29uZmlnGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJgCgxDcmVhdGVkQWdlbnQSEAoIYWdlbnRfaWQYASABKAkSDgoGc3RhdHVzGAIgASgJEi4KCmNyZWF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIkwKE0NyZWF0ZUFnZW50UmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoCBIkCgRkYXRhGAIgASgLMhYuYWdlbnQudjEuQ3JlYXRlZEFnZW50IiMKD0dldEFnZW50UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCSJCChBHZXRBZ2VudFJlc3BvbnNlEg8KB3N1Y2Nlc3MYASABKAgSHQoEZGF0YRgCIAEoCzIPLmFnZW50LnYxLkFnZW50IiYKEkRlbGV0ZUFnZW50UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCSIkChFEZWxldGVBZ2VudFJlc3VsdBIPCgdkZWxldGVkGAEgASgIIlEKE0RlbGV0ZUFnZW50UmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoCBIpCgRkYXRhGAIgASgLMhsuYWdlbnQudjEuRGVsZXRlQWdlbnRSZXN1bHQieAoRTGlzdEFnZW50c1JlcXVlc3QSDAoEdHlwZRgBIAEoCRIOCgZzdGF0dXMYAiABKAkSDQoFbGltaXQYAyABKAUSDgoGb2Zmc2V0GAQgASgFEhcKCnBhZ2VfdG9rZW4YBSABKAlIAIgBAUINCgtfcGFnZV90b2tlbiKTAQoJQWdlbnRQYWdlEiYKBmFnZW50cxgBIAMoCzIWLmFnZW50LnYxLkFnZW50U3VtbWFyeRINCgV0b3RhbBgCIAEoBRINCgVsaW1pdBgDIAEoBRIOCgZvZmZzZXQYBCABKAUSHAoPbmV4dF9wYWdlX3Rva2VuGAUgASgJSACIAQFCEgoQX25leHRfcGFnZV90b2tlbiJIChJMaXN0QWdlbnRzUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoCBIhCgRkYXRhGAIgASgLMhMuYWdlbnQudjEuQWdlbnRQYWdlIiUKEVBhdXNlQWdlbnRSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJIkQKElBhdXNlQWdlbnRSZXNwb25zZRIPCgdzdWNjZXNzGAEgASgIEh0KBGRhdGEYAiABKAsyDy5hZ2VudC52MS5BZ2VudCImChJSZXN1bWVBZ2VudFJlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkiRQoTUmVzdW1lQWdlbnRSZXNwb25zZRIPCgdzdWNjZXNzGAEgASgIEh0KBGRhdGEYAiABKAsyDy5hZ2VudC52MS5BZ2VudCKoAgoIQWdlbnRSdW4SDgoGcnVuX2lkGAEgASgJEhAKCGFnZW50X2lkGAIgASgJEjAKDHNjaGVkdWxlZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHYXR0ZW1wdBgEIAEoBRIuCgpzdGFydGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtmaW5pc2hlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHb3V0Y29tZRgHIAEoCRInCgZyZXN1bHQYCCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhIKBWVycm9yGAkgASgJSACIAQFCCAoGX2Vycm9yIkcKFExpc3RBZ2VudFJ1bnNSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEg0KBWxpbWl0GAIgASgFEg4KBm9mZnNldBgDIAEoBSJeCgxBZ2VudFJ1blBhZ2USIAoEcnVucxgBIAMoCzISLmFnZW50LnYxLkFnZW50UnVuEg0KBXRvdGFsGAIgASgFEg0KBWxpbWl0GAMgASgFEg4KBm9mZnNldBgEIAEoBSJOChVMaXN0QWdlbnRSdW5zUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoCBIkCgRkYXRhGAIgASgLMhYuYWdlbnQudjEuQWdlbnRSdW5QYWdlIhQKEkdldEV4ZWN1dG9yUmVxdWVzdCIbCghFeGVjdXRvchIPCgdhZGRyZXNzGAEgASgJIkgKE0dldEV4ZWN1dG9yUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoCBIgCgRkYXRhGAIgASgLMhIuYWdlbnQudjEuRXhlY3V0b3IiPQoWUHJlcGFyZUFwcHJvdmFsUmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRIRCglhbGxvd2FuY2UYAiABKAEiqwEKCEFwcHJvdmFsEhMKC3RyYW5zYWN0aW9uGAEgASgJEg0KBW93bmVyGAIgASgJEhAKCGRlbGVnYXRlGAMgASgJEgwKBG1pbnQYBCABKAkSFQoNdG9rZW5fYWNjb3VudBgFIAEoCRIRCglhbGxvd2FuY2UYBiABKAkSEAoIZGVjaW1hbHMYByABKA0SHwoXbGFzdF92YWxpZF9ibG9ja19oZWlnaHQYCCABKAkiTAoXUHJlcGFyZUFwcHJvdmFsUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoCBIgCgRkYXRhGAIgASgLMhIuYWdlbnQudjEuQXBwcm92YWwy/AcKDEFnZW50U2VydmljZRJhCgtDcmVhdGVBZ2VudBIcLmFnZW50LnYxLkNyZWF0ZUFnZW50UmVxdWVzdBodLmFnZW50LnYxLkNyZWF0ZUFnZW50UmVzcG9uc2UiFYLT5JMCDzoBKiIKL3YxL2FnZW50cxJjCghHZXRBZ2VudBIZLmFnZW50LnYxLkdldEFnZW50UmVxdWVzdBoaLmFnZW50LnYxLkdldEFnZW50UmVzcG9uc2UiIJACAYLT5JMCFxIVL3YxL2FnZW50cy97YWdlbnRfaWR9EmwKC0RlbGV0ZUFnZW50EhwuYWdlbnQudjEuRGVsZXRlQWdlbnRSZXF1ZXN0Gh0uYWdlbnQudjEuRGVsZXRlQWdlbnRSZXNwb25zZSIgkAICgtPkkwIXKhUvdjEvYWdlbnRzL3thZ2VudF9pZH0SXgoKTGlzdEFnZW50cxIbLmFnZW50LnYxLkxpc3RBZ2VudHNSZXF1ZXN0GhwuYWdlbnQudjEuTGlzdEFnZW50c1Jlc3BvbnNlIhWQAgGC0+STAgwSCi92MS9hZ2VudHMScgoKUGF1c2VBZ2VudBIbLmFnZW50LnYxLlBhdXNlQWdlbnRSZXF1ZXN0GhwuYWdlbnQudjEuUGF1c2VBZ2VudFJlc3BvbnNlIimQAgKC0+STAiA6ASoiGy92MS9hZ2VudHMve2FnZW50X2lkfTpwYXVzZRJ2CgtSZXN1bWVBZ2VudBIcLmFnZW50LnYxLlJlc3VtZUFnZW50UmVxdWVzdBodLmFnZW50LnYxLlJlc3VtZUFnZW50UmVzcG9uc2UiKpACAoLT5JMCIToBKiIcL3YxL2FnZW50cy97YWdlbnRfaWR9OnJlc3VtZRJ3Cg1MaXN0QWdlbnRSdW5zEh4uYWdlbnQudjEuTGlzdEFnZW50UnVuc1JlcXVlc3QaHy5hZ2VudC52MS5MaXN0QWdlbnRSdW5zUmVzcG9uc2UiJZACAYLT5JMCHBIaL3YxL2FnZW50cy97YWdlbnRfaWR9L3J1bnMSYwoLR2V0RXhlY3V0b3ISHC5hZ2VudC52MS5HZXRFeGVjdXRvclJlcXVlc3QaHS5hZ2VudC52MS5HZXRFeGVjdXRvclJlc3BvbnNlIheQAgGC0+STAg4SDC92MS9leGVjdXRvchKLAQoPUHJlcGFyZUFwcHJvdmFsEiAuYWdlbnQudjEuUHJlcGFyZUFwcHJvdmFsUmVxdWVzdBohLmFnZW50LnYxLlByZXBhcmVBcHByb3ZhbFJlc3BvbnNlIjOQAgGC0+STAio6ASoiJS92MS9hZ2VudHMve2FnZW50X2lkfTpwcmVwYXJlQXBwcm92YWxiBnByb3RvMw", [file_google_api_annotations, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * Agent is the detail view of an automation agent.
@@ -748,6 +748,200 @@ export const ListAgentRunsResponseSchema: GenMessage<ListAgentRunsResponse> = /*
   messageDesc(file_agent_v1_agent, 20);
 
 /**
+ * GetExecutorRequest takes nothing.
+ *
+ * @generated from message agent.v1.GetExecutorRequest
+ */
+export type GetExecutorRequest = Message<"agent.v1.GetExecutorRequest"> & {
+};
+
+/**
+ * Describes the message agent.v1.GetExecutorRequest.
+ * Use `create(GetExecutorRequestSchema)` to create a new message.
+ */
+export const GetExecutorRequestSchema: GenMessage<GetExecutorRequest> = /*@__PURE__*/
+  messageDesc(file_agent_v1_agent, 21);
+
+/**
+ * Executor is the service's signing key, as the chain knows it.
+ *
+ * @generated from message agent.v1.Executor
+ */
+export type Executor = Message<"agent.v1.Executor"> & {
+  /**
+   * The executor's address (base58, 32 bytes): the delegate owners approve, and the fee payer of
+   * every transfer it makes.
+   *
+   * @generated from field: string address = 1;
+   */
+  address: string;
+};
+
+/**
+ * Describes the message agent.v1.Executor.
+ * Use `create(ExecutorSchema)` to create a new message.
+ */
+export const ExecutorSchema: GenMessage<Executor> = /*@__PURE__*/
+  messageDesc(file_agent_v1_agent, 22);
+
+/**
+ * GetExecutorResponse is the envelope around the executor.
+ *
+ * @generated from message agent.v1.GetExecutorResponse
+ */
+export type GetExecutorResponse = Message<"agent.v1.GetExecutorResponse"> & {
+  /**
+   * True when the operation succeeded.
+   *
+   * @generated from field: bool success = 1;
+   */
+  success: boolean;
+
+  /**
+   * The executor.
+   *
+   * @generated from field: agent.v1.Executor data = 2;
+   */
+  data?: Executor | undefined;
+};
+
+/**
+ * Describes the message agent.v1.GetExecutorResponse.
+ * Use `create(GetExecutorResponseSchema)` to create a new message.
+ */
+export const GetExecutorResponseSchema: GenMessage<GetExecutorResponse> = /*@__PURE__*/
+  messageDesc(file_agent_v1_agent, 23);
+
+/**
+ * PrepareApprovalRequest names the transfer agent and the cap of the approval.
+ *
+ * @generated from message agent.v1.PrepareApprovalRequest
+ */
+export type PrepareApprovalRequest = Message<"agent.v1.PrepareApprovalRequest"> & {
+  /**
+   * Agent identifier of a transfer agent. Required.
+   *
+   * @generated from field: string agent_id = 1;
+   */
+  agentId: string;
+
+  /**
+   * The most the executor may move from the source, in whole tokens of the agent's token (no more
+   * decimal places than the token has). Required, above 0.
+   *
+   * @generated from field: double allowance = 2;
+   */
+  allowance: number;
+};
+
+/**
+ * Describes the message agent.v1.PrepareApprovalRequest.
+ * Use `create(PrepareApprovalRequestSchema)` to create a new message.
+ */
+export const PrepareApprovalRequestSchema: GenMessage<PrepareApprovalRequest> = /*@__PURE__*/
+  messageDesc(file_agent_v1_agent, 24);
+
+/**
+ * Approval is an unsigned approval transaction and the facts a wallet shows before signing it.
+ *
+ * @generated from message agent.v1.Approval
+ */
+export type Approval = Message<"agent.v1.Approval"> & {
+  /**
+   * The transaction, unsigned (its signature is 64 zero bytes), as the wire carries it, base64: a
+   * version 0 transaction whose fee payer and only signer is `owner`. It runs SPL Token's (or
+   * Token-2022's) approveChecked on `token_account`.
+   *
+   * @generated from field: string transaction = 1;
+   */
+  transaction: string;
+
+  /**
+   * The wallet that must sign it: the agent's source.
+   *
+   * @generated from field: string owner = 2;
+   */
+  owner: string;
+
+  /**
+   * The delegate approved: the executor.
+   *
+   * @generated from field: string delegate = 3;
+   */
+  delegate: string;
+
+  /**
+   * The token's mint.
+   *
+   * @generated from field: string mint = 4;
+   */
+  mint: string;
+
+  /**
+   * The owner's associated token account for the mint, whose tokens the delegate may move.
+   *
+   * @generated from field: string token_account = 5;
+   */
+  tokenAccount: string;
+
+  /**
+   * The allowance in base units (the token's smallest units), as a decimal string.
+   *
+   * @generated from field: string allowance = 6;
+   */
+  allowance: string;
+
+  /**
+   * The token's decimals.
+   *
+   * @generated from field: uint32 decimals = 7;
+   */
+  decimals: number;
+
+  /**
+   * The last block height at which the transaction can land; sign and send it before then.
+   *
+   * @generated from field: string last_valid_block_height = 8;
+   */
+  lastValidBlockHeight: string;
+};
+
+/**
+ * Describes the message agent.v1.Approval.
+ * Use `create(ApprovalSchema)` to create a new message.
+ */
+export const ApprovalSchema: GenMessage<Approval> = /*@__PURE__*/
+  messageDesc(file_agent_v1_agent, 25);
+
+/**
+ * PrepareApprovalResponse is the envelope around the approval.
+ *
+ * @generated from message agent.v1.PrepareApprovalResponse
+ */
+export type PrepareApprovalResponse = Message<"agent.v1.PrepareApprovalResponse"> & {
+  /**
+   * True when the operation succeeded.
+   *
+   * @generated from field: bool success = 1;
+   */
+  success: boolean;
+
+  /**
+   * The approval to sign.
+   *
+   * @generated from field: agent.v1.Approval data = 2;
+   */
+  data?: Approval | undefined;
+};
+
+/**
+ * Describes the message agent.v1.PrepareApprovalResponse.
+ * Use `create(PrepareApprovalResponseSchema)` to create a new message.
+ */
+export const PrepareApprovalResponseSchema: GenMessage<PrepareApprovalResponse> = /*@__PURE__*/
+  messageDesc(file_agent_v1_agent, 26);
+
+/**
  * AgentService manages automation agents: recurring transfers and swaps run on a schedule.
  * Agents belong to the calling principal; another caller's agents are invisible.
  *
@@ -827,6 +1021,30 @@ export const AgentService: GenService<{
     methodKind: "unary";
     input: typeof ListAgentRunsRequestSchema;
     output: typeof ListAgentRunsResponseSchema;
+  },
+  /**
+   * GetExecutor returns the service's executor: the address transfer agents' owners approve as the
+   * delegate of their token accounts. Public: it needs no key.
+   *
+   * @generated from rpc agent.v1.AgentService.GetExecutor
+   */
+  getExecutor: {
+    methodKind: "unary";
+    input: typeof GetExecutorRequestSchema;
+    output: typeof GetExecutorResponseSchema;
+  },
+  /**
+   * PrepareApproval returns an unsigned transaction that, signed by the transfer agent's source
+   * wallet, approves the executor as delegate of the source's token account for the agent's token,
+   * up to `allowance`. The service never holds the owner's key: the owner signs and sends it, and
+   * can end the approval with the token program's own revoke at any time.
+   *
+   * @generated from rpc agent.v1.AgentService.PrepareApproval
+   */
+  prepareApproval: {
+    methodKind: "unary";
+    input: typeof PrepareApprovalRequestSchema;
+    output: typeof PrepareApprovalResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_agent_v1_agent, 0);

@@ -1,0 +1,97 @@
+import {
+  address,
+  type Base64EncodedBytes,
+  type Base64EncodedWireTransaction,
+  createSolanaRpcFromTransport,
+  getBase64Encoder,
+  type RpcTransport,
+  type Signature,
+} from "@solana/kit";
+import { getTokenDecoder } from "@solana-program/token";
+import type { SolanaCommitment } from "../config.ts";
+import type { TransferChain } from "./chain.ts";
+import { guardChainRead } from "./kit-chain.ts";
+
+/** Token-2022 token accounts share SPL Token's first 165 bytes, which hold everything read here. */
+const ACCOUNT_SIZE = 165;
+const TOKEN_PROGRAMS = new Set([
+  "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA",
+  "TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb",
+]);
+
+/**
+ * The transfer side of the chain port on @solana/kit: token account state, blockhashes, block
+ * height, statuses (history searched, so a transaction that landed long ago is still found),
+ * simulation and sending. Same transports and failure rules as the read side.
+ */
+export function createKitTransferChain(options: {
+  transport: RpcTransport;
+  commitment: SolanaCommitment;
+}): TransferChain {
+  const rpc = createSolanaRpcFromTransport(options.transport);
+  const commitment = options.commitment === "processed" ? "confirmed" : options.commitment;
+  const base64 = getBase64Encoder();
+  const abort = (signal: AbortSignal | undefined) => (signal === undefined ? {} : { abortSignal: signal });
+
+  return {
+    getTokenAccount: (at, signal) =>
+      guardChainRead(signal, async () => {
+        const { value } = await rpc
+          .getAccountInfo(address(at), { encoding: "base64", commitment })
+          .send(abort(signal));
+        if (value === null || !TOKEN_PROGRAMS.has(value.owner)) return undefined;
+        const data = base64.encode(value.data[0] as Base64EncodedBytes);
+        if (data.length < ACCOUNT_SIZE) return undefined;
+        const token = getTokenDecoder().decode(data.subarray(0, ACCOUNT_SIZE));
+        if (token.state === 0) return undefined;
+        return {
+          address: at,
+          mint: token.mint,
+          owner: token.owner,
+          amount: token.amount,
+          delegate: token.delegate.__option === "Some" ? token.delegate.value : undefined,
+          delegatedAmount: token.delegatedAmount,
+          frozen: token.state === 2,
+        };
+      }),
+    getLatestBlockhash: (signal) =>
+      guardChainRead(signal, async () => {
+        const { value } = await rpc.getLatestBlockhash({ commitment }).send(abort(signal));
+        return { blockhash: value.blockhash, lastValidBlockHeight: BigInt(value.lastValidBlockHeight) };
+      }),
+    getBlockHeight: (signal) =>
+      guardChainRead(signal, async () =>
+        BigInt(await rpc.getBlockHeight({ commitment }).send(abort(signal))),
+      ),
+    getSignatureStatuses: (signatures, signal) =>
+      guardChainRead(signal, async () => {
+        const { value } = await rpc
+          .getSignatureStatuses(signatures as Signature[], { searchTransactionHistory: true })
+          .send(abort(signal));
+        return value.map((status) =>
+          status === null || status.confirmationStatus === "processed"
+            ? undefined
+            : { slot: BigInt(status.slot), err: status.err },
+        );
+      }),
+    simulateTransaction: (transaction, signal) =>
+      guardChainRead(signal, async () => {
+        const { value } = await rpc
+          .simulateTransaction(transaction as Base64EncodedWireTransaction, {
+            encoding: "base64",
+            commitment,
+          })
+          .send(abort(signal));
+        return { err: value.err, logs: value.logs ?? [] };
+      }),
+    sendTransaction: (transaction, signal) =>
+      guardChainRead(signal, async () => {
+        await rpc
+          .sendTransaction(transaction as Base64EncodedWireTransaction, {
+            encoding: "base64",
+            skipPreflight: true,
+          })
+          .send(abort(signal));
+      }),
+  };
+}

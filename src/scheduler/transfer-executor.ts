@@ -1,0 +1,266 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import type { JsonObject } from "../agent/agent-store.ts";
+import type { Chain, TransferChain } from "../chain/chain.ts";
+import type { SigningKey } from "../chain/ed25519-key.ts";
+import {
+  associatedTokenAccount,
+  delegatedTransferTransaction,
+  type TokenRef,
+} from "../chain/token-transactions.ts";
+import { UnavailableError } from "../domain/errors.ts";
+import type { PriceSource } from "../token/token-source.ts";
+import { tokenTransactionFromChain, uiAmount } from "../token/token-transaction-from-chain.ts";
+import type { Execution, ExecutionResult, Executor } from "./executor.ts";
+import type { SentTransaction } from "./run-store.ts";
+
+export interface TransferCaps {
+  /** Largest value one run may move, in US dollars at the token list's price. */
+  readonly perRunUsd: number;
+  /** Largest value one agent may move per UTC day (its runs' slots that day), in US dollars. */
+  readonly perDayUsd: number;
+}
+
+export interface TransferExecutorOptions {
+  readonly chain: Chain;
+  readonly transfers: TransferChain;
+  /** The service's key: the delegate of the owners' token accounts, and the fee payer. */
+  readonly executor: SigningKey;
+  /** The mint of a token symbol of the token list. */
+  readonly mintOf: (symbol: string) => string | undefined;
+  readonly prices: PriceSource;
+  readonly caps: TransferCaps;
+  /** How often a sent transaction's status is asked for, and how often it is sent again. */
+  readonly pollMs?: number;
+  /** Test hook: called right after a transaction went out, before its outcome is known. */
+  readonly afterSend?: () => void;
+}
+
+type Failure = Extract<ExecutionResult, { ok: false }>;
+const retry = (error: string): Failure => ({ ok: false, error });
+const final = (error: string): Failure => ({ ok: false, error, retryable: false });
+
+/** SPL Token's error codes that no retry can mend (Token-2022 shares them). */
+const TOKEN_ERRORS: Record<number, string> = {
+  1: "the source's balance or the executor's allowance is below the amount",
+  4: "the executor is not the source's delegate (no allowance)",
+  17: "the source's token account is frozen",
+};
+
+/**
+ * Transfer agents' runs on the chain, without holding anyone's key: each run is a transferChecked
+ * from the source's associated token account to the destination's (created idempotently, rent
+ * paid by the executor), signed by the executor as the delegate the owner approved, and as fee
+ * payer. The on-chain allowance caps what it can move; the owner's revoke ends it.
+ *
+ * Exactly once per (agent, slot), across retries, replicas, crashes and expired blockhashes:
+ * - every signed transaction is kept in the slot's journal before it is sent (the journal's
+ *   insert comes before its lease check, so a replica that took the slot over either sees it or
+ *   is the reason it is not sent);
+ * - an attempt first asks the chain about every transaction kept for the slot: one that landed
+ *   without error is the run's success; while one may still land (no status, its blockhash still
+ *   valid) the newest of those is sent again, never a new one; only when all have expired (or
+ *   failed) is a new one signed.
+ *
+ * Before signing: the caps per run and per UTC day (in dollars at the token list's price), then
+ * the source account itself, so that the reasons no retry can mend (no source account, frozen, no
+ * allowance or one below the amount, too little balance) fail the slot at once with both figures.
+ */
+export function createTransferExecutor(options: TransferExecutorOptions): Executor {
+  const { chain, transfers, executor, prices, caps } = options;
+  const pollMs = options.pollMs ?? 400;
+
+  return {
+    async execute(execution) {
+      try {
+        return await run(execution);
+      } catch (error) {
+        if (execution.signal.aborted) return retry("the run was abandoned before it finished");
+        if (error instanceof UnavailableError) return retry(`the chain cannot be reached: ${error.message}`);
+        throw error;
+      }
+    },
+  };
+
+  async function run(execution: Execution): Promise<ExecutionResult> {
+    const { agent, journal, signal } = execution;
+    const {
+      source,
+      destination,
+      amount,
+      token: symbol,
+    } = agent.config as {
+      source: string;
+      destination: string;
+      amount: number;
+      token: string;
+    };
+    const mint = options.mintOf(symbol);
+    const mintAccount = mint === undefined ? undefined : await chain.getMint(mint, signal);
+    if (mint === undefined || mintAccount === undefined) return final(`${symbol} has no mint on this chain`);
+    const token: TokenRef = { mint, program: mintAccount.program, decimals: mintAccount.decimals };
+    const units = baseUnits(amount, token.decimals);
+    const show = (value: bigint) => `${uiAmount(value, token.decimals)} ${symbol}`;
+
+    // What earlier attempts sent decides whether this one may sign at all.
+    const sent = await journal.transactions();
+    if (sent.length > 0) {
+      const height = await transfers.getBlockHeight(signal);
+      const statuses = await transfers.getSignatureStatuses(
+        sent.map((t) => t.signature),
+        signal,
+      );
+      const landed = sent.findIndex((_, i) => statuses[i] !== undefined && statuses[i]?.err === null);
+      if (landed >= 0) return succeeded(sent[landed] as SentTransaction, symbol, token, units, signal);
+      const live = sent.filter((t, i) => statuses[i] === undefined && height <= t.lastValidBlockHeight);
+      const newest = live.at(-1);
+      if (newest !== undefined) {
+        await transfers.sendTransaction(newest.transaction, signal);
+        return follow(newest, symbol, token, units, signal);
+      }
+    }
+
+    // Caps, then the source account: reasons no retry can mend fail the slot now.
+    const price = (await prices.listPrices()).find((p) => p.symbol === symbol)?.price;
+    if (price === undefined) return retry(`no price for ${symbol} to check the transfer caps against`);
+    const usd = amount * price;
+    if (usd > caps.perRunUsd) {
+      return final(`${show(units)} (${usd.toFixed(2)} USD) is over the cap of ${caps.perRunUsd} USD per run`);
+    }
+    const today = await journal.succeededToday();
+    const movedToday = today.reduce(
+      (sum, r) => sum + (typeof r.result?.usdValue === "number" ? r.result.usdValue : 0),
+      0,
+    );
+    if (movedToday + usd > caps.perDayUsd) {
+      return final(
+        `moving ${usd.toFixed(2)} USD more would pass the cap of ${caps.perDayUsd} USD per day (${movedToday.toFixed(2)} USD moved today)`,
+      );
+    }
+    const sourceAccount = await associatedTokenAccount(source, token);
+    const state = await transfers.getTokenAccount(sourceAccount, signal);
+    if (state === undefined) return final(`the source wallet has no ${symbol} account`);
+    if (state.frozen) return final(`the source's ${symbol} account is frozen`);
+    if (state.delegate !== executor.address) {
+      return final(
+        `no allowance: the source has not approved the executor ${executor.address} for ${symbol} (sign the transaction PrepareApproval gives)`,
+      );
+    }
+    if (state.delegatedAmount < units) {
+      return final(
+        `the allowance (${show(state.delegatedAmount)}) is below the amount to move (${show(units)})`,
+      );
+    }
+    if (state.amount < units) {
+      return final(
+        `insufficient balance: the source holds ${show(state.amount)}, the run moves ${show(units)}`,
+      );
+    }
+
+    const lifetime = await transfers.getLatestBlockhash(signal);
+    const built = await delegatedTransferTransaction({
+      executor,
+      source,
+      destination,
+      token,
+      amount: units,
+      lifetime,
+    });
+    const simulated = await transfers.simulateTransaction(built.transaction, signal);
+    if (simulated.err !== null && simulated.err !== undefined) return failedOnChain(simulated.err);
+    const kept = {
+      signature: built.signature,
+      lastValidBlockHeight: lifetime.lastValidBlockHeight,
+      transaction: built.transaction,
+    };
+    if (!(await journal.record(kept))) return retry("the run lost its hold on this slot before sending");
+    await transfers.sendTransaction(built.transaction, signal);
+    options.afterSend?.();
+    return follow({ ...kept, generation: 0, recordedAt: new Date() }, symbol, token, units, signal);
+  }
+
+  /** Waits for a sent transaction: its success, its failure, or its expiry; sends it again meanwhile. */
+  async function follow(
+    tx: SentTransaction,
+    symbol: string,
+    token: TokenRef,
+    units: bigint,
+    signal: AbortSignal,
+  ): Promise<ExecutionResult> {
+    let sentAt = performance.now();
+    for (;;) {
+      const height = await transfers.getBlockHeight(signal);
+      const [status] = await transfers.getSignatureStatuses([tx.signature], signal);
+      if (status !== undefined) {
+        return status.err === null ? succeeded(tx, symbol, token, units, signal) : failedOnChain(status.err);
+      }
+      // The height was read before the status: past it with no status, the transaction can no
+      // longer land, and the next attempt signs a new one.
+      if (height > tx.lastValidBlockHeight) {
+        return retry(
+          "the transaction expired before it landed (its blockhash is too old); the next attempt signs a new one",
+        );
+      }
+      if (performance.now() - sentAt > REBROADCAST_MS) {
+        await transfers.sendTransaction(tx.transaction, signal);
+        sentAt = performance.now();
+      }
+      await sleep(pollMs, undefined, { signal });
+    }
+  }
+
+  /** The run's record of a landed transfer: signature, slot, fee, and what moved, from the chain. */
+  async function succeeded(
+    tx: SentTransaction,
+    symbol: string,
+    token: TokenRef,
+    units: bigint,
+    signal: AbortSignal,
+  ): Promise<ExecutionResult> {
+    const landed = await chain.getTransaction(tx.signature, signal);
+    if (landed === undefined) throw new UnavailableError("the transfer landed but cannot be read back yet");
+    const moved = tokenTransactionFromChain(landed, token.mint);
+    const price = (await prices.listPrices()).find((p) => p.symbol === symbol)?.price ?? 0;
+    const amount = uiAmount(units, token.decimals);
+    const result: JsonObject = {
+      kind: "transfer",
+      simulated: false,
+      signature: tx.signature,
+      slot: Number(landed.slot),
+      blockTime: landed.blockTime ?? 0,
+      fee: Number(landed.fee),
+      token: symbol,
+      mint: token.mint,
+      amount,
+      amountUnits: units.toString(),
+      sender: moved.sender,
+      recipient: moved.recipient,
+      moved: moved.amount,
+      usdValue: Math.round(amount * price * 100) / 100,
+    };
+    return { ok: true, result };
+  }
+}
+
+/** Sent again while it may still land, as wallets do: a validator may have dropped it. */
+const REBROADCAST_MS = 2000;
+
+/** A transaction error from the chain, as a reason for the run's owner. */
+function failedOnChain(err: unknown): Failure {
+  const instruction = (err as { InstructionError?: [unknown, unknown] } | null)?.InstructionError;
+  const custom = (instruction?.[1] as { Custom?: unknown } | undefined)?.Custom;
+  const code = typeof custom === "bigint" ? Number(custom) : typeof custom === "number" ? custom : undefined;
+  if (code !== undefined && TOKEN_ERRORS[code] !== undefined) return final(TOKEN_ERRORS[code] as string);
+  return retry(`the transfer failed on chain (${describe(err)})`);
+}
+
+function describe(err: unknown): string {
+  return typeof err === "string"
+    ? err
+    : JSON.stringify(err, (_k, v) => (typeof v === "bigint" ? Number(v) : v));
+}
+
+/** UI units to base units exactly: 1.1 with 6 decimals is 1100000, never 1099999. */
+export function baseUnits(amount: number, decimals: number): bigint {
+  const [whole, fraction = ""] = amount.toFixed(decimals).split(".");
+  return BigInt(`${whole}${fraction}`);
+}
