@@ -6,14 +6,18 @@ import { createMemoryAgentStore } from "./agent/memory-agent-store.ts";
 import type { ApiKeyStore } from "./auth/api-key-store.ts";
 import { type ApiKeys, createApiKeys } from "./auth/api-keys.ts";
 import { createMemoryApiKeyStore } from "./auth/memory-api-key-store.ts";
-import type { Chain } from "./chain/chain.ts";
+import type { Chain, TransferChain } from "./chain/chain.ts";
+import { createChainApprovals } from "./chain/chain-approvals.ts";
+import type { SigningKey } from "./chain/ed25519-key.ts";
 import { type Config, ConfigError, type MongoConfig, redactUri } from "./config.ts";
 import type { Logger } from "./logger.ts";
 import type { Executor } from "./scheduler/executor.ts";
+import { createExecutorByType } from "./scheduler/executor-by-type.ts";
 import { createMemoryRunStore } from "./scheduler/memory-run-store.ts";
 import type { RunStore } from "./scheduler/run-store.ts";
 import { createScheduleClock, type ScheduleClock } from "./scheduler/schedule-clock.ts";
 import { createSimulatedExecutor } from "./scheduler/simulated-executor.ts";
+import { createTransferExecutor } from "./scheduler/transfer-executor.ts";
 import type { Catalog } from "./token/catalog.ts";
 import { createCatalogPriceSource } from "./token/catalog-price-source.ts";
 import { createChainTokenSource } from "./token/chain-token-source.ts";
@@ -40,7 +44,7 @@ export interface AppContext {
   readonly agents: AgentCommands;
   /** Slot leases and run history, beside the agents (same database, or memory). */
   readonly runStore: RunStore;
-  /** Carries out agent runs (simulated on the catalog today). */
+  /** Carries out agent runs: transfers on the chain (TRANSFER_EXECUTOR), swaps simulated. */
   readonly executor: Executor;
   /** Schedule time (SCHEDULE_TIME_SCALE). */
   readonly scheduleClock: ScheduleClock;
@@ -76,10 +80,17 @@ export interface AppContextOverrides {
 export async function createAppContext(
   config: Config,
   logger: Logger,
-  parts: { readonly chain: Chain; readonly catalog: Catalog },
+  parts: {
+    readonly chain: Chain;
+    readonly catalog: Catalog;
+    /** The chain as transfers write to it. */
+    readonly transfers: TransferChain;
+    /** The service's own key: the delegate owners approve and the fee payer of transfers. */
+    readonly executorKey: SigningKey;
+  },
   overrides: AppContextOverrides = {},
 ): Promise<AppContext> {
-  const { chain, catalog } = parts;
+  const { chain, catalog, transfers, executorKey } = parts;
   const tokenSource =
     overrides.tokenSource ??
     createChainTokenSource({ chain, catalog, concurrency: TRANSACTION_READS_AT_ONCE });
@@ -140,15 +151,31 @@ export async function createAppContext(
     logger.warn("AUTH_MODE=apikey with keys in memory and no ADMIN_API_KEY: no key exists to call with");
   }
   const scheduleClock = createScheduleClock({ scale: config.scheduler.timeScale });
+  const simulated = createSimulatedExecutor({
+    tokens: prices,
+    faults: {
+      failureRate: config.scheduler.simulatedFailureRate,
+      hangRate: config.scheduler.simulatedHangRate,
+      latencyMs: config.scheduler.simulatedLatencyMs,
+    },
+  });
+  const mints = new Map(catalog.tokens.map((t) => [t.symbol, t.mint]));
+  const mintOf = (symbol: string) => mints.get(symbol);
   const executor =
     overrides.executor ??
-    createSimulatedExecutor({
-      tokens: prices,
-      faults: {
-        failureRate: config.scheduler.simulatedFailureRate,
-        hangRate: config.scheduler.simulatedHangRate,
-        latencyMs: config.scheduler.simulatedLatencyMs,
-      },
+    createExecutorByType({
+      transfer:
+        config.transfers.executor === "chain"
+          ? createTransferExecutor({
+              chain,
+              transfers,
+              executor: executorKey,
+              mintOf,
+              prices,
+              caps: { perRunUsd: config.transfers.maxUsdPerRun, perDayUsd: config.transfers.maxUsdPerDay },
+            })
+          : simulated,
+      swap: simulated,
     });
   const tokens = createTokenQueries({ prices, source: tokenSource });
   const decimals = new Map(catalog.tokens.map((t) => [t.symbol, t.decimals]));
@@ -159,6 +186,11 @@ export async function createAppContext(
     lookupSymbol: (symbol) => prices.canonicalSymbol(symbol),
     // The token list's decimals are the mints' real ones, so creating an agent needs no chain call.
     lookupDecimals: async (symbol) => decimals.get(symbol),
+    async isMintOnChain(symbol) {
+      const mint = mintOf(symbol);
+      return mint !== undefined && (await chain.getMint(mint)) !== undefined;
+    },
+    approvals: createChainApprovals({ chain, transfers, executor: executorKey.address, mintOf }),
     newId: newAgentId,
     ...(overrides.now === undefined ? {} : { now: overrides.now }),
   });

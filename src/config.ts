@@ -134,6 +134,19 @@ export interface Config {
   /** Undefined: agents live in the in-process store (not persisted). */
   readonly mongo: MongoConfig | undefined;
   readonly solana: SolanaConfig;
+  readonly transfers: TransferConfig;
+}
+
+/** How transfer agents' runs are carried out, and the guards beyond the owners' allowances. */
+export interface TransferConfig {
+  /** "chain": runs move real tokens; "simulated": they move nothing (dry runs, scheduler tests). */
+  readonly executor: "chain" | "simulated";
+  /** EXECUTOR_KEYPAIR: the service's key file; undefined makes one (embedded chain only). */
+  readonly keypairPath: string | undefined;
+  /** Largest value one run may move, in US dollars. */
+  readonly maxUsdPerRun: number;
+  /** Largest value one agent may move per UTC day, in US dollars. */
+  readonly maxUsdPerDay: number;
 }
 
 export class ConfigError extends Error {
@@ -198,6 +211,10 @@ export const CONFIG_VARIABLES = {
   LOCAL_SOLANA_RPC_PORT: "8899",
   LOCAL_SOLANA_STATE: "",
   LOCAL_SOLANA_SLOT_MS: "400",
+  TRANSFER_EXECUTOR: "chain",
+  EXECUTOR_KEYPAIR: "",
+  TRANSFER_MAX_USD_PER_RUN: "1000",
+  TRANSFER_MAX_USD_PER_DAY: "10000",
 } as const;
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -327,6 +344,7 @@ export function loadConfig(env: Env = process.env): Config {
   };
 
   const solana = readSolana(read, int, problems);
+  const transfers = readTransfers(read, int, problems, solana);
 
   if (problems.length > 0) {
     throw new ConfigError(`invalid configuration: ${problems.join("; ")}`);
@@ -345,6 +363,7 @@ export function loadConfig(env: Env = process.env): Config {
     auth,
     mongo,
     solana,
+    transfers,
   };
 }
 
@@ -378,6 +397,27 @@ function readSolana(read: Read, int: Int, problems: string[]): SolanaConfig {
       statePath: statePath === "" ? undefined : statePath,
       slotMs: int("LOCAL_SOLANA_SLOT_MS", 1, 60_000),
     },
+  };
+}
+
+function readTransfers(read: Read, int: Int, problems: string[], solana: SolanaConfig): TransferConfig {
+  const executor = read("TRANSFER_EXECUTOR").toLowerCase();
+  if (executor !== "chain" && executor !== "simulated") {
+    problems.push(`TRANSFER_EXECUTOR must be chain or simulated (got "${executor}")`);
+  }
+  const keypairPath = read("EXECUTOR_KEYPAIR");
+  // On a cluster the executor pays fees and holds delegations: a key made up at start would be a
+  // new, unfunded delegate on every restart, so the operator must give one.
+  if (keypairPath === "" && executor === "chain" && solana.rpcUrl !== undefined) {
+    problems.push(
+      "EXECUTOR_KEYPAIR is required when SOLANA_RPC_URL is set: the path of the executor's Solana keypair file (solana-keygen new -o executor.json; chmod 600)",
+    );
+  }
+  return {
+    executor: executor as TransferConfig["executor"],
+    keypairPath: keypairPath === "" ? undefined : keypairPath,
+    maxUsdPerRun: int("TRANSFER_MAX_USD_PER_RUN", 0, 1_000_000_000),
+    maxUsdPerDay: int("TRANSFER_MAX_USD_PER_DAY", 0, 1_000_000_000),
   };
 }
 

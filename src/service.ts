@@ -3,9 +3,12 @@ import type { RpcTransport } from "@solana/kit";
 import { Registry } from "prom-client";
 import { type AppContext, type AppContextOverrides, createAppContext } from "./app-context.ts";
 import { createCachedChain } from "./chain/cached-chain.ts";
-import type { Chain } from "./chain/chain.ts";
+import type { Chain, TransferChain } from "./chain/chain.ts";
+import type { SigningKey } from "./chain/ed25519-key.ts";
+import { generateExecutorKey, loadExecutorKey } from "./chain/executor-key.ts";
 import { createHttpTransport } from "./chain/http-transport.ts";
 import { createKitChain } from "./chain/kit-chain.ts";
+import { createKitTransferChain } from "./chain/kit-transfer-chain.ts";
 import { createResilientTransport } from "./chain/resilient-transport.ts";
 import { type Config, redactRpcUrl } from "./config.ts";
 import type { RunningLocalChain } from "./local-chain/start-local-chain.ts";
@@ -54,13 +57,13 @@ export async function createService(
 ): Promise<Service> {
   const registry = new Registry();
   const catalog = loadCatalog();
-  const { chain, localChain } =
-    overrides.chain === undefined
-      ? await createChain(config, logger, catalog, registry)
-      : { chain: overrides.chain, localChain: undefined };
+  const made = await createChain(config, logger, catalog, registry);
+  const { transfers, localChain } = made;
+  const chain = overrides.chain ?? made.chain;
   let context: AppContext;
   try {
-    context = await createAppContext(config, logger, { chain, catalog }, overrides);
+    const executorKey = await executorKeyOf(config, logger, localChain);
+    context = await createAppContext(config, logger, { chain, catalog, transfers, executorKey }, overrides);
   } catch (error) {
     await localChain?.close();
     throw error;
@@ -108,7 +111,7 @@ async function createChain(
   logger: Logger,
   catalog: Catalog,
   registry: Registry,
-): Promise<{ chain: Chain; localChain: RunningLocalChain | undefined }> {
+): Promise<{ chain: Chain; transfers: TransferChain; localChain: RunningLocalChain | undefined }> {
   const solana = config.solana;
   let transport: RpcTransport;
   let localChain: RunningLocalChain | undefined;
@@ -126,25 +129,60 @@ async function createChain(
     localChain = await startEmbeddedChain(config, logger, catalog, registry);
     transport = localChain.transport;
   }
-  const kit = createKitChain({
-    transport: createResilientTransport({
-      transport,
-      maxConcurrency: solana.maxConcurrency,
-      maxQueued: solana.maxQueued,
-      maxRetries: solana.maxRetries,
-      retryBaseMs: solana.retryBaseMs,
-      maxRetryWaitMs: solana.maxRetryWaitMs,
-      onRequest: registerChainMetrics(registry),
-    }),
-    commitment: solana.commitment,
+  // One transport for reads and writes: one bound on what the service asks of the cluster.
+  const resilient = createResilientTransport({
+    transport,
+    maxConcurrency: solana.maxConcurrency,
+    maxQueued: solana.maxQueued,
+    maxRetries: solana.maxRetries,
+    retryBaseMs: solana.retryBaseMs,
+    maxRetryWaitMs: solana.maxRetryWaitMs,
+    onRequest: registerChainMetrics(registry),
   });
+  const kit = createKitChain({ transport: resilient, commitment: solana.commitment });
+  const transfers = createKitTransferChain({ transport: resilient, commitment: solana.commitment });
   const chain = createCachedChain({
     chain: kit,
     maxTransactions: solana.transactionCache,
     maxAccounts: CACHED_ACCOUNTS,
     accountTtlMs: ACCOUNT_TTL_MS,
   });
-  return { chain, localChain };
+  return { chain, transfers, localChain };
+}
+
+/** What the embedded chain's faucet gives a key it made: fees and rent for a long while. */
+const EMBEDDED_EXECUTOR_LAMPORTS = 1_000n * 1_000_000_000n;
+
+/**
+ * The executor's key: EXECUTOR_KEYPAIR's file, or, with none given, one made now (funded by the
+ * embedded chain's faucet; against a cluster the configuration already refused this unless
+ * transfers are simulated). Only its address is ever logged.
+ */
+async function executorKeyOf(
+  config: Config,
+  logger: Logger,
+  localChain: RunningLocalChain | undefined,
+): Promise<SigningKey> {
+  const path = config.transfers.keypairPath;
+  if (path !== undefined) {
+    const key = await loadExecutorKey(path);
+    logger.info({ executor: key.address }, "the executor's key comes from EXECUTOR_KEYPAIR");
+    return key;
+  }
+  const key = generateExecutorKey();
+  if (localChain !== undefined) {
+    localChain.chain.airdrop(key.address, EMBEDDED_EXECUTOR_LAMPORTS);
+    logger.info(
+      { executor: key.address },
+      "the executor's key was made for this run and funded by the embedded chain (set EXECUTOR_KEYPAIR to keep one)",
+    );
+  } else {
+    logger.warn(
+      { executor: key.address },
+      "the executor's key was made for this run: transfers are simulated",
+    );
+  }
+  return key;
 }
 
 async function startEmbeddedChain(

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { baseUnits } from "../domain/base-units.ts";
 import {
   alternatives,
   FailedPreconditionError,
@@ -11,7 +12,13 @@ import { pageLimit } from "../domain/page-limit.ts";
 import type { RunPage, RunStore } from "../scheduler/run-store.ts";
 import type { ScheduleClock } from "../scheduler/schedule-clock.ts";
 import { firstSlotAfter, slotAt } from "../scheduler/slots.ts";
-import { type DecimalsLookup, type SymbolLookup, validateAgentConfig } from "./agent-config.ts";
+import {
+  amountProblem,
+  type DecimalsLookup,
+  type MintCheck,
+  type SymbolLookup,
+  validateAgentConfig,
+} from "./agent-config.ts";
 import {
   AGENT_STATUSES,
   AGENT_TYPES,
@@ -22,6 +29,7 @@ import {
   type JsonObject,
   type ReadOptions,
 } from "./agent-store.ts";
+import type { ApprovalDraft, Approvals } from "./approvals.ts";
 import type { Schedule } from "./schedule.ts";
 
 /** Empty strings mean "not given", as proto3 strings have no presence. */
@@ -66,6 +74,18 @@ export interface AgentCommands {
   /** paused or failed → active at the first slot after now; active stays active. Pending: FailedPreconditionError. */
   resume(owner: string, agentId: string): Promise<AgentRecord>;
   listRuns(owner: string, agentId: string, page: { limit: number; offset: number }): Promise<RunPageResult>;
+  /** The executor's address: the delegate transfer agents' owners approve. */
+  executor(): string;
+  /**
+   * The unsigned approval of `allowance` (UI units of the agent's token) for the executor on the
+   * transfer agent's source. The agent's owner only; a swap agent: FailedPreconditionError.
+   */
+  prepareApproval(
+    owner: string,
+    agentId: string,
+    allowance: number,
+    signal?: AbortSignal,
+  ): Promise<ApprovalDraft>;
 }
 
 /** Longest idempotency key accepted; keys are stored, so they are bounded. */
@@ -83,6 +103,10 @@ export function createAgentCommands(options: {
   lookupSymbol: SymbolLookup;
   /** Decimals of a catalog token: an amount is a whole number of its smallest units. */
   lookupDecimals?: DecimalsLookup;
+  /** Whether a catalog token's mint is on the chain; CreateAgent refuses tokens whose mint is not. */
+  isMintOnChain?: MintCheck;
+  /** Approvals for the executor, built on the chain. */
+  approvals: Approvals;
   newId: () => string;
   /** Schedule time (SCHEDULE_TIME_SCALE): slots are computed in it. */
   clock: ScheduleClock;
@@ -120,7 +144,14 @@ export function createAgentCommands(options: {
       if (input.config === undefined) violations.push({ field: "config", description: "is required" });
       const valid =
         type !== undefined && input.config !== undefined
-          ? await validateAgentConfig(type, input.config, lookupSymbol, violations, options.lookupDecimals)
+          ? await validateAgentConfig(
+              type,
+              input.config,
+              lookupSymbol,
+              violations,
+              options.lookupDecimals,
+              options.isMintOnChain,
+            )
           : undefined;
       if (violations.length > 0 || type === undefined || valid === undefined) {
         throw new InvalidArgumentError(violations);
@@ -237,6 +268,33 @@ export function createAgentCommands(options: {
       await existing(owner, agentId);
       const page = await runs.list(owner, agentId, { limit, offset: input.offset });
       return { ...page, limit, offset: input.offset };
+    },
+
+    executor: () => options.approvals.executor,
+
+    async prepareApproval(owner, agentId, allowance, signal) {
+      requireAgentId(agentId);
+      // Another owner's agent is as unknown as a missing one: only the owner learns it exists.
+      const agent = await store.get(owner, agentId, signal === undefined ? {} : { signal });
+      if (agent === undefined) throw new NotFoundError(`agent ${agentId} not found`);
+      if (agent.type !== "transfer") {
+        throw new FailedPreconditionError(
+          `agent ${agentId} is a ${agent.type} agent; only a transfer agent moves tokens under an approval`,
+        );
+      }
+      const symbol = agent.config.token as string;
+      const decimals = await options.lookupDecimals?.(symbol);
+      if (!Number.isFinite(allowance) || allowance <= 0) {
+        throw InvalidArgumentError.field("allowance", "must be a finite number greater than 0");
+      }
+      const problem = decimals === undefined ? undefined : amountProblem(allowance, decimals, symbol);
+      if (problem !== undefined || decimals === undefined) {
+        throw InvalidArgumentError.field("allowance", problem ?? `cannot be checked: ${symbol} is unknown`);
+      }
+      return options.approvals.prepare(
+        { owner: agent.config.source as string, symbol, allowance: baseUnits(allowance, decimals) },
+        signal,
+      );
     },
   };
 }

@@ -10,6 +10,9 @@ export type SymbolLookup = (symbol: string) => Promise<string | undefined>;
 /** The number of decimals of a catalog token, by its catalog symbol. */
 export type DecimalsLookup = (symbol: string) => Promise<number | undefined>;
 
+/** True when the catalog token's mint is an account on the chain (chain faults throw). */
+export type MintCheck = (symbol: string) => Promise<boolean>;
+
 export interface ValidConfig {
   readonly config: JsonObject;
   readonly schedule: Schedule;
@@ -57,6 +60,8 @@ interface TypeRules {
    * field, and only between valid values so that no field gets two violations.
    */
   crossField(config: JsonObject, context: RuleContext): Promise<FieldViolation[]>;
+  /** The settings that name tokens, each of which must be a mint on the chain. */
+  readonly tokenFields: readonly string[];
   /** The catalog symbol of the token `amount` is counted in, when the config names a valid one. */
   amountToken(config: JsonObject, context: RuleContext): Promise<string | undefined>;
   /** The valid config as stored: catalog spellings of symbols, defaults applied. */
@@ -76,6 +81,7 @@ const RULES: Readonly<Record<AgentType, TypeRules>> = {
         ? [{ field: "config.destination", description: "must differ from config.source" }]
         : [];
     },
+    tokenFields: ["token"],
     amountToken: (config, { lookupSymbol }) => canonical(config.token, lookupSymbol),
     async normalise(config, { lookupSymbol }) {
       return { ...config, token: (await lookupSymbol(config.token as string)) as string };
@@ -98,6 +104,7 @@ const RULES: Readonly<Record<AgentType, TypeRules>> = {
         ? [{ field: "config.outputToken", description: "must differ from config.inputToken" }]
         : [];
     },
+    tokenFields: ["inputToken", "outputToken"],
     // A swap's amount is of the token it gives up.
     amountToken: (config, { lookupSymbol }) => canonical(config.inputToken, lookupSymbol),
     async normalise(config, { lookupSymbol }) {
@@ -122,6 +129,7 @@ export async function validateAgentConfig(
   lookupSymbol: SymbolLookup,
   violations: FieldViolation[],
   lookupDecimals: DecimalsLookup = async () => undefined,
+  isMintOnChain?: MintCheck,
 ): Promise<ValidConfig | undefined> {
   const rules = RULES[type];
   const context: RuleContext = { lookupSymbol };
@@ -162,6 +170,20 @@ export async function validateAgentConfig(
     if (problem !== undefined) violations.push({ field: "config.amount", description: problem });
   }
   if (violations.length > before) return undefined;
+  // Last, and only for an otherwise valid config: it asks the chain (cached), and a chain that
+  // cannot answer fails the call as unavailable rather than blaming the caller's token.
+  if (isMintOnChain !== undefined) {
+    for (const field of rules.tokenFields) {
+      const token = (await canonical(config[field], lookupSymbol)) as string;
+      if (!(await isMintOnChain(token))) {
+        violations.push({
+          field: `config.${field}`,
+          description: `must be a token whose mint is on the chain, and ${token}'s mint is not`,
+        });
+      }
+    }
+    if (violations.length > before) return undefined;
+  }
   return { schedule: config.schedule as Schedule, config: await rules.normalise(config, context) };
 }
 
@@ -169,7 +191,7 @@ export async function validateAgentConfig(
 const MAX_UNITS = 2 ** 64 - 1;
 
 /** Why `amount` of a token with `decimals` decimals cannot be moved, or undefined when it can. */
-function amountProblem(amount: number, decimals: number, symbol: string): string | undefined {
+export function amountProblem(amount: number, decimals: number, symbol: string): string | undefined {
   const units = amount * 10 ** decimals;
   const smallest = (10 ** -decimals).toFixed(decimals);
   // Float noise (0.1 * 10^6 = 100000.00000000001) is not a fraction of a unit.

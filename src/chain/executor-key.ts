@@ -1,10 +1,16 @@
 import { randomBytes } from "node:crypto";
 import { readFile, stat } from "node:fs/promises";
+import { ConfigError } from "../config.ts";
 import { type SigningKey, signingKeyFromSeed } from "./ed25519-key.ts";
 
-/** The executor's key could not be used; the message names EXECUTOR_KEYPAIR and never its content. */
-export class ExecutorKeyError extends Error {
-  override readonly name = "ExecutorKeyError";
+/**
+ * The executor's key could not be used; the message names EXECUTOR_KEYPAIR and never its content.
+ * A configuration error: the process exits 2 with it, as for a bad variable.
+ */
+export class ExecutorKeyError extends ConfigError {
+  constructor(problem: string) {
+    super(`invalid configuration: ${problem}`);
+  }
 }
 
 /**

@@ -9,9 +9,11 @@ import {
   CreateAgentResponseSchema,
   DeleteAgentResponseSchema,
   GetAgentResponseSchema,
+  GetExecutorResponseSchema,
   ListAgentRunsResponseSchema,
   ListAgentsResponseSchema,
   PauseAgentResponseSchema,
+  PrepareApprovalResponseSchema,
   ResumeAgentResponseSchema,
 } from "../../gen/agent/v1/agent_pb.ts";
 import type { AgentCommands } from "../agent/agent-commands.ts";
@@ -81,6 +83,32 @@ export function createAgentService(options: { commands: AgentCommands }): Servic
           total: page.total,
           limit: page.limit,
           offset: page.offset,
+        },
+      });
+    },
+
+    getExecutor() {
+      return create(GetExecutorResponseSchema, { success: true, data: { address: commands.executor() } });
+    },
+
+    async prepareApproval(req, ctx) {
+      const approval = await commands.prepareApproval(
+        ctx.values.get(principalKey),
+        req.agentId,
+        req.allowance,
+        ctx.signal,
+      );
+      return create(PrepareApprovalResponseSchema, {
+        success: true,
+        data: {
+          transaction: approval.transaction,
+          owner: approval.owner,
+          delegate: approval.delegate,
+          mint: approval.mint,
+          tokenAccount: approval.tokenAccount,
+          allowance: approval.allowance.toString(),
+          decimals: approval.decimals,
+          lastValidBlockHeight: approval.lastValidBlockHeight.toString(),
         },
       });
     },

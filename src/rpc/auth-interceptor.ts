@@ -44,6 +44,8 @@ const SCOPE_OF_SERVICE: Record<string, (method: DescMethod) => Scope> = {
   "auth.v1.ApiKeyService": () => "admin",
 };
 const HEALTH = "grpc.health.v1.Health";
+/** Methods anyone may call: the executor's address is public, as any on-chain delegate is. */
+const PUBLIC_METHODS = new Set(["agent.v1.AgentService.GetExecutor"]);
 const REFLECTION = new Set([
   "grpc.reflection.v1.ServerReflection",
   "grpc.reflection.v1alpha.ServerReflection",
@@ -76,7 +78,11 @@ export function createAuthInterceptor(options: AuthOptions): Interceptor {
       const scope = SCOPE_OF_SERVICE[service]?.(method);
       const keysOff = options.mode === "none" && scope !== "admin";
       rule = {
-        open: keysOff || service === HEALTH || (options.publicReflection && REFLECTION.has(service)),
+        open:
+          keysOff ||
+          service === HEALTH ||
+          PUBLIC_METHODS.has(`${service}.${method.name}`) ||
+          (options.publicReflection && REFLECTION.has(service)),
         openToAnonymous: options.publicTokenReads && scope === "tokens:read",
         scope,
         budget: isRead(method) ? "read" : "write",

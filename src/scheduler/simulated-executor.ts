@@ -47,7 +47,15 @@ export function createSimulatedExecutor(options: {
         const { source, destination, amount, token } = agent.config;
         return {
           ok: true,
-          result: { kind: "transfer", source, destination, amount, token, signature } as JsonObject,
+          result: {
+            kind: "transfer",
+            simulated: true,
+            source,
+            destination,
+            amount,
+            token,
+            signature,
+          } as JsonObject,
         };
       }
       return swap(agent.config, tokens, signature);
@@ -70,6 +78,7 @@ async function swap(config: JsonObject, tokens: PriceSource, signature: string):
     ok: true,
     result: {
       kind: "swap",
+      simulated: true,
       inputToken: input.symbol,
       outputToken: output.symbol,
       amountIn: amount as number,

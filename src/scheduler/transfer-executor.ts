@@ -7,6 +7,7 @@ import {
   delegatedTransferTransaction,
   type TokenRef,
 } from "../chain/token-transactions.ts";
+import { baseUnits } from "../domain/base-units.ts";
 import { UnavailableError } from "../domain/errors.ts";
 import type { PriceSource } from "../token/token-source.ts";
 import { tokenTransactionFromChain, uiAmount } from "../token/token-transaction-from-chain.ts";
@@ -257,10 +258,4 @@ function describe(err: unknown): string {
   return typeof err === "string"
     ? err
     : JSON.stringify(err, (_k, v) => (typeof v === "bigint" ? Number(v) : v));
-}
-
-/** UI units to base units exactly: 1.1 with 6 decimals is 1100000, never 1099999. */
-export function baseUnits(amount: number, decimals: number): bigint {
-  const [whole, fraction = ""] = amount.toFixed(decimals).split(".");
-  return BigInt(`${whole}${fraction}`);
 }

@@ -1,0 +1,49 @@
+import type { Approvals } from "../agent/approvals.ts";
+import { UnavailableError } from "../domain/errors.ts";
+import type { Chain, TransferChain } from "./chain.ts";
+import { approvalTransaction } from "./token-transactions.ts";
+
+/**
+ * Approvals on the chain: the token's mint read (cached) for its program and decimals, a recent
+ * blockhash, and SPL approveChecked naming the executor, left for the owner to sign. Nothing here
+ * signs or sends: the owner's wallet does both, and only the owner can revoke.
+ */
+export function createChainApprovals(options: {
+  chain: Chain;
+  transfers: TransferChain;
+  executor: string;
+  /** The mint of a catalog token symbol. */
+  mintOf: (symbol: string) => string | undefined;
+}): Approvals {
+  const { chain, transfers, executor } = options;
+  return {
+    executor,
+    async prepare({ owner, symbol, allowance }, signal) {
+      const mint = options.mintOf(symbol);
+      const account = mint === undefined ? undefined : await chain.getMint(mint, signal);
+      // CreateAgent checked the mint; one that is gone since is the chain's fault, not the caller's.
+      if (mint === undefined || account === undefined) {
+        throw new UnavailableError(`the mint of ${symbol} is not on the chain`);
+      }
+      const token = { mint, program: account.program, decimals: account.decimals };
+      const lifetime = await transfers.getLatestBlockhash(signal);
+      const { transaction, tokenAccount } = await approvalTransaction({
+        owner,
+        delegate: executor,
+        token,
+        amount: allowance,
+        lifetime,
+      });
+      return {
+        transaction,
+        owner,
+        delegate: executor,
+        mint,
+        tokenAccount,
+        allowance,
+        decimals: token.decimals,
+        lastValidBlockHeight: lifetime.lastValidBlockHeight,
+      };
+    },
+  };
+}

@@ -1,0 +1,13 @@
+import type { AgentType } from "../agent/agent-store.ts";
+import type { Executor } from "./executor.ts";
+
+/**
+ * One executor per agent type: transfers on the chain (or simulated, TRANSFER_EXECUTOR), swaps
+ * simulated until they have a venue. Keyed by AgentType, so a new type does not compile until it
+ * has one.
+ */
+export function createExecutorByType(executors: Readonly<Record<AgentType, Executor>>): Executor {
+  return {
+    execute: (execution) => executors[execution.agent.type as AgentType].execute(execution),
+  };
+}
