@@ -17,7 +17,7 @@ import { createMemoryRunStore } from "./scheduler/memory-run-store.ts";
 import type { RunStore } from "./scheduler/run-store.ts";
 import { createScheduleClock, type ScheduleClock } from "./scheduler/schedule-clock.ts";
 import { createSimulatedExecutor } from "./scheduler/simulated-executor.ts";
-import { createTransferExecutor } from "./scheduler/transfer-executor.ts";
+import { createTransferExecutor, type TransferHooks } from "./scheduler/transfer-executor.ts";
 import type { Catalog } from "./token/catalog.ts";
 import { createCatalogPriceSource } from "./token/catalog-price-source.ts";
 import { createChainTokenSource } from "./token/chain-token-source.ts";
@@ -69,6 +69,8 @@ export interface AppContextOverrides {
   readonly agentStore?: AgentStore;
   readonly runStore?: RunStore;
   readonly executor?: Executor;
+  /** Test hooks around a transfer's first send. */
+  readonly transferHooks?: TransferHooks;
   readonly apiKeyStore?: ApiKeyStore;
   readonly now?: () => Date;
 }
@@ -173,6 +175,7 @@ export async function createAppContext(
               mintOf,
               prices,
               caps: { perRunUsd: config.transfers.maxUsdPerRun, perDayUsd: config.transfers.maxUsdPerDay },
+              ...(overrides.transferHooks === undefined ? {} : { hooks: overrides.transferHooks }),
             })
           : simulated,
       swap: simulated,

@@ -1,6 +1,7 @@
 import { ConfigError } from "./config.ts";
 import { createLogger } from "./logger.ts";
 import { loadConfigOrExit, stopOnSignals } from "./process-lifecycle.ts";
+import type { TransferHooks } from "./scheduler/transfer-executor.ts";
 import { createService, LocalChainPortInUseError } from "./service.ts";
 
 /**
@@ -11,7 +12,12 @@ import { createService, LocalChainPortInUseError } from "./service.ts";
 async function main(): Promise<void> {
   const config = loadConfigOrExit();
   const logger = createLogger({ level: config.logLevel, bufferBytes: config.logBufferBytes });
-  const service = await createService(config, logger).catch((error: unknown) => {
+  const transferHooks = killHook(process.env.TEST_KILL_AT_SEND);
+  const service = await createService(
+    config,
+    logger,
+    transferHooks === undefined ? {} : { transferHooks },
+  ).catch((error: unknown) => {
     if (error instanceof ConfigError) {
       process.stderr.write(`${error.message}\n`);
       process.exit(2);
@@ -51,6 +57,21 @@ async function main(): Promise<void> {
     stopping: "shutting down: finishing calls in flight",
     stopped: "stopped",
   });
+}
+
+/**
+ * Test hook of the exactly-once test across replicas, not configuration: TEST_KILL_AT_SEND=N:before
+ * (or N:after) SIGKILLs this process at its Nth new transfer, after the transaction was kept and
+ * before it went out (or right after it went out, before the outcome was known).
+ */
+function killHook(text: string | undefined): TransferHooks | undefined {
+  const match = /^(\d+):(before|after)$/.exec(text ?? "");
+  if (match === null) return undefined;
+  let left = Number(match[1]);
+  const kill = () => {
+    if (--left === 0) process.kill(process.pid, "SIGKILL");
+  };
+  return match[2] === "before" ? { beforeSend: kill } : { afterSend: kill };
 }
 
 await main();

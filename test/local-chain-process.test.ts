@@ -2,7 +2,7 @@
  * The local chain as its own process (`npm run local-chain`), shared by service replicas through
  * SOLANA_RPC_URL, kept across restarts by LOCAL_SOLANA_STATE, and reachable on 127.0.0.1 only.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { networkInterfaces, tmpdir } from "node:os";
 import { join } from "node:path";
 import { address, generateKeyPairSigner, type Signature } from "@solana/kit";
@@ -10,12 +10,15 @@ import { findAssociatedTokenPda, getTransferCheckedInstruction } from "@solana-p
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadCatalog } from "../src/token/catalog.ts";
 import { createChainClient } from "./support/chain-client.ts";
+import { writeExecutorKeypair } from "./support/executor-keypair.ts";
 import { LOCAL_CHAIN_MAIN, type MainProcess, spawnMain, startMain } from "./support/main-process.ts";
 import { freePort } from "./support/ports.ts";
 
 const USDC = address(loadCatalog().tokens.find((t) => t.symbol === "USDC")?.mint as string);
 const directory = mkdtempSync(join(tmpdir(), "local-chain-"));
 const statePath = join(directory, "chain.bin");
+const keypairPath = join(directory, "executor.json");
+const executor = writeExecutorKeypair(keypairPath);
 const running: MainProcess[] = [];
 let port: number;
 let chainProcess: MainProcess;
@@ -78,10 +81,16 @@ describe("the local chain alone", () => {
       }),
     ]);
     const replicas = await Promise.all(
-      [1, 2].map(() => startMain({ SOLANA_RPC_URL: `http://127.0.0.1:${port}` })),
+      [1, 2].map(() =>
+        startMain({ SOLANA_RPC_URL: `http://127.0.0.1:${port}`, EXECUTOR_KEYPAIR: keypairPath }),
+      ),
     );
     running.push(...replicas);
     for (const replica of replicas) {
+      // Both sign as the one executor of the key file, and say which without showing the key.
+      const executorAnswer = await fetch(`http://127.0.0.1:${replica.port}/v1/executor`);
+      expect(await executorAnswer.json()).toEqual({ success: true, data: { address: executor } });
+      expect(replica.stdout()).not.toContain(readFileSync(keypairPath, "utf8"));
       const response = await fetch(`http://127.0.0.1:${replica.port}/v1/tokens/${USDC}/transactions?limit=1`);
       expect(await response.json()).toMatchObject({
         success: true,
@@ -129,6 +138,29 @@ describe("the local chain alone", () => {
       await expect(fetch(`http://${outside}:${port}/health`)).rejects.toThrow();
     }
     expect(await (await fetch(`http://127.0.0.1:${port}/health`)).text()).toBe("ok");
+  });
+
+  it("a service on a cluster refuses to start without an executor key, or with one others can read", async () => {
+    const url = `http://127.0.0.1:${port}`;
+    const none = spawnMain({ PORT: "0", HOST: "127.0.0.1", SOLANA_RPC_URL: url });
+    running.push(none);
+    expect((await none.exited).code).toBe(2);
+    expect(none.stderr()).toMatch(/EXECUTOR_KEYPAIR is required when SOLANA_RPC_URL is set/);
+    const shared = join(directory, "shared.json");
+    writeExecutorKeypair(shared);
+    chmodSync(shared, 0o644);
+    const readable = spawnMain({
+      PORT: "0",
+      HOST: "127.0.0.1",
+      SOLANA_RPC_URL: url,
+      EXECUTOR_KEYPAIR: shared,
+    });
+    running.push(readable);
+    expect((await readable.exited).code).toBe(2);
+    expect(readable.stderr()).toMatch(
+      /EXECUTOR_KEYPAIR names a file readable by group or others \(mode 644\)/,
+    );
+    expect(readable.stderr()).not.toContain(readFileSync(shared, "utf8"));
   });
 
   it("a service whose local chain port is taken says so and exits", async () => {

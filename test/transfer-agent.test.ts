@@ -16,6 +16,7 @@ import {
   getTransactionDecoder,
   type KeyPairSigner,
   type Signature,
+  signTransaction,
 } from "@solana/kit";
 import { findAssociatedTokenPda, getRevokeInstruction, TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -40,7 +41,10 @@ const STORES: [string, () => Record<string, string>][] = [
   ["memory", () => ({})],
   [
     "mongo",
-    () => ({ MONGODB_URI: inject("mongoUri"), MONGODB_DB: `transfer_test_${randomBytes(3).toString("hex")}` }),
+    () => ({
+      MONGODB_URI: inject("mongoUri"),
+      MONGODB_DB: `transfer_test_${randomBytes(3).toString("hex")}`,
+    }),
   ],
 ];
 
@@ -55,7 +59,11 @@ describe.each(STORES)("a transfer agent on the %s store moves real tokens", (sto
   let destinationAccount: Address;
 
   /** REST, as a user's script calls it: JSON in, JSON out, the HTTP status kept. */
-  const rest = async (method: string, path: string, body?: object): Promise<{ status: number; json: Json }> => {
+  const rest = async (
+    method: string,
+    path: string,
+    body?: object,
+  ): Promise<{ status: number; json: Json }> => {
     const res = await fetch(`${server.baseUrl}${path}`, {
       method,
       headers: body === undefined ? {} : { "content-type": "application/json" },
@@ -68,18 +76,23 @@ describe.each(STORES)("a transfer agent on the %s store moves real tokens", (sto
     if (status !== 200) throw new Error(`${method} ${path}: HTTP ${status} ${JSON.stringify(json)}`);
     return json.data as Json;
   };
+  /** A token account as the chain's jsonParsed encoding shows it; undefined when it does not exist. */
+  const tokenAccount = async (account: Address): Promise<Json | undefined> => {
+    const { value } = await chain.rpc.getAccountInfo(account, { encoding: "jsonParsed" }).send();
+    return value === null ? undefined : (value.data as { parsed: { info: Json } }).parsed.info;
+  };
   const balance = async (account: Address): Promise<bigint> => {
-    const info = await chain.rpc.getAccountInfo(account, { encoding: "jsonParsed" }).send();
-    if (info.value === null) return 0n;
-    const parsed = info.value.data as { parsed: { info: { tokenAmount: { amount: string } } } };
-    return BigInt(parsed.parsed.info.tokenAmount.amount);
+    const info = await tokenAccount(account);
+    return info === undefined ? 0n : BigInt((info.tokenAmount as { amount: string }).amount);
   };
   /** PrepareApproval, signed by the owner's wallet with kit and sent; resolves once confirmed. */
   const approve = async (agentId: string, allowance: number): Promise<Json> => {
     const approval = await ok("POST", `/v1/agents/${agentId}:prepareApproval`, { allowance });
-    const unsigned = getTransactionDecoder().decode(getBase64Encoder().encode(approval.transaction as string));
-    const signed = await owner.signTransactions([unsigned]);
-    const transaction = { ...unsigned, signatures: { ...unsigned.signatures, ...signed[0] } };
+    const unsigned = getTransactionDecoder().decode(
+      getBase64Encoder().encode(approval.transaction as string),
+    );
+    // The wallet's own key signs: kit's signTransaction over the decoded wire transaction.
+    const transaction = await signTransaction([owner.keyPair], unsigned);
     const signature = await chain.rpc
       .sendTransaction(getBase64EncodedWireTransaction(transaction), { encoding: "base64" })
       .send();
@@ -144,8 +157,7 @@ describe.each(STORES)("a transfer agent on the %s store moves real tokens", (sto
       allowance: "5500000",
       decimals: 6,
     });
-    const approved = await chain.rpc.getAccountInfo(ownerAccount, { encoding: "jsonParsed" }).send();
-    expect((approved.value?.data as { parsed: { info: Json } }).parsed.info).toMatchObject({
+    expect(await tokenAccount(ownerAccount)).toMatchObject({
       delegate: executor,
       delegatedAmount: { amount: "5500000" },
     });
@@ -196,8 +208,7 @@ describe.each(STORES)("a transfer agent on the %s store moves real tokens", (sto
     const listedSignatures = new Set((listed.json.data as Json[]).map((t) => t.signature));
     for (const signature of signatures) expect(listedSignatures.has(signature)).toBe(true);
     // The allowance went down by what moved: the chain, not the service, enforces the cap.
-    const left = await chain.rpc.getAccountInfo(ownerAccount, { encoding: "jsonParsed" }).send();
-    expect((left.value?.data as { parsed: { info: Json } }).parsed.info).toMatchObject({
+    expect(await tokenAccount(ownerAccount)).toMatchObject({
       delegatedAmount: { amount: String(5_500_000n - BigInt(succeeded.length) * AMOUNT_UNITS) },
     });
 
@@ -240,7 +251,9 @@ describe.each(STORES)("a transfer agent on the %s store moves real tokens", (sto
       type: "transfer",
       config: { source: owner.address, destination, amount: 1, token: "USDC", schedule: "daily" },
     });
-    const fine = await rest("POST", `/v1/agents/${created.agentId}:prepareApproval`, { allowance: 0.0000001 });
+    const fine = await rest("POST", `/v1/agents/${created.agentId}:prepareApproval`, {
+      allowance: 0.0000001,
+    });
     expect(fine.status).toBe(400);
     expect(JSON.stringify(fine.json)).toMatch(/allowance.*smallest units/);
     const zero = await rest("POST", `/v1/agents/${created.agentId}:prepareApproval`, { allowance: 0 });
@@ -258,7 +271,13 @@ describe.each(STORES)("a transfer agent on the %s store moves real tokens", (sto
     // CreateAgent: the destination is the source.
     const same = await rest("POST", "/v1/agents", {
       type: "transfer",
-      config: { source: owner.address, destination: owner.address, amount: 1, token: "USDC", schedule: "daily" },
+      config: {
+        source: owner.address,
+        destination: owner.address,
+        amount: 1,
+        token: "USDC",
+        schedule: "daily",
+      },
     });
     expect(same.status).toBe(400);
     expect(JSON.stringify(same.json)).toMatch(/config\.destination.*must differ from config\.source/);

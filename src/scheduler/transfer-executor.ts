@@ -21,6 +21,12 @@ export interface TransferCaps {
   readonly perDayUsd: number;
 }
 
+/** Points where the exactly-once test across replicas kills a process. */
+export interface TransferHooks {
+  readonly beforeSend?: () => void;
+  readonly afterSend?: () => void;
+}
+
 export interface TransferExecutorOptions {
   readonly chain: Chain;
   readonly transfers: TransferChain;
@@ -32,8 +38,8 @@ export interface TransferExecutorOptions {
   readonly caps: TransferCaps;
   /** How often a sent transaction's status is asked for, and how often it is sent again. */
   readonly pollMs?: number;
-  /** Test hook: called right after a transaction went out, before its outcome is known. */
-  readonly afterSend?: () => void;
+  /** Test hooks: called after a new transaction was kept and before it goes out, and right after. */
+  readonly hooks?: TransferHooks;
 }
 
 type Failure = Extract<ExecutionResult, { ok: false }>;
@@ -174,8 +180,9 @@ export function createTransferExecutor(options: TransferExecutorOptions): Execut
       transaction: built.transaction,
     };
     if (!(await journal.record(kept))) return retry("the run lost its hold on this slot before sending");
+    options.hooks?.beforeSend?.();
     await transfers.sendTransaction(built.transaction, signal);
-    options.afterSend?.();
+    options.hooks?.afterSend?.();
     return follow({ ...kept, generation: 0, recordedAt: new Date() }, symbol, token, units, signal);
   }
 
