@@ -29,6 +29,8 @@ const SWAP = {
 
 const SCHEDULER_ENV = {
   SCHEDULER_ENABLED: "true",
+  // The lifecycle, not the chain: transfers move nothing here (transfer-agent.test.ts moves tokens).
+  TRANSFER_EXECUTOR: "simulated",
   SCHEDULE_TIME_SCALE: "3600",
   SCHEDULER_POLL_INTERVAL_MS: "100",
 };

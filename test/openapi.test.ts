@@ -96,6 +96,15 @@ const SAMPLES: Record<string, Sample> = {
     path: (id) => `/v1/agents/${id}/runs?limit=5`,
     error: { path: "/v1/agents/x/runs?limit=500", status: 400 },
   },
+  AgentService_GetExecutor: {
+    path: () => "/v1/executor",
+    error: { path: "/v1/executor?address=x", status: 400 },
+  },
+  AgentService_PrepareApproval: {
+    path: (id) => `/v1/agents/${id}:prepareApproval`,
+    body: { allowance: 2.5 },
+    error: { path: "/v1/agents/noSuchAgent0000000000a:prepareApproval", body: { allowance: 1 }, status: 404 },
+  },
   AgentService_PauseAgent: {
     path: (id) => `/v1/agents/${id}:pause`,
     body: {},

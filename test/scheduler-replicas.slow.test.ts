@@ -72,6 +72,8 @@ it("three replicas, SIGKILL one and SIGTERM another: every (agent, slot) has exa
     SCHEDULER_MAX_ATTEMPTS: "10",
     SCHEDULER_RETRY_BASE_MS: "20",
     SCHEDULER_RETRY_MAX_MS: "200",
+    // The scheduler's guarantees under simulated faults; transfer-replicas.slow.test.ts moves tokens.
+    TRANSFER_EXECUTOR: "simulated",
     SIMULATED_FAILURE_RATE: "0.05",
     // Runs take a while, so the killed replica dies holding leases the others must take over.
     SIMULATED_LATENCY_MS: "150",
