@@ -7,6 +7,7 @@
  *   npm run bench                      (BENCH_SECONDS=5 per run, BENCH_ROUNDS=3 paired rounds)
  *   BENCH_LOG_LEVEL=warn npm run bench (the service without its per-call log line: what the line costs)
  *   BENCH_ONLY=chain npm run bench     (only the chain figures: start time, GetTokenTransactions)
+ *   BENCH_ONLY=transfers npm run bench (only the transfer figures: 1000 agents due at once)
  *
  * Each server's throughput alone is printed, but the ratios come from paired runs: the service
  * and its peer share core 0 and are loaded at the same moment, each by its own generator, so
@@ -24,6 +25,7 @@ import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { GetTokenPricesRequestSchema } from "../gen/token/v1/token_pb.ts";
+import { writeExecutorKeypair } from "../test/support/executor-keypair.ts";
 import { type FerretdbServer, startFerretdb } from "../test/support/ferretdb.ts";
 import { freePort, waitForPort } from "../test/support/ports.ts";
 import { npmStartFlags } from "./bench/start-flags.ts";
@@ -31,7 +33,7 @@ import { npmStartFlags } from "./bench/start-flags.ts";
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const logLevel = process.env.BENCH_LOG_LEVEL ?? "info";
-/** BENCH_ONLY=unary or BENCH_ONLY=chain runs one part. */
+/** BENCH_ONLY=unary, chain or transfers runs one part. */
 const only = process.env.BENCH_ONLY;
 const root = new URL("..", import.meta.url).pathname;
 const work = mkdtempSync(join(tmpdir(), "bench-"));
@@ -318,6 +320,7 @@ try {
     });
   }
   if (only === undefined || only === "chain") await chainFigures();
+  if (only === undefined || only === "transfers") await transferFigures();
   print();
 } finally {
   for (const child of children) child.kill("SIGTERM");
@@ -347,7 +350,10 @@ async function chainFigures(): Promise<void> {
   });
   children.push(chainProcess);
   await waitForPort(chainPort);
-  const remote = await startTimes({ SOLANA_RPC_URL: `http://127.0.0.1:${chainPort}` });
+  const remote = await startTimes({
+    SOLANA_RPC_URL: `http://127.0.0.1:${chainPort}`,
+    EXECUTOR_KEYPAIR: executorKeypair(),
+  });
   chainProcess.kill("SIGTERM");
   const ms = (t: number[]) => `${medianOf(t).toFixed(0)} ms (${t.map((x) => x.toFixed(0)).join(", ")})`;
   notes.push(
@@ -394,6 +400,141 @@ async function chainFigures(): Promise<void> {
         `(half) p50 ${p50.toFixed(2)} ms, p99 ${p99.toFixed(2)} ms; ${perCall.toFixed(1)} JSON-RPC requests per call`,
     );
     service.child.kill("SIGTERM");
+  }
+}
+
+/** A key file for the executor, written once per bench run (a cluster needs one). */
+function executorKeypair(): string {
+  const path = join(work, "executor.json");
+  executorAddress ??= writeExecutorKeypair(path);
+  return path;
+}
+let executorAddress: string | undefined;
+
+/**
+ * Transfers on the chain: 1000 transfer agents whose first slots fall due within seconds of each
+ * other, on a local chain in its own process (as replicas share one) and FerretDB. The agents are
+ * made by a replica without a scheduler; a replica with one then runs them all. Figures: transfers
+ * per second from the first slot to the last confirmed signature, and the lag from each slot's time
+ * to its confirmed, recorded signature (p50, p99, max), at the default SCHEDULER_CONCURRENCY and at
+ * 64. Each source has approved the executor (set by cheatcode) and each transfer creates its
+ * destination's token account, as a first transfer to a new wallet does.
+ */
+async function transferFigures(): Promise<void> {
+  const AGENTS = 1000;
+  ferret ??= await startFerretdb();
+  const chainPort = await freePort();
+  const rpcUrl = `http://127.0.0.1:${chainPort}`;
+  const chainProcess = spawn(process.execPath, [...startFlags, "src/local-chain/main.ts"], {
+    cwd: root,
+    env: { ...process.env, LOCAL_SOLANA_RPC_PORT: String(chainPort), LOG_LEVEL: "warn" },
+    stdio: "ignore",
+  });
+  children.push(chainProcess);
+  await waitForPort(chainPort);
+  const rpc = async (batch: { method: string; params: unknown[] }[]) => {
+    const res = await fetch(rpcUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(batch.map((b, id) => ({ jsonrpc: "2.0", id, ...b }))),
+    });
+    const answers = (await res.json()) as { error?: unknown }[];
+    const failed = answers.find((a) => a.error !== undefined);
+    if (failed !== undefined) throw new Error(`local chain: ${JSON.stringify(failed.error)}`);
+  };
+  const keypair = executorKeypair();
+  await rpc([{ method: "requestAirdrop", params: [executorAddress, 100 * 1e9] }]);
+  const usdc = "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v";
+  const { getAddressDecoder } = await import("@solana/kit");
+  const { randomBytes } = await import("node:crypto");
+  const newAddress = () => getAddressDecoder().decode(randomBytes(32));
+  const agents = Array.from({ length: AGENTS }, () => ({ source: newAddress(), destination: newAddress() }));
+  for (let i = 0; i < AGENTS; i += 100) {
+    await rpc(
+      agents.slice(i, i + 100).map((a) => ({
+        method: "surfnet_setTokenAccount",
+        params: [
+          a.source,
+          usdc,
+          { amount: 1_000_000_000, delegate: executorAddress, delegatedAmount: 1_000_000_000 },
+        ],
+      })),
+    );
+  }
+  const { MongoClient } = await import("mongodb");
+  const client = new MongoClient(ferret.uri);
+  const common = {
+    LOG_LEVEL: "warn",
+    AUTH_MODE: "none",
+    MONGODB_URI: ferret.uri,
+    SOLANA_RPC_URL: rpcUrl,
+    EXECUTOR_KEYPAIR: keypair,
+    // An hour of schedule time every 20 s: the agents are made well before their first slot.
+    SCHEDULE_TIME_SCALE: "180",
+  };
+  try {
+    for (const concurrency of [16, 64]) {
+      const dbName = `bench_transfers_${concurrency}`;
+      await client.db(dbName).dropDatabase();
+      const maker = await start(["node", ...startFlags, "src/main.ts"], {
+        ...common,
+        MONGODB_DB: dbName,
+        SCHEDULER_ENABLED: "false",
+      });
+      for (let i = 0; i < AGENTS; i += 50) {
+        await Promise.all(
+          agents.slice(i, i + 50).map(async (a) => {
+            const res = await fetch(`http://127.0.0.1:${maker.port}/v1/agents`, {
+              method: "POST",
+              headers: { "content-type": "application/json" },
+              body: JSON.stringify({
+                type: "transfer",
+                config: { ...a, amount: 1, token: "USDC", schedule: "hourly" },
+              }),
+            });
+            if (!res.ok) throw new Error(`CreateAgent: ${res.status} ${await res.text()}`);
+          }),
+        );
+      }
+      maker.child.kill("SIGTERM");
+      const runner = await start(["node", ...startFlags, "src/main.ts"], {
+        ...common,
+        MONGODB_DB: dbName,
+        SCHEDULER_CONCURRENCY: String(concurrency),
+        SCHEDULER_POLL_INTERVAL_MS: "250",
+      });
+      const runs = client
+        .db(dbName)
+        .collection<{ scheduledAt: Date; finishedAt: Date; outcome: string }>("agent_runs");
+      const deadline = performance.now() + 600_000;
+      while ((await runs.countDocuments({ outcome: "succeeded" })) < AGENTS) {
+        if (performance.now() > deadline) throw new Error("1000 transfers did not finish within 10 minutes");
+        await new Promise((r) => setTimeout(r, 500));
+      }
+      const peak = peakRssMb(runner.pid);
+      runner.child.kill("SIGTERM");
+      const done = await runs.find({}).toArray();
+      const succeeded = done.filter((r) => r.outcome === "succeeded");
+      const slots = succeeded.map((r) => r.scheduledAt.getTime());
+      const firstSlot = Math.min(...slots);
+      const lastSlot = Math.max(...slots);
+      const lastConfirmed = Math.max(...succeeded.map((r) => r.finishedAt.getTime()));
+      const lags = succeeded
+        .map((r) => r.finishedAt.getTime() - r.scheduledAt.getTime())
+        .sort((a, b) => a - b);
+      const at = (q: number) => lags[Math.min(lags.length - 1, Math.floor(q * lags.length))] as number;
+      const perSecond = (AGENTS * 1000) / (lastConfirmed - firstSlot);
+      notes.push(
+        `transfers on the local chain, ${AGENTS} agents due within ${((lastSlot - firstSlot) / 1000).toFixed(1)} s, ` +
+          `SCHEDULER_CONCURRENCY=${concurrency}: ${perSecond.toFixed(1)} transfers/s (first slot to last confirmed signature); ` +
+          `lag from slot time to confirmed signature p50 ${(at(0.5) / 1000).toFixed(2)} s, p99 ${(at(0.99) / 1000).toFixed(2)} s, ` +
+          `max ${(lags.at(-1) ?? 0) / 1000} s; ${done.length - succeeded.length} failed attempts; runner peak RSS ${peak.toFixed(0)} MB`,
+      );
+      await client.db(dbName).dropDatabase();
+    }
+  } finally {
+    await client.close();
+    chainProcess.kill("SIGTERM");
   }
 }
 

@@ -408,7 +408,7 @@ function readTransfers(read: Read, int: Int, problems: string[], solana: SolanaC
   const keypairPath = read("EXECUTOR_KEYPAIR");
   // On a cluster the executor pays fees and holds delegations: a key made up at start would be a
   // new, unfunded delegate on every restart, so the operator must give one.
-  if (keypairPath === "" && executor === "chain" && solana.rpcUrl !== undefined) {
+  if (keypairPath === "" && executor === "chain" && solana.rpcUrl !== undefined && isHttpUrl(solana.rpcUrl)) {
     problems.push(
       "EXECUTOR_KEYPAIR is required when SOLANA_RPC_URL is set: the path of the executor's Solana keypair file (solana-keygen new -o executor.json; chmod 600)",
     );

@@ -6,19 +6,27 @@
  * deadline passed) well before the caller's own deadline, be counted in /metrics, and leave the
  * service serving: the same call succeeds once the fault is gone, with no restart.
  */
+import { mkdtempSync, rmSync } from "node:fs";
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { AgentService } from "../gen/agent/v1/agent_pb.ts";
 import { TokenService } from "../gen/token/v1/token_pb.ts";
 import { type RunningLocalChain, startLocalChain } from "../src/local-chain/start-local-chain.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
 import { createProtocols, type Protocol } from "./support/callers.ts";
+import { writeExecutorKeypair } from "./support/executor-keypair.ts";
 import { type RunningServer, startServer } from "./support/start-server.ts";
 
 const catalog = loadCatalog();
 const USDC = catalog.tokens.find((t) => t.symbol === "USDC")?.mint as string;
 const BONK = catalog.tokens.find((t) => t.symbol === "BONK")?.mint as string;
+/** A token no other test here reads, so its mint is not cached when the cluster is down. */
+const UNREAD = catalog.tokens.find((t) => !["USDC", "BONK", "SOL"].includes(t.symbol))?.symbol as string;
+const directory = mkdtempSync(join(tmpdir(), "chain-faults-"));
 /** A provider's key, as it rides in the RPC URL's path or query. */
 const API_KEY = "k3y-0f-the-pr0v1der";
 /** The callers' deadline: every fault must be answered well within it. */
@@ -90,6 +98,7 @@ beforeAll(async () => {
   chain = await startLocalChain({ catalog, port: undefined, statePath: undefined, slotMs: 400 });
   proxy = createProxy();
   proxyPort = await listen(proxy, 0);
+  writeExecutorKeypair(join(directory, "executor.json"));
   server = await startServer({
     env: {
       SOLANA_RPC_URL: `http://127.0.0.1:${proxyPort}/v1/${API_KEY}?api-key=${API_KEY}`,
@@ -98,6 +107,7 @@ beforeAll(async () => {
       SOLANA_RPC_RETRY_BASE_MS: "50",
       SOLANA_RPC_MAX_RETRY_WAIT_MS: "1500",
       SOLANA_RPC_MAX_RESPONSE_BYTES: "262144",
+      EXECUTOR_KEYPAIR: join(directory, "executor.json"),
     },
   });
   connect = createProtocols(server.baseUrl)[0] as Protocol;
@@ -108,6 +118,7 @@ afterAll(async () => {
   await server?.close();
   proxy?.closeAllConnections();
   await new Promise((resolve) => proxy?.close(resolve));
+  rmSync(directory, { recursive: true, force: true });
   await chain?.close();
 });
 
@@ -241,6 +252,43 @@ describe("a cluster that misbehaves", () => {
       timeout: 5000,
     });
     expect((await fetch(`${server.baseUrl}/readyz`)).status).toBe(200);
+  });
+
+  it("agent calls that need the chain answer unavailable, not invalid_argument, and recover", async () => {
+    const config = {
+      source: "9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM",
+      destination: "2ojv9BAiHUrvsm9gxDe7fJSzbNZSJcxZvf8dqmWGHG8S",
+      amount: 1,
+      schedule: "daily",
+    };
+    const created = await connect.call(AgentService, "CreateAgent", {
+      type: "transfer",
+      config: { ...config, token: "USDC" },
+    });
+    if (!created.ok) throw new Error(created.message);
+    const agentId = (created.json.data as { agentId: string }).agentId;
+    fault = { kind: "status", status: 503 };
+    // The mint check of a token not read before, and the approval's blockhash, need the cluster.
+    const create = await connect.call(AgentService, "CreateAgent", {
+      type: "transfer",
+      config: { ...config, token: UNREAD },
+    });
+    const approval = await connect.call(AgentService, "PrepareApproval", { agentId, allowance: 10 });
+    for (const outcome of [create, approval]) {
+      expect(outcome.ok).toBe(false);
+      if (!outcome.ok) {
+        expect(outcome.code).toBe(Code.Unavailable);
+        expect(outcome.message).not.toContain(String(proxyPort));
+      }
+    }
+    fault = { kind: "none" };
+    const again = await connect.call(AgentService, "PrepareApproval", { agentId, allowance: 10 });
+    expect(again.ok, again.ok ? "" : again.message).toBe(true);
+    const recreated = await connect.call(AgentService, "CreateAgent", {
+      type: "transfer",
+      config: { ...config, token: UNREAD },
+    });
+    expect(recreated.ok, recreated.ok ? "" : recreated.message).toBe(true);
   });
 
   it("never logs the cluster's URL, which carries the provider's key", () => {

@@ -147,7 +147,21 @@ describe("loadConfig", () => {
         transactionCache: 5000,
         local: { port: 8899, statePath: undefined, slotMs: 400 },
       },
+      transfers: { executor: "chain", keypairPath: undefined, maxUsdPerRun: 1000, maxUsdPerDay: 10_000 },
     });
+  });
+
+  it("requires EXECUTOR_KEYPAIR against a cluster, unless transfers are simulated", () => {
+    const url = "https://api.mainnet-beta.solana.com";
+    expect(() => loadConfig({ SOLANA_RPC_URL: url })).toThrow(
+      /EXECUTOR_KEYPAIR is required when SOLANA_RPC_URL is set/,
+    );
+    expect(loadConfig({ SOLANA_RPC_URL: url, TRANSFER_EXECUTOR: "simulated" }).transfers.keypairPath).toBe(
+      undefined,
+    );
+    expect(() => loadConfig({ TRANSFER_EXECUTOR: "dry" })).toThrow(
+      /TRANSFER_EXECUTOR must be chain or simulated/,
+    );
   });
 
   it("requires API keys by default with MongoDB or in production, and not for the in-memory default", () => {
@@ -233,6 +247,10 @@ describe("loadConfig", () => {
         LOCAL_SOLANA_RPC_PORT: "0",
         LOCAL_SOLANA_STATE: "/var/lib/chain.bin",
         LOCAL_SOLANA_SLOT_MS: "50",
+        TRANSFER_EXECUTOR: "Simulated",
+        EXECUTOR_KEYPAIR: "/run/secrets/executor.json",
+        TRANSFER_MAX_USD_PER_RUN: "25",
+        TRANSFER_MAX_USD_PER_DAY: "100",
       }),
     ).toEqual({
       host: "127.0.0.1",
@@ -295,6 +313,12 @@ describe("loadConfig", () => {
         maxResponseBytes: 2048,
         transactionCache: 0,
         local: { port: 0, statePath: "/var/lib/chain.bin", slotMs: 50 },
+      },
+      transfers: {
+        executor: "simulated",
+        keypairPath: "/run/secrets/executor.json",
+        maxUsdPerRun: 25,
+        maxUsdPerDay: 100,
       },
     });
   });

@@ -245,6 +245,79 @@ describe.each(STORES)("a transfer agent on the %s store moves real tokens", (sto
     expect(await balance(destinationAccount)).toBe(BigInt(after) * AMOUNT_UNITS);
   });
 
+  it("fails a slot at once, with the chain's reason and both figures, when no retry can mend it", async () => {
+    const executor = (await ok("GET", "/v1/executor")).address as string;
+    /** A source wallet whose USDC account the cheatcode sets as `account` says (none: no account). */
+    const wallet = async (account?: Record<string, unknown>): Promise<Address> => {
+      const source = (await generateKeyPairSigner()).address;
+      if (account !== undefined) {
+        const response = await chain.raw("surfnet_setTokenAccount", [source, USDC, account]);
+        expect(response.error).toBeUndefined();
+      }
+      return source;
+    };
+    const cases: { name: string; source: Address; amount: number; reason: RegExp }[] = [
+      {
+        name: "allowance below the amount",
+        source: await wallet({ amount: 5_000_000, delegate: executor, delegatedAmount: 500_000 }),
+        amount: AMOUNT,
+        reason: /the allowance \(0\.5 USDC\) is below the amount to move \(1\.1 USDC\)/,
+      },
+      {
+        name: "insufficient balance",
+        source: await wallet({ amount: 500_000, delegate: executor, delegatedAmount: 5_000_000 }),
+        amount: AMOUNT,
+        reason: /insufficient balance: the source holds 0\.5 USDC, the run moves 1\.1 USDC/,
+      },
+      {
+        name: "frozen account",
+        source: await wallet({
+          amount: 5_000_000,
+          delegate: executor,
+          delegatedAmount: 5_000_000,
+          state: "frozen",
+        }),
+        amount: AMOUNT,
+        reason: /the source's USDC account is frozen/,
+      },
+      {
+        name: "no source account",
+        source: await wallet(),
+        amount: AMOUNT,
+        reason: /the source wallet has no USDC account/,
+      },
+      {
+        name: "over the cap per run",
+        source: await wallet({ amount: 5_000_000_000, delegate: executor, delegatedAmount: 5_000_000_000 }),
+        amount: 2000,
+        reason: /2000 USDC \(\d+\.\d\d USD\) is over the cap of 1000 USD per run/,
+      },
+    ];
+    const agents = await Promise.all(
+      cases.map(async (c) => {
+        const created = await ok("POST", "/v1/agents", {
+          type: "transfer",
+          config: { source: c.source, destination, amount: c.amount, token: "USDC", schedule: "hourly" },
+        });
+        return created.agentId as string;
+      }),
+    );
+    for (const [i, agentId] of agents.entries()) {
+      const c = cases[i] as (typeof cases)[number];
+      const [run] = await until(
+        async () => {
+          const runs = await runsOf(agentId);
+          return runs.length > 0 ? runs : undefined;
+        },
+        2 * SLOT_MS + 10_000,
+        `a run of the agent with ${c.name}`,
+      );
+      expect(run, c.name).toMatchObject({ outcome: "failed", attempt: 1 });
+      expect(run?.error, c.name).toMatch(c.reason);
+      await ok("DELETE", `/v1/agents/${agentId}`);
+    }
+  });
+
   it("refuses what it cannot do, with reasons", async () => {
     // PrepareApproval: an allowance finer than the token, a swap agent, someone else's agent.
     const created = await ok("POST", "/v1/agents", {
