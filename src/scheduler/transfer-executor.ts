@@ -107,6 +107,7 @@ export function createTransferExecutor(options: TransferExecutorOptions): Execut
     const token: TokenRef = { mint, program: mintAccount.program, decimals: mintAccount.decimals };
     const units = baseUnits(amount, token.decimals);
     const show = (value: bigint) => `${uiAmount(value, token.decimals)} ${symbol}`;
+    const moving: Moving = { symbol, token, units, signal };
 
     // What earlier attempts sent decides whether this one may sign at all.
     const sent = await journal.transactions();
@@ -117,12 +118,12 @@ export function createTransferExecutor(options: TransferExecutorOptions): Execut
         signal,
       );
       const landed = sent.findIndex((_, i) => statuses[i] !== undefined && statuses[i]?.err === null);
-      if (landed >= 0) return succeeded(sent[landed] as SentTransaction, symbol, token, units, signal);
+      if (landed >= 0) return succeeded(sent[landed] as SentTransaction, moving);
       const live = sent.filter((t, i) => statuses[i] === undefined && height <= t.lastValidBlockHeight);
       const newest = live.at(-1);
       if (newest !== undefined) {
         await transfers.sendTransaction(newest.transaction, signal);
-        return follow(newest, symbol, token, units, signal);
+        return follow(newest, moving);
       }
     }
 
@@ -183,23 +184,18 @@ export function createTransferExecutor(options: TransferExecutorOptions): Execut
     options.hooks?.beforeSend?.();
     await transfers.sendTransaction(built.transaction, signal);
     options.hooks?.afterSend?.();
-    return follow({ ...kept, generation: 0, recordedAt: new Date() }, symbol, token, units, signal);
+    return follow({ ...kept, generation: 0, recordedAt: new Date() }, moving);
   }
 
   /** Waits for a sent transaction: its success, its failure, or its expiry; sends it again meanwhile. */
-  async function follow(
-    tx: SentTransaction,
-    symbol: string,
-    token: TokenRef,
-    units: bigint,
-    signal: AbortSignal,
-  ): Promise<ExecutionResult> {
+  async function follow(tx: SentTransaction, moving: Moving): Promise<ExecutionResult> {
+    const { signal } = moving;
     let sentAt = performance.now();
     for (;;) {
       const height = await transfers.getBlockHeight(signal);
       const [status] = await transfers.getSignatureStatuses([tx.signature], signal);
       if (status !== undefined) {
-        return status.err === null ? succeeded(tx, symbol, token, units, signal) : failedOnChain(status.err);
+        return status.err === null ? succeeded(tx, moving) : failedOnChain(status.err);
       }
       // The height was read before the status: past it with no status, the transaction can no
       // longer land, and the next attempt signs a new one.
@@ -217,13 +213,8 @@ export function createTransferExecutor(options: TransferExecutorOptions): Execut
   }
 
   /** The run's record of a landed transfer: signature, slot, fee, and what moved, from the chain. */
-  async function succeeded(
-    tx: SentTransaction,
-    symbol: string,
-    token: TokenRef,
-    units: bigint,
-    signal: AbortSignal,
-  ): Promise<ExecutionResult> {
+  async function succeeded(tx: SentTransaction, moving: Moving): Promise<ExecutionResult> {
+    const { symbol, token, units, signal } = moving;
     const landed = await chain.getTransaction(tx.signature, signal);
     if (landed === undefined) throw new UnavailableError("the transfer landed but cannot be read back yet");
     const moved = tokenTransactionFromChain(landed, token.mint);
@@ -247,6 +238,14 @@ export function createTransferExecutor(options: TransferExecutorOptions): Execut
     };
     return { ok: true, result };
   }
+}
+
+/** What one run moves, and the signal that abandons it. */
+interface Moving {
+  readonly symbol: string;
+  readonly token: TokenRef;
+  readonly units: bigint;
+  readonly signal: AbortSignal;
 }
 
 /** Sent again while it may still land, as wallets do: a validator may have dropped it. */
