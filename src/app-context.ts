@@ -18,11 +18,10 @@ import type { RunStore } from "./scheduler/run-store.ts";
 import { createScheduleClock, type ScheduleClock } from "./scheduler/schedule-clock.ts";
 import { createSimulatedExecutor } from "./scheduler/simulated-executor.ts";
 import { createTransferExecutor, type TransferHooks } from "./scheduler/transfer-executor.ts";
-import type { Catalog } from "./token/catalog.ts";
-import { createCatalogPriceSource } from "./token/catalog-price-source.ts";
+import { type Catalog, catalogSymbolLookup } from "./token/catalog.ts";
 import { createChainTokenSource } from "./token/chain-token-source.ts";
 import { createTokenQueries, type TokenQueries } from "./token/token-queries.ts";
-import type { PriceSource, TokenSource } from "./token/token-source.ts";
+import type { PriceSource, TokenList, TokenSource } from "./token/token-source.ts";
 
 /**
  * Everything the service needs at run time, built once from the configuration. It owns the
@@ -37,8 +36,10 @@ export interface AppContext {
   readonly chain: Chain;
   /** Metadata and transactions, from the chain. */
   readonly tokenSource: TokenSource;
-  /** Prices, from the catalog's snapshot. */
+  /** Prices: Jupiter's (JUPITER_API_URL), or the catalog's snapshot. */
   readonly prices: PriceSource;
+  /** Names, logos and tags: Jupiter's token list, or the catalog. */
+  readonly tokenList: TokenList;
   readonly tokens: TokenQueries;
   readonly agentStore: AgentStore;
   readonly agents: AgentCommands;
@@ -89,14 +90,16 @@ export async function createAppContext(
     readonly transfers: TransferChain;
     /** The service's own key: the delegate owners approve and the fee payer of transfers. */
     readonly executorKey: SigningKey;
+    readonly prices: PriceSource;
+    readonly tokenList: TokenList;
   },
   overrides: AppContextOverrides = {},
 ): Promise<AppContext> {
-  const { chain, catalog, transfers, executorKey } = parts;
+  const { chain, catalog, transfers, executorKey, tokenList } = parts;
+  const prices = overrides.prices ?? parts.prices;
   const tokenSource =
     overrides.tokenSource ??
-    createChainTokenSource({ chain, catalog, concurrency: TRANSACTION_READS_AT_ONCE });
-  const prices = overrides.prices ?? createCatalogPriceSource({ catalog });
+    createChainTokenSource({ chain, tokenList, concurrency: TRANSACTION_READS_AT_ONCE });
   let store: AgentStore;
   let runStore: RunStore | undefined = overrides.runStore;
   let storeKind: AppContext["storeKind"] = "memory";
@@ -153,16 +156,17 @@ export async function createAppContext(
     logger.warn("AUTH_MODE=apikey with keys in memory and no ADMIN_API_KEY: no key exists to call with");
   }
   const scheduleClock = createScheduleClock({ scale: config.scheduler.timeScale });
+  const mints = new Map(catalog.tokens.map((t) => [t.symbol, t.mint]));
+  const mintOf = (symbol: string) => mints.get(symbol);
   const simulated = createSimulatedExecutor({
     tokens: prices,
+    mintOf,
     faults: {
       failureRate: config.scheduler.simulatedFailureRate,
       hangRate: config.scheduler.simulatedHangRate,
       latencyMs: config.scheduler.simulatedLatencyMs,
     },
   });
-  const mints = new Map(catalog.tokens.map((t) => [t.symbol, t.mint]));
-  const mintOf = (symbol: string) => mints.get(symbol);
   const executor =
     overrides.executor ??
     createExecutorByType({
@@ -180,13 +184,14 @@ export async function createAppContext(
           : simulated,
       swap: simulated,
     });
-  const tokens = createTokenQueries({ prices, source: tokenSource });
+  const tokens = createTokenQueries({ prices, tokenList, source: tokenSource });
+  const canonicalSymbol = catalogSymbolLookup(catalog);
   const decimals = new Map(catalog.tokens.map((t) => [t.symbol, t.decimals]));
   const agents = createAgentCommands({
     store,
     runs,
     clock: scheduleClock,
-    lookupSymbol: (symbol) => prices.canonicalSymbol(symbol),
+    lookupSymbol: async (symbol) => canonicalSymbol(symbol),
     // The token list's decimals are the mints' real ones, so creating an agent needs no chain call.
     lookupDecimals: async (symbol) => decimals.get(symbol),
     async isMintOnChain(symbol) {
@@ -213,6 +218,7 @@ export async function createAppContext(
     chain,
     tokenSource,
     prices,
+    tokenList,
     tokens,
     agentStore: store,
     agents,

@@ -3,6 +3,7 @@
  * A bad value stops startup with one message naming every offending variable, so an operator
  * fixes all of them in one go instead of meeting them one restart at a time.
  */
+import { isAddress } from "@solana/addresses";
 
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -135,6 +136,34 @@ export interface Config {
   readonly mongo: MongoConfig | undefined;
   readonly solana: SolanaConfig;
   readonly transfers: TransferConfig;
+  readonly prices: PricesConfig;
+}
+
+/** Where prices and the token list come from, and how long a price may be served. */
+export interface PricesConfig {
+  /** JUPITER_API_URL: Jupiter's base URL (Price API v3, Tokens API v2); undefined: the catalog. */
+  readonly jupiterUrl: string | undefined;
+  /** Sent as `x-api-key`; never logged. */
+  readonly jupiterApiKey: string | undefined;
+  /** Mints listed when GetTokenPrices has no filter; undefined: the catalog's tokens. */
+  readonly watchlist: readonly string[] | undefined;
+  /** A price is fresh this long; after it, it is served while one request revalidates it. */
+  readonly ttlMs: number;
+  /** Oldest price served while the source fails; past it, callers get unavailable. */
+  readonly maxStaleMs: number;
+  /** The token list (names, symbols, logos, tags) is refreshed this often, in the background. */
+  readonly tokenListTtlMs: number;
+  /** Bound on one Jupiter request, answer included. */
+  readonly timeoutMs: number;
+  /** Jupiter requests in flight at once; more wait, up to `maxQueued`, then fail fast. */
+  readonly maxConcurrency: number;
+  readonly maxQueued: number;
+  /** Largest Price API or token search answer read, in bytes. */
+  readonly maxResponseBytes: number;
+  /** Largest verified token list read, in bytes (it holds thousands of tokens). */
+  readonly maxTokenListBytes: number;
+  /** Mints whose prices (and token list entries) are kept in memory. */
+  readonly cacheEntries: number;
 }
 
 /** How transfer agents' runs are carried out, and the guards beyond the owners' allowances. */
@@ -215,6 +244,18 @@ export const CONFIG_VARIABLES = {
   EXECUTOR_KEYPAIR: "",
   TRANSFER_MAX_USD_PER_RUN: "1000",
   TRANSFER_MAX_USD_PER_DAY: "10000",
+  JUPITER_API_URL: "",
+  JUPITER_API_KEY: "",
+  PRICE_WATCHLIST: "",
+  PRICE_TTL_MS: "5000",
+  PRICE_MAX_STALE_MS: "300000",
+  TOKEN_LIST_TTL_MS: "21600000",
+  JUPITER_TIMEOUT_MS: "3000",
+  JUPITER_MAX_CONCURRENCY: "8",
+  JUPITER_MAX_QUEUED: "64",
+  JUPITER_MAX_RESPONSE_BYTES: "1048576",
+  JUPITER_MAX_TOKEN_LIST_BYTES: "33554432",
+  PRICE_CACHE_ENTRIES: "10000",
 } as const;
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -345,6 +386,7 @@ export function loadConfig(env: Env = process.env): Config {
 
   const solana = readSolana(read, int, problems);
   const transfers = readTransfers(read, int, problems, solana);
+  const prices = readPrices(read, int, problems);
 
   if (problems.length > 0) {
     throw new ConfigError(`invalid configuration: ${problems.join("; ")}`);
@@ -364,6 +406,7 @@ export function loadConfig(env: Env = process.env): Config {
     mongo,
     solana,
     transfers,
+    prices,
   };
 }
 
@@ -418,6 +461,46 @@ function readTransfers(read: Read, int: Int, problems: string[], solana: SolanaC
     keypairPath: keypairPath === "" ? undefined : keypairPath,
     maxUsdPerRun: int("TRANSFER_MAX_USD_PER_RUN", 0, 1_000_000_000),
     maxUsdPerDay: int("TRANSFER_MAX_USD_PER_DAY", 0, 1_000_000_000),
+  };
+}
+
+/** Mints a watchlist may hold: GetTokenPrices answers them all in one call. */
+const MAX_WATCHLIST = 500;
+
+function readPrices(read: Read, int: Int, problems: string[]): PricesConfig {
+  const url = read("JUPITER_API_URL").replace(/\/+$/, "");
+  if (url !== "" && !isHttpUrl(url)) problems.push("JUPITER_API_URL must be an http:// or https:// URL");
+  const key = read("JUPITER_API_KEY");
+  if (/[\s\p{Cc}]/u.test(key)) problems.push("JUPITER_API_KEY must not contain spaces or control characters");
+  const listed = read("PRICE_WATCHLIST");
+  let watchlist: string[] | undefined;
+  if (listed !== "") {
+    watchlist = [...new Set(listed.split(",").map((m) => m.trim()))];
+    const bad = watchlist.filter((m) => !isAddress(m));
+    if (bad.length > 0) {
+      problems.push(
+        `PRICE_WATCHLIST must be a comma-separated list of mint addresses (base58, 32 bytes); not one: "${bad[0]}"`,
+      );
+    } else if (watchlist.length > MAX_WATCHLIST) {
+      problems.push(`PRICE_WATCHLIST must hold at most ${MAX_WATCHLIST} mints (got ${watchlist.length})`);
+    }
+  }
+  const ttlMs = int("PRICE_TTL_MS", 0, 3_600_000);
+  const maxStaleMs = int("PRICE_MAX_STALE_MS", 0, 86_400_000);
+  if (maxStaleMs < ttlMs) problems.push("PRICE_MAX_STALE_MS must be at least PRICE_TTL_MS");
+  return {
+    jupiterUrl: url === "" ? undefined : url,
+    jupiterApiKey: key === "" ? undefined : key,
+    watchlist,
+    ttlMs,
+    maxStaleMs,
+    tokenListTtlMs: int("TOKEN_LIST_TTL_MS", 1000, 7 * 86_400_000),
+    timeoutMs: int("JUPITER_TIMEOUT_MS", 10, 600_000),
+    maxConcurrency: int("JUPITER_MAX_CONCURRENCY", 1, 1000),
+    maxQueued: int("JUPITER_MAX_QUEUED", 0, 100_000),
+    maxResponseBytes: int("JUPITER_MAX_RESPONSE_BYTES", 1024, 1024 * 1024 * 1024),
+    maxTokenListBytes: int("JUPITER_MAX_TOKEN_LIST_BYTES", 1024, 1024 * 1024 * 1024),
+    cacheEntries: int("PRICE_CACHE_ENTRIES", 100, 10_000_000),
   };
 }
 

@@ -14,10 +14,19 @@ import { type Config, redactRpcUrl } from "./config.ts";
 import type { RunningLocalChain } from "./local-chain/start-local-chain.ts";
 import type { Logger } from "./logger.ts";
 import { registerChainMetrics, registerLocalChainMetrics } from "./observability/chain-metrics.ts";
+import { createRateLimitedLog } from "./observability/rate-limited-log.ts";
+import { registerUpstreamMetrics } from "./observability/upstream-metrics.ts";
 import type { Scheduler } from "./scheduler/scheduler.ts";
 import { createServiceScheduler } from "./scheduler/service-scheduler.ts";
 import { type BuildOptions, build, type Server } from "./server.ts";
-import { type Catalog, loadCatalog } from "./token/catalog.ts";
+import { type Catalog, catalogSymbolLookup, loadCatalog } from "./token/catalog.ts";
+import { createCatalogPriceSource } from "./token/catalog-price-source.ts";
+import { createCatalogTokenList } from "./token/catalog-token-list.ts";
+import { createJupiterApi } from "./token/jupiter-api.ts";
+import { createJupiterPriceSource } from "./token/jupiter-price-source.ts";
+import { createJupiterTokenList } from "./token/jupiter-token-list.ts";
+import type { PriceSource, TokenList } from "./token/token-source.ts";
+import { createJsonUpstream } from "./upstream/json-upstream.ts";
 
 /** The whole service of one process: its chain, its context, its scheduler and its server. */
 export interface Service {
@@ -63,11 +72,18 @@ export async function createService(
   let context: AppContext;
   try {
     const executorKey = await executorKeyOf(config, logger, localChain);
-    context = await createAppContext(config, logger, { chain, catalog, transfers, executorKey }, overrides);
+    const { prices, tokenList } = createPriceSources(config, logger, catalog, registry);
+    context = await createAppContext(
+      config,
+      logger,
+      { chain, catalog, transfers, executorKey, prices, tokenList },
+      overrides,
+    );
   } catch (error) {
     await localChain?.close();
     throw error;
   }
+  const canonicalSymbol = catalogSymbolLookup(catalog);
   const scheduler = config.scheduler.enabled
     ? createServiceScheduler({
         settings: config.scheduler,
@@ -76,7 +92,7 @@ export async function createService(
         runs: context.runStore,
         executor: context.executor,
         clock: context.scheduleClock,
-        canonicalSymbol: (symbol) => context.prices.canonicalSymbol(symbol),
+        canonicalSymbol: async (symbol) => canonicalSymbol(symbol),
         registry,
       })
     : undefined;
@@ -148,6 +164,82 @@ async function createChain(
     accountTtlMs: ACCOUNT_TTL_MS,
   });
   return { chain, transfers, localChain };
+}
+
+/** Consecutive failed Jupiter calls that open its circuit, and how long it then stays open. */
+const JUPITER_BREAKER = { failures: 5, openMs: 10_000 };
+/** How long a 429 without Retry-After leaves Jupiter alone. */
+const JUPITER_DEFAULT_RETRY_AFTER_MS = 1000;
+
+/**
+ * Prices and the token list: Jupiter's when JUPITER_API_URL is set (one HTTP upstream, its
+ * failures counted and logged at most a few lines a second), else the embedded catalog's.
+ */
+function createPriceSources(
+  config: Config,
+  logger: Logger,
+  catalog: Catalog,
+  registry: Registry,
+): { prices: PriceSource; tokenList: TokenList } {
+  const settings = config.prices;
+  const watchlist = settings.watchlist ?? catalog.tokens.map((t) => t.mint);
+  if (settings.jupiterUrl === undefined) {
+    return {
+      prices: createCatalogPriceSource({ catalog, watchlist }),
+      tokenList: createCatalogTokenList({ catalog }),
+    };
+  }
+  const metrics = registerUpstreamMetrics(registry);
+  const failureLog = createRateLimitedLog({ logger, level: "warn", perSecond: 2 });
+  const counted = metrics.onCall("jupiter");
+  const upstream = createJsonUpstream({
+    name: "Jupiter",
+    baseUrl: settings.jupiterUrl,
+    headers: settings.jupiterApiKey === undefined ? {} : { "x-api-key": settings.jupiterApiKey },
+    timeoutMs: settings.timeoutMs,
+    maxConcurrency: settings.maxConcurrency,
+    maxQueued: settings.maxQueued,
+    breaker: JUPITER_BREAKER,
+    defaultRetryAfterMs: JUPITER_DEFAULT_RETRY_AFTER_MS,
+    onCall(endpoint, outcome, seconds) {
+      counted(endpoint, outcome, seconds);
+      if (outcome !== "ok")
+        failureLog({ upstream: "jupiter", endpoint, outcome }, "a Jupiter request failed");
+    },
+    onCircuit(position) {
+      metrics.onCircuit("jupiter")(position);
+      logger.warn(
+        { upstream: "jupiter", circuit: position },
+        `Jupiter's circuit breaker is ${position.replace("_", "-")}`,
+      );
+    },
+  });
+  const api = createJupiterApi({
+    upstream,
+    maxResponseBytes: settings.maxResponseBytes,
+    maxTokenListBytes: settings.maxTokenListBytes,
+  });
+  const tokenList = createJupiterTokenList({
+    api,
+    ttlMs: settings.tokenListTtlMs,
+    max: settings.cacheEntries,
+    onLookup: metrics.onLookup("token_list"),
+  });
+  const prices = createJupiterPriceSource({
+    api,
+    tokenList,
+    fallbackSymbols: new Map(catalog.tokens.map((t) => [t.mint, t.symbol])),
+    watchlist,
+    ttlMs: settings.ttlMs,
+    maxStaleMs: settings.maxStaleMs,
+    max: settings.cacheEntries,
+    onLookup: metrics.onLookup("price"),
+  });
+  logger.info(
+    { jupiter: redactRpcUrl(settings.jupiterUrl), watchlist: watchlist.length },
+    "prices and the token list come from Jupiter at JUPITER_API_URL",
+  );
+  return { prices, tokenList };
 }
 
 /** What the embedded chain's faucet gives a key it made: fees and rent for a long while. */

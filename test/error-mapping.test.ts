@@ -28,8 +28,8 @@ beforeAll(async () => {
   server = await startServer({
     overrides: {
       prices: {
-        canonicalSymbol: (s) => catalog.canonicalSymbol(s),
-        listPrices: async () => {
+        watchlist: catalog.watchlist,
+        pricesOf: async () => {
           throw new Error(SECRET);
         },
       },

@@ -46,9 +46,21 @@ describe("token JSON", () => {
     const data = json.data as Record<string, unknown>[];
     expect(data.length).toBe(catalog.tokens.length);
     for (const entry of data) {
-      expect(Object.keys(entry).sort()).toEqual(["change24h", "mint", "price", "symbol"]);
+      expect(Object.keys(entry).sort()).toEqual([
+        "asOf",
+        "change24h",
+        "mint",
+        "price",
+        "slot",
+        "symbol",
+        "unpriced",
+      ]);
       expect(typeof entry.price).toBe("number");
       expect(typeof entry.change24h).toBe("number");
+      // RFC 3339 in UTC, as proto3 JSON writes a Timestamp; a uint64 is a decimal string.
+      expect(entry.asOf).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/);
+      expect(entry.slot).toMatch(/^\d+$/);
+      expect(entry.unpriced).toBe(false);
     }
   });
 

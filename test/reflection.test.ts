@@ -75,7 +75,17 @@ describe("buf curl", () => {
       );
       expect(JSON.parse(out)).toEqual({
         success: true,
-        data: [{ mint: sol?.mint, symbol: "SOL", price: sol?.price, change24h: sol?.change24h }],
+        data: [
+          {
+            mint: sol?.mint,
+            symbol: "SOL",
+            price: sol?.price,
+            change24h: sol?.change24h,
+            asOf: "2026-11-01T00:00:00Z",
+            slot: "0",
+            unpriced: false,
+          },
+        ],
       });
     },
   );

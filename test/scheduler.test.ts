@@ -16,7 +16,7 @@ import { createScheduleClock } from "../src/scheduler/schedule-clock.ts";
 import { createScheduler, type Scheduler, type SchedulerOptions } from "../src/scheduler/scheduler.ts";
 import { createSimulatedExecutor } from "../src/scheduler/simulated-executor.ts";
 import { slotAt } from "../src/scheduler/slots.ts";
-import { loadCatalog } from "../src/token/catalog.ts";
+import { catalogSymbolLookup, loadCatalog } from "../src/token/catalog.ts";
 import { createCatalogPriceSource } from "../src/token/catalog-price-source.ts";
 import { TRANSFER_CONFIG } from "./support/agent-fixtures.ts";
 import { useCleanups } from "./support/cleanups.ts";
@@ -24,7 +24,10 @@ import { startFerretdb } from "./support/ferretdb.ts";
 
 const HOUR = 3_600_000;
 const T0 = new Date("2031-06-01T00:00:00.000Z");
-const tokens = createCatalogPriceSource({ catalog: loadCatalog() });
+const catalog = loadCatalog();
+const tokens = createCatalogPriceSource({ catalog });
+const canonicalSymbol = catalogSymbolLookup(catalog);
+const mintOf = (symbol: string) => catalog.tokens.find((t) => t.symbol === symbol)?.mint;
 
 function movableClock(start: Date) {
   let current = start.getTime();
@@ -95,10 +98,10 @@ function replicas(
     createScheduler({
       agents: shared.agents,
       runs: shared.runs,
-      executor: createSimulatedExecutor({ tokens }),
+      executor: createSimulatedExecutor({ tokens, mintOf }),
       clock: createScheduleClock({ scale: 1 }),
       checkRunnable: async (agent) =>
-        (await tokens.canonicalSymbol(String(agent.config.token ?? agent.config.inputToken))) === undefined
+        canonicalSymbol(String(agent.config.token ?? agent.config.inputToken)) === undefined
           ? "its token is no longer in the catalog"
           : undefined,
       worker: `replica-${i}`,
@@ -315,7 +318,7 @@ describe.each(STORES)("on the %s stores", (_name, make) => {
     const records = [transferAgent(1), transferAgent(2)];
     const { agents, runs } = await storesWith(make, records);
     const clock = movableClock(T0);
-    const slow = createSimulatedExecutor({ tokens, faults: { latencyMs: 50 } });
+    const slow = createSimulatedExecutor({ tokens, mintOf, faults: { latencyMs: 50 } });
     const [s] = replicas(1, { agents, runs, now: clock.now }, { executor: slow, concurrency: 1 });
     await s?.tick(); // both activated
     clock.set(slotAt(T0, "hourly", 1));

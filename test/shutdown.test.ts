@@ -29,7 +29,17 @@ const EXIT_DEADLINE_MS = 3_000;
 const sol = loadCatalog().tokens.find((t) => t.symbol === "SOL");
 const EXPECTED = {
   success: true,
-  data: [{ mint: sol?.mint, symbol: "SOL", price: sol?.price, change24h: sol?.change24h }],
+  data: [
+    {
+      mint: sol?.mint,
+      symbol: "SOL",
+      price: sol?.price,
+      change24h: sol?.change24h,
+      asOf: "2026-11-01T00:00:00Z",
+      slot: "0",
+      unpriced: false,
+    },
+  ],
 };
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -23,11 +23,25 @@ const [sol, usdc, bonk] = ["SOL", "USDC", "BONK"].map((s) => {
 }) as [(typeof catalog.tokens)[number], (typeof catalog.tokens)[number], (typeof catalog.tokens)[number]];
 /** A valid address that no catalog token uses. */
 const UNKNOWN_MINT = "11111111111111111111111111111111";
+/** The catalog's snapshot time, as proto3 JSON writes a Timestamp. */
+const CATALOG_AS_OF = new Date(catalog.asOf).toISOString().replace(".000Z", "Z");
 const priceJson = (t: typeof sol) => ({
   mint: t.mint,
   symbol: t.symbol,
   price: t.price,
   change24h: t.change24h,
+  asOf: CATALOG_AS_OF,
+  slot: "0",
+  unpriced: false,
+});
+const unpricedJson = (mint: string, symbol = "") => ({
+  mint,
+  symbol,
+  price: 0,
+  change24h: 0,
+  asOf: CATALOG_AS_OF,
+  slot: "0",
+  unpriced: true,
 });
 /** A token's whole history as the chain lists it (newest first): signature and blockTime. */
 type History = { signature: string; blockTime: number }[];
@@ -103,10 +117,40 @@ const cases: Case[] = [
     expect: ok([]),
   },
   {
-    name: "prices: unknown but valid mint is an empty list",
+    name: "prices: a valid mint without a price is an unpriced entry, not dropped",
     method: "GetTokenPrices",
     request: { mint: UNKNOWN_MINT },
-    expect: ok([]),
+    expect: ok([unpricedJson(UNKNOWN_MINT)]),
+  },
+  {
+    name: "prices: mints in the order asked, repeats once, mint first",
+    method: "GetTokenPrices",
+    request: { mint: bonk.mint, mints: [sol.mint, UNKNOWN_MINT, bonk.mint, sol.mint, usdc.mint] },
+    expect: ok([priceJson(bonk), priceJson(sol), unpricedJson(UNKNOWN_MINT), priceJson(usdc)]),
+  },
+  {
+    name: "prices: mints and symbol keep the mints with that symbol",
+    method: "GetTokenPrices",
+    request: { mints: [sol.mint, usdc.mint, UNKNOWN_MINT], symbol: "usdc" },
+    expect: ok([priceJson(usdc)]),
+  },
+  {
+    name: "prices: 100 mints is the most",
+    method: "GetTokenPrices",
+    request: { mints: Array.from({ length: 101 }, () => sol.mint) },
+    expect: invalid({ field: "mints", mentions: "at most 100" }),
+  },
+  {
+    name: "prices: each bad mint of mints is named by its index",
+    method: "GetTokenPrices",
+    request: { mints: [sol.mint, "nope", usdc.mint, sol.mint.slice(0, 30)] },
+    expect: invalid({ field: "mints[1]", mentions: "32-byte" }, { field: "mints[3]", mentions: "32-byte" }),
+  },
+  {
+    name: "prices: a symbol with a comma is refused (it would be a search for mints)",
+    method: "GetTokenPrices",
+    request: { symbol: "SOL,USDC" },
+    expect: invalid({ field: "symbol", mentions: "no comma" }),
   },
   {
     name: "prices: mint with characters outside base58",

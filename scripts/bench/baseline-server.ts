@@ -17,6 +17,7 @@ import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { loadCatalog } from "../../src/token/catalog.ts";
 import { createCatalogPriceSource } from "../../src/token/catalog-price-source.ts";
+import { createCatalogTokenList } from "../../src/token/catalog-token-list.ts";
 import { createTokenQueries } from "../../src/token/token-queries.ts";
 
 const [kind, portText, bodyFile] = process.argv.slice(2);
@@ -53,7 +54,11 @@ if (kind === "http") {
       req.on("data", (chunk: Buffer) => chunks.push(chunk));
       req.on("end", async () => {
         const request = JSON.parse(Buffer.concat(chunks).toString("utf8") || "{}") as Record<string, string>;
-        const data = await queries.getPrices({ mint: request.mint ?? "", symbol: request.symbol ?? "" });
+        const data = await queries.getPrices({
+          mint: request.mint ?? "",
+          symbol: request.symbol ?? "",
+          mints: [],
+        });
         const body = JSON.stringify({ success: true, data });
         res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
         res.end(body);
@@ -79,7 +84,7 @@ if (kind === "http") {
       callback: grpc.sendUnaryData<unknown>,
     ) {
       queries
-        .getPrices({ mint: call.request.mint ?? "", symbol: call.request.symbol ?? "" })
+        .getPrices({ mint: call.request.mint ?? "", symbol: call.request.symbol ?? "", mints: [] })
         .then((data) => callback(null, { success: true, data }));
     },
   });
@@ -92,8 +97,10 @@ if (kind === "http") {
 /** The token queries on the catalog's prices, as the service's GetTokenPrices runs them (no chain). */
 function catalogQueries() {
   const unused = () => Promise.reject(new Error("the baseline serves prices only"));
+  const catalog = loadCatalog();
   return createTokenQueries({
-    prices: createCatalogPriceSource({ catalog: loadCatalog() }),
+    prices: createCatalogPriceSource({ catalog }),
+    tokenList: createCatalogTokenList({ catalog }),
     source: { getMetadata: unused, listTransactions: unused },
   });
 }

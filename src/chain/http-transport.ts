@@ -1,4 +1,6 @@
 import type { RpcTransport } from "@solana/kit";
+import { readBounded } from "../upstream/bounded-body.ts";
+import { retryAfterOf } from "../upstream/retry-after.ts";
 import { parseJsonBigInts, stringifyJsonBigInts } from "./json-bigints.ts";
 import { TransportError } from "./transport-error.ts";
 
@@ -58,7 +60,11 @@ export function createHttpTransport(options: HttpTransportOptions): RpcTransport
     }
     let text: string;
     try {
-      text = await readBounded(response, maxResponseBytes);
+      text = await readBounded(
+        response,
+        maxResponseBytes,
+        () => new TransportError("too_large", `the Solana RPC answered more than ${maxResponseBytes} bytes`),
+      );
     } catch (error) {
       return failed(error);
     }
@@ -72,39 +78,4 @@ export function createHttpTransport(options: HttpTransportOptions): RpcTransport
       });
     }
   }) as RpcTransport;
-}
-
-/** The body as text, refusing one past `limit` bytes as soon as it is known to be. */
-async function readBounded(response: Response, limit: number): Promise<string> {
-  const tooLarge = () => new TransportError("too_large", `the Solana RPC answered more than ${limit} bytes`);
-  const declared = Number(response.headers.get("content-length") ?? Number.NaN);
-  if (declared > limit) {
-    void response.body?.cancel().catch(() => {});
-    throw tooLarge();
-  }
-  const body = response.body;
-  if (body === null) return "";
-  const reader = body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > limit) {
-      await reader.cancel().catch(() => {});
-      throw tooLarge();
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks, size).toString("utf8");
-}
-
-/** Retry-After as milliseconds: delay-seconds or an HTTP date (RFC 9110 section 10.2.3). */
-export function retryAfterOf(value: string | null, now = Date.now()): number | undefined {
-  if (value === null) return undefined;
-  const text = value.trim();
-  if (/^\d{1,9}$/.test(text)) return Number(text) * 1000;
-  const at = Date.parse(text);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }

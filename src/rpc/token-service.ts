@@ -1,4 +1,5 @@
 import { create } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import {
   GetTokenMetadataResponseSchema,
@@ -14,13 +15,24 @@ import type { TokenMetadata, TokenPrice, TokenTransaction } from "../token/token
 
 /**
  * TokenService over the token queries: protobuf in, domain values across, protobuf out.
- * The token list's prices are static, so each domain object is converted to its message once and
- * the message reused (keyed weakly by the domain object, so the chain's fresh objects are simply
- * collected). The call's signal goes down to the chain, so reads stop when the caller goes away.
+ * Prices stay the same object while cached (the catalog's for good), so each domain object is
+ * converted to its message once and the message reused (keyed weakly by the domain object, so
+ * fresh objects are simply collected). The call's signal goes down to the chain, so reads stop when the caller goes away.
  */
 export function createTokenService(options: { queries: TokenQueries }): ServiceImpl<typeof TokenService> {
   const { queries } = options;
-  const price = messageCache((p: TokenPrice) => create(TokenPriceSchema, p));
+  // A price entry is one object for as long as it is cached, so its message is made once too.
+  const price = messageCache((p: TokenPrice) =>
+    create(TokenPriceSchema, {
+      mint: p.mint,
+      symbol: p.symbol,
+      price: p.price,
+      change24h: p.change24h,
+      asOf: timestampFromDate(p.asOf),
+      slot: BigInt(p.slot),
+      unpriced: p.unpriced,
+    }),
+  );
   const metadata = messageCache((m: TokenMetadata) =>
     create(TokenMetadataSchema, {
       mint: m.mint,
@@ -34,7 +46,7 @@ export function createTokenService(options: { queries: TokenQueries }): ServiceI
   const transaction = messageCache((t: TokenTransaction) => create(TokenTransactionSchema, t));
   return {
     async getTokenPrices(req) {
-      const prices = await queries.getPrices({ mint: req.mint, symbol: req.symbol });
+      const prices = await queries.getPrices({ mint: req.mint, symbol: req.symbol, mints: req.mints });
       return create(GetTokenPricesResponseSchema, { success: true, data: prices.map(price) });
     },
     async getTokenMetadata(req, ctx) {

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type { JsonObject } from "../agent/agent-store.ts";
-import type { PriceSource } from "../token/token-source.ts";
+import { UnavailableError } from "../domain/errors.ts";
+import type { PriceSource, TokenPrice } from "../token/token-source.ts";
 import { abortableSleep } from "./abortable-sleep.ts";
 import type { ExecutionResult, Executor } from "./executor.ts";
 
@@ -25,9 +26,11 @@ export interface SimulatedFaults {
  */
 export function createSimulatedExecutor(options: {
   tokens: PriceSource;
+  /** The catalog's mint of a symbol agents name. */
+  mintOf: (symbol: string) => string | undefined;
   faults?: SimulatedFaults;
 }): Executor {
-  const { tokens } = options;
+  const { tokens, mintOf } = options;
   const faults = options.faults ?? {};
   return {
     async execute(execution) {
@@ -58,18 +61,34 @@ export function createSimulatedExecutor(options: {
           } as JsonObject,
         };
       }
-      return swap(agent.config, tokens, signature);
+      return swap(agent.config, tokens, mintOf, signature);
     },
   };
 }
 
-async function swap(config: JsonObject, tokens: PriceSource, signature: string): Promise<ExecutionResult> {
+async function swap(
+  config: JsonObject,
+  tokens: PriceSource,
+  mintOf: (symbol: string) => string | undefined,
+  signature: string,
+): Promise<ExecutionResult> {
   const { inputToken, outputToken, amount, slippageBps } = config;
-  const prices = await tokens.listPrices();
-  const input = prices.find((p) => p.symbol === inputToken);
-  const output = prices.find((p) => p.symbol === outputToken);
-  if (input === undefined || output === undefined || output.price <= 0) {
+  const inputMint = mintOf(String(inputToken));
+  const outputMint = mintOf(String(outputToken));
+  if (inputMint === undefined || outputMint === undefined) {
     return { ok: false, error: "a token of this swap is no longer in the catalog" };
+  }
+  let input: TokenPrice | undefined;
+  let output: TokenPrice | undefined;
+  try {
+    [input, output] = await tokens.pricesOf([inputMint, outputMint]);
+  } catch (error) {
+    // The price source is down: a later attempt may find it back.
+    if (error instanceof UnavailableError) return { ok: false, error: error.message };
+    throw error;
+  }
+  if (input === undefined || output === undefined || input.unpriced || output.unpriced || output.price <= 0) {
+    return { ok: false, error: "a token of this swap has no price to quote it at" };
   }
   const bps = typeof slippageBps === "number" ? slippageBps : 0;
   const quoted = ((amount as number) * input.price) / output.price;
@@ -79,8 +98,8 @@ async function swap(config: JsonObject, tokens: PriceSource, signature: string):
     result: {
       kind: "swap",
       simulated: true,
-      inputToken: input.symbol,
-      outputToken: output.symbol,
+      inputToken: String(inputToken),
+      outputToken: String(outputToken),
       amountIn: amount as number,
       quotedOut: round(quoted),
       minimumOut: round(minimumOut),

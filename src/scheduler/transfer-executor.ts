@@ -15,7 +15,7 @@ import type { Execution, ExecutionResult, Executor } from "./executor.ts";
 import type { SentTransaction } from "./run-store.ts";
 
 export interface TransferCaps {
-  /** Largest value one run may move, in US dollars at the token list's price. */
+  /** Largest value one run may move, in US dollars at the price source's price. */
   readonly perRunUsd: number;
   /** Largest value one agent may move per UTC day (its runs' slots that day), in US dollars. */
   readonly perDayUsd: number;
@@ -68,7 +68,7 @@ const TOKEN_ERRORS: Record<number, string> = {
  *   valid) the newest of those is sent again, never a new one; only when all have expired (or
  *   failed) is a new one signed.
  *
- * Before signing: the caps per run and per UTC day (in dollars at the token list's price), then
+ * Before signing: the caps per run and per UTC day (in dollars at the price source's price), then
  * the source account itself, so that the reasons no retry can mend (no source account, frozen, no
  * allowance or one below the amount, too little balance) fail the slot at once with both figures.
  */
@@ -128,8 +128,8 @@ export function createTransferExecutor(options: TransferExecutorOptions): Execut
     }
 
     // Caps, then the source account: reasons no retry can mend fail the slot now.
-    const price = (await prices.listPrices()).find((p) => p.symbol === symbol)?.price;
-    if (price === undefined) return retry(`no price for ${symbol} to check the transfer caps against`);
+    const price = await usdPriceOf(token.mint, symbol);
+    if (typeof price === "string") return retry(price);
     const usd = amount * price;
     if (usd > caps.perRunUsd) {
       return final(`${show(units)} (${usd.toFixed(2)} USD) is over the cap of ${caps.perRunUsd} USD per run`);
@@ -212,13 +212,29 @@ export function createTransferExecutor(options: TransferExecutorOptions): Execut
     }
   }
 
+  /** The token's price in US dollars, or why there is none (a retry may find one). */
+  async function usdPriceOf(mint: string, symbol: string): Promise<number | string> {
+    try {
+      const [quote] = await prices.pricesOf([mint]);
+      if (quote === undefined || quote.unpriced)
+        return `no price for ${symbol} to check the transfer caps against`;
+      return quote.price;
+    } catch (error) {
+      if (error instanceof UnavailableError)
+        return `no price for ${symbol} to check the transfer caps against: ${error.message}`;
+      throw error;
+    }
+  }
+
   /** The run's record of a landed transfer: signature, slot, fee, and what moved, from the chain. */
   async function succeeded(tx: SentTransaction, moving: Moving): Promise<ExecutionResult> {
     const { symbol, token, units, signal } = moving;
     const landed = await chain.getTransaction(tx.signature, signal);
     if (landed === undefined) throw new UnavailableError("the transfer landed but cannot be read back yet");
     const moved = tokenTransactionFromChain(landed, token.mint);
-    const price = (await prices.listPrices()).find((p) => p.symbol === symbol)?.price ?? 0;
+    // The transfer has landed whatever the price source says now; unpriced, it counts as 0 USD.
+    const quoted = await usdPriceOf(token.mint, symbol);
+    const price = typeof quoted === "number" ? quoted : 0;
     const amount = uiAmount(units, token.decimals);
     const result: JsonObject = {
       kind: "transfer",

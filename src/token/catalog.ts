@@ -74,3 +74,12 @@ export function validateCatalog(data: unknown): Catalog {
   }
   return data as Catalog;
 }
+
+/**
+ * The catalog's spelling of a symbol (matched case-insensitively), or undefined when no catalog
+ * token has it: agents name their tokens by catalog symbol.
+ */
+export function catalogSymbolLookup(catalog: Catalog): (symbol: string) => string | undefined {
+  const symbols = new Map(catalog.tokens.map((t) => [t.symbol.toLowerCase(), t.symbol]));
+  return (symbol) => symbols.get(symbol.toLowerCase());
+}

@@ -1,6 +1,6 @@
 import type { Chain, ChainTransaction, SignatureInfo } from "../chain/chain.ts";
-import type { Catalog, CatalogToken } from "./catalog.ts";
 import type {
+  TokenList,
   TokenMetadata,
   TokenSource,
   TokenTransaction,
@@ -12,7 +12,7 @@ import { tokenTransactionFromChain } from "./token-transaction-from-chain.ts";
 export interface ChainTokenSourceOptions {
   readonly chain: Chain;
   /** The token list: logos and tags, and names for mints without on-chain metadata. */
-  readonly catalog: Catalog;
+  readonly tokenList: TokenList;
   /** Transactions of one page read from the chain at once. */
   readonly concurrency: number;
 }
@@ -27,8 +27,7 @@ const UNKNOWN_CURSOR: TransactionPage = Object.freeze({ kind: "unknown-cursor" }
  * come from the token list, which the chain does not hold.
  */
 export function createChainTokenSource(options: ChainTokenSourceOptions): TokenSource {
-  const { chain, catalog, concurrency } = options;
-  const listed = new Map<string, CatalogToken>(catalog.tokens.map((t) => [t.mint, t]));
+  const { chain, tokenList, concurrency } = options;
   // A landed transaction never changes, so what it did to a mint is worked out once per (cached)
   // transaction object, and the same entry object serves every later page (the RPC layer then
   // reuses its message for it too).
@@ -60,10 +59,13 @@ export function createChainTokenSource(options: ChainTokenSourceOptions): TokenS
 
   return {
     async getMetadata(mint, signal) {
-      const account = await chain.getMint(mint, signal);
+      const [account, listings] = await Promise.all([
+        chain.getMint(mint, signal),
+        tokenList.listingsOf([mint]),
+      ]);
       if (account === undefined) return undefined;
       const onChain = account.metadata ?? (await chain.getMetaplexMetadata(mint, signal));
-      const token = listed.get(mint);
+      const token = listings.get(mint);
       return {
         mint,
         // The token list fills in for mints without on-chain metadata.

@@ -4,6 +4,7 @@ import { type FieldViolation, InvalidArgumentError, NotFoundError } from "../dom
 import { pageLimit } from "../domain/page-limit.ts";
 import type {
   PriceSource,
+  TokenList,
   TokenMetadata,
   TokenPrice,
   TokenSource,
@@ -14,7 +15,13 @@ import type {
 export interface PriceQuery {
   readonly mint: string;
   readonly symbol: string;
+  readonly mints: readonly string[];
 }
+
+/** Mints one GetTokenPrices call may name. */
+export const MAX_PRICE_MINTS = 100;
+/** Longest symbol looked up. */
+const MAX_SYMBOL_LENGTH = 32;
 
 export interface TransactionsQuery {
   readonly mint: string;
@@ -33,17 +40,40 @@ export interface TokenQueries {
  * The token rules of the contract, independent of any transport and of where token data comes
  * from: input validation, filters, paging. Sources only look data up.
  */
-export function createTokenQueries(options: { prices: PriceSource; source: TokenSource }): TokenQueries {
-  const { prices: priceSource, source } = options;
+export function createTokenQueries(options: {
+  prices: PriceSource;
+  tokenList: TokenList;
+  source: TokenSource;
+}): TokenQueries {
+  const { prices: priceSource, tokenList, source } = options;
   return {
-    async getPrices({ mint, symbol }) {
-      if (mint !== "" && !isAddress(mint)) throw InvalidArgumentError.field("mint", ADDRESS_RULE);
-      const prices = await priceSource.listPrices();
-      if (mint === "" && symbol === "") return prices;
+    async getPrices({ mint, symbol, mints }) {
+      const violations: FieldViolation[] = [];
+      if (mint !== "" && !isAddress(mint)) violations.push({ field: "mint", description: ADDRESS_RULE });
+      if (mints.length > MAX_PRICE_MINTS) {
+        violations.push({ field: "mints", description: `must hold at most ${MAX_PRICE_MINTS} mints` });
+      } else {
+        mints.forEach((m, i) => {
+          if (!isAddress(m)) violations.push({ field: `mints[${i}]`, description: ADDRESS_RULE });
+        });
+      }
+      if (symbol.length > MAX_SYMBOL_LENGTH || /[,\p{Cc}]/u.test(symbol)) {
+        violations.push({
+          field: "symbol",
+          description: `must be at most ${MAX_SYMBOL_LENGTH} characters and hold no comma or control character`,
+        });
+      }
+      if (violations.length > 0) throw new InvalidArgumentError(violations);
+      const asked = [...new Set(mint === "" ? mints : [mint, ...mints])];
+      if (asked.length === 0) {
+        if (symbol === "") return priceSource.pricesOf(priceSource.watchlist);
+        const withSymbol = await tokenList.mintsWithSymbol(symbol);
+        return priceSource.pricesOf(withSymbol.slice(0, MAX_PRICE_MINTS));
+      }
+      const prices = await priceSource.pricesOf(asked);
+      if (symbol === "") return prices;
       const wanted = symbol.toLowerCase();
-      return prices.filter(
-        (p) => (mint === "" || p.mint === mint) && (wanted === "" || p.symbol.toLowerCase() === wanted),
-      );
+      return prices.filter((p) => p.symbol.toLowerCase() === wanted);
     },
 
     async getMetadata(mint, signal) {

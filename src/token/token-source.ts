@@ -1,16 +1,44 @@
 /**
  * The token ports: where token data comes from. A TokenSource reads a token's metadata and
- * transactions (the chain token source, `chain-token-source.ts`); a PriceSource lists prices and
- * knows the tokens' symbols (the embedded catalog, `catalog-price-source.ts`). Inputs reaching a
- * source are already validated (see `token-queries.ts`). A source whose dependency cannot answer
- * throws UnavailableError; one whose caller's `signal` aborted rethrows the signal's reason.
+ * transactions (the chain token source, `chain-token-source.ts`); a PriceSource prices mints (the
+ * embedded catalog, `catalog-price-source.ts`, or Jupiter, `jupiter-price-source.ts`); a TokenList
+ * names tokens, their logos and tags (the catalog, or Jupiter's, `jupiter-token-list.ts`). Inputs
+ * reaching a source are already validated (see `token-queries.ts`). A source whose dependency
+ * cannot answer throws UnavailableError; one whose caller's `signal` aborted rethrows its reason.
  */
 
 export interface TokenPrice {
   readonly mint: string;
+  /** The token list's symbol; "" when it does not know the mint. */
   readonly symbol: string;
+  /** US dollars; 0 when unpriced. */
   readonly price: number;
+  /** Percent over 24 hours; 0 when unpriced. */
   readonly change24h: number;
+  /** When the service obtained this price (or learned there is none) from its source. */
+  readonly asOf: Date;
+  /** The slot the source priced the token at; 0 when it does not say. */
+  readonly slot: number;
+  /** True when the source has no reliable price for the mint. */
+  readonly unpriced: boolean;
+}
+
+/** What the token list says of one token. */
+export interface TokenListing {
+  readonly mint: string;
+  readonly symbol: string;
+  readonly name: string;
+  readonly logoURI: string;
+  readonly tags: readonly string[];
+  /** Vetted by the list's keeper (Jupiter's verified tag; every catalog token). */
+  readonly verified: boolean;
+}
+
+export interface TokenList {
+  /** Listings of these mints; a mint the list does not know is absent from the map. */
+  listingsOf(mints: readonly string[]): Promise<ReadonlyMap<string, TokenListing>>;
+  /** Mints of every listed token with this symbol (case-insensitive), verified tokens first. */
+  mintsWithSymbol(symbol: string): Promise<readonly string[]>;
 }
 
 export interface TokenMetadata {
@@ -56,8 +84,8 @@ export interface TokenSource {
 }
 
 export interface PriceSource {
-  /** Every listed token's price, in a stable order (the same order on every call). */
-  listPrices(): Promise<readonly TokenPrice[]>;
-  /** The token list's spelling of a symbol (matched case-insensitively), or undefined if unknown. */
-  canonicalSymbol(symbol: string): Promise<string | undefined>;
+  /** The mints priced when a caller names none, in the order they are listed. */
+  readonly watchlist: readonly string[];
+  /** One entry per mint, in the order given (an unpriced one when the source has no price). */
+  pricesOf(mints: readonly string[]): Promise<readonly TokenPrice[]>;
 }

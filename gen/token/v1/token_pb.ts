@@ -5,13 +5,15 @@
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_api_annotations } from "../../google/api/annotations_pb.ts";
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file token/v1/token.proto.
  */
 export const file_token_v1_token: GenFile = /*@__PURE__*/
-  fileDesc("ChR0b2tlbi92MS90b2tlbi5wcm90bxIIdG9rZW4udjEiTAoKVG9rZW5QcmljZRIMCgRtaW50GAEgASgJEg4KBnN5bWJvbBgCIAEoCRINCgVwcmljZRgDIAEoARIRCgljaGFuZ2UyNGgYBCABKAEidgoNVG9rZW5NZXRhZGF0YRIMCgRtaW50GAEgASgJEg4KBnN5bWJvbBgCIAEoCRIMCgRuYW1lGAMgASgJEhAKCGRlY2ltYWxzGAQgASgNEhkKCGxvZ29fdXJpGAUgASgJUgdsb2dvVVJJEgwKBHRhZ3MYBiADKAkiegoQVG9rZW5UcmFuc2FjdGlvbhIRCglzaWduYXR1cmUYASABKAkSEgoKYmxvY2tfdGltZRgCIAEoDRIOCgZhbW91bnQYAyABKAESDgoGc2VuZGVyGAQgASgJEhEKCXJlY2lwaWVudBgFIAEoCRIMCgR0eXBlGAYgASgJIjUKFUdldFRva2VuUHJpY2VzUmVxdWVzdBIMCgRtaW50GAEgASgJEg4KBnN5bWJvbBgCIAEoCSJNChZHZXRUb2tlblByaWNlc1Jlc3BvbnNlEg8KB3N1Y2Nlc3MYASABKAgSIgoEZGF0YRgCIAMoCzIULnRva2VuLnYxLlRva2VuUHJpY2UiJwoXR2V0VG9rZW5NZXRhZGF0YVJlcXVlc3QSDAoEbWludBgBIAEoCSJSChhHZXRUb2tlbk1ldGFkYXRhUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoCBIlCgRkYXRhGAIgASgLMhcudG9rZW4udjEuVG9rZW5NZXRhZGF0YSJKChtHZXRUb2tlblRyYW5zYWN0aW9uc1JlcXVlc3QSDAoEbWludBgBIAEoCRINCgVsaW1pdBgCIAEoBRIOCgZiZWZvcmUYAyABKAkiWQocR2V0VG9rZW5UcmFuc2FjdGlvbnNSZXNwb25zZRIPCgdzdWNjZXNzGAEgASgIEigKBGRhdGEYAiADKAsyGi50b2tlbi52MS5Ub2tlblRyYW5zYWN0aW9uMpcDCgxUb2tlblNlcnZpY2UScQoOR2V0VG9rZW5QcmljZXMSHy50b2tlbi52MS5HZXRUb2tlblByaWNlc1JlcXVlc3QaIC50b2tlbi52MS5HZXRUb2tlblByaWNlc1Jlc3BvbnNlIhyQAgGC0+STAhMSES92MS90b2tlbnMvcHJpY2VzEoABChBHZXRUb2tlbk1ldGFkYXRhEiEudG9rZW4udjEuR2V0VG9rZW5NZXRhZGF0YVJlcXVlc3QaIi50b2tlbi52MS5HZXRUb2tlbk1ldGFkYXRhUmVzcG9uc2UiJZACAYLT5JMCHBIaL3YxL3Rva2Vucy97bWludH0vbWV0YWRhdGESkAEKFEdldFRva2VuVHJhbnNhY3Rpb25zEiUudG9rZW4udjEuR2V0VG9rZW5UcmFuc2FjdGlvbnNSZXF1ZXN0GiYudG9rZW4udjEuR2V0VG9rZW5UcmFuc2FjdGlvbnNSZXNwb25zZSIpkAIBgtPkkwIgEh4vdjEvdG9rZW5zL3ttaW50fS90cmFuc2FjdGlvbnNiBnByb3RvMw", [file_google_api_annotations]);
+  fileDesc("ChR0b2tlbi92MS90b2tlbi5wcm90bxIIdG9rZW4udjEilwEKClRva2VuUHJpY2USDAoEbWludBgBIAEoCRIOCgZzeW1ib2wYAiABKAkSDQoFcHJpY2UYAyABKAESEQoJY2hhbmdlMjRoGAQgASgBEikKBWFzX29mGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIMCgRzbG90GAYgASgEEhAKCHVucHJpY2VkGAcgASgIInYKDVRva2VuTWV0YWRhdGESDAoEbWludBgBIAEoCRIOCgZzeW1ib2wYAiABKAkSDAoEbmFtZRgDIAEoCRIQCghkZWNpbWFscxgEIAEoDRIZCghsb2dvX3VyaRgFIAEoCVIHbG9nb1VSSRIMCgR0YWdzGAYgAygJInoKEFRva2VuVHJhbnNhY3Rpb24SEQoJc2lnbmF0dXJlGAEgASgJEhIKCmJsb2NrX3RpbWUYAiABKA0SDgoGYW1vdW50GAMgASgBEg4KBnNlbmRlchgEIAEoCRIRCglyZWNpcGllbnQYBSABKAkSDAoEdHlwZRgGIAEoCSJEChVHZXRUb2tlblByaWNlc1JlcXVlc3QSDAoEbWludBgBIAEoCRIOCgZzeW1ib2wYAiABKAkSDQoFbWludHMYAyADKAkiTQoWR2V0VG9rZW5QcmljZXNSZXNwb25zZRIPCgdzdWNjZXNzGAEgASgIEiIKBGRhdGEYAiADKAsyFC50b2tlbi52MS5Ub2tlblByaWNlIicKF0dldFRva2VuTWV0YWRhdGFSZXF1ZXN0EgwKBG1pbnQYASABKAkiUgoYR2V0VG9rZW5NZXRhZGF0YVJlc3BvbnNlEg8KB3N1Y2Nlc3MYASABKAgSJQoEZGF0YRgCIAEoCzIXLnRva2VuLnYxLlRva2VuTWV0YWRhdGEiSgobR2V0VG9rZW5UcmFuc2FjdGlvbnNSZXF1ZXN0EgwKBG1pbnQYASABKAkSDQoFbGltaXQYAiABKAUSDgoGYmVmb3JlGAMgASgJIlkKHEdldFRva2VuVHJhbnNhY3Rpb25zUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoCBIoCgRkYXRhGAIgAygLMhoudG9rZW4udjEuVG9rZW5UcmFuc2FjdGlvbjKXAwoMVG9rZW5TZXJ2aWNlEnEKDkdldFRva2VuUHJpY2VzEh8udG9rZW4udjEuR2V0VG9rZW5QcmljZXNSZXF1ZXN0GiAudG9rZW4udjEuR2V0VG9rZW5QcmljZXNSZXNwb25zZSIckAIBgtPkkwITEhEvdjEvdG9rZW5zL3ByaWNlcxKAAQoQR2V0VG9rZW5NZXRhZGF0YRIhLnRva2VuLnYxLkdldFRva2VuTWV0YWRhdGFSZXF1ZXN0GiIudG9rZW4udjEuR2V0VG9rZW5NZXRhZGF0YVJlc3BvbnNlIiWQAgGC0+STAhwSGi92MS90b2tlbnMve21pbnR9L21ldGFkYXRhEpABChRHZXRUb2tlblRyYW5zYWN0aW9ucxIlLnRva2VuLnYxLkdldFRva2VuVHJhbnNhY3Rpb25zUmVxdWVzdBomLnRva2VuLnYxLkdldFRva2VuVHJhbnNhY3Rpb25zUmVzcG9uc2UiKZACAYLT5JMCIBIeL3YxL3Rva2Vucy97bWludH0vdHJhbnNhY3Rpb25zYgZwcm90bzM", [file_google_api_annotations, file_google_protobuf_timestamp]);
 
 /**
  * TokenPrice is the current price of one token.
@@ -27,25 +29,52 @@ export type TokenPrice = Message<"token.v1.TokenPrice"> & {
   mint: string;
 
   /**
-   * Token symbol, for example "SOL".
+   * Token symbol, for example "SOL", from the token list; "" when the token list does not know
+   * the mint.
    *
    * @generated from field: string symbol = 2;
    */
   symbol: string;
 
   /**
-   * Current price in US dollars.
+   * Current price in US dollars; 0 when `unpriced`.
    *
    * @generated from field: double price = 3;
    */
   price: number;
 
   /**
-   * Price change over the last 24 hours, in percent.
+   * Price change over the last 24 hours, in percent; 0 when `unpriced`.
    *
    * @generated from field: double change24h = 4;
    */
   change24h: number;
+
+  /**
+   * When the service obtained this price (or learned there is none) from its source. A cached
+   * price keeps the time it was obtained, so this always tells its age. For the embedded
+   * catalog, when its snapshot was taken.
+   *
+   * @generated from field: google.protobuf.Timestamp as_of = 5;
+   */
+  asOf?: Timestamp | undefined;
+
+  /**
+   * The slot the source priced the token at (Jupiter's `blockId`); 0 when the source does not
+   * say (the catalog, or an unpriced token). A uint64, so JSON carries it as a string.
+   *
+   * @generated from field: uint64 slot = 6;
+   */
+  slot: bigint;
+
+  /**
+   * True when the source has no reliable price for the mint (Jupiter leaves such tokens out):
+   * the entry is there so that no mint asked for is silently dropped, and `price` and
+   * `change24h` are 0.
+   *
+   * @generated from field: bool unpriced = 7;
+   */
+  unpriced: boolean;
 };
 
 /**
@@ -176,13 +205,18 @@ export const TokenTransactionSchema: GenMessage<TokenTransaction> = /*@__PURE__*
   messageDesc(file_token_v1_token, 2);
 
 /**
- * GetTokenPricesRequest filters the prices returned. Both filters given means both must match.
+ * GetTokenPricesRequest says which prices to return. `mint` and `mints` ask for tokens by mint:
+ * the answer has one entry per distinct mint asked for, in the order asked (`mint` first),
+ * `unpriced` when there is no price. `symbol` asks for every token the token list has with that
+ * symbol (case-insensitive), verified tokens first; with `mint` or `mints` as well, it keeps only
+ * the mints asked for that have that symbol. No filter at all: the watchlist (PRICE_WATCHLIST, by
+ * default the catalog's tokens), in its order.
  *
  * @generated from message token.v1.GetTokenPricesRequest
  */
 export type GetTokenPricesRequest = Message<"token.v1.GetTokenPricesRequest"> & {
   /**
-   * Keep only the token with this mint address (base58, 32 bytes).
+   * A token's mint address (base58, 32 bytes).
    *
    * @generated from field: string mint = 1;
    */
@@ -194,6 +228,13 @@ export type GetTokenPricesRequest = Message<"token.v1.GetTokenPricesRequest"> & 
    * @generated from field: string symbol = 2;
    */
   symbol: string;
+
+  /**
+   * Mint addresses (base58, 32 bytes), at most 100; repeats count once. REST: `?mints=a&mints=b`.
+   *
+   * @generated from field: repeated string mints = 3;
+   */
+  mints: string[];
 };
 
 /**
@@ -217,7 +258,7 @@ export type GetTokenPricesResponse = Message<"token.v1.GetTokenPricesResponse"> 
   success: boolean;
 
   /**
-   * The matching prices; empty when nothing matches.
+   * The prices; empty when nothing matches a symbol.
    *
    * @generated from field: repeated token.v1.TokenPrice data = 2;
    */
@@ -355,7 +396,12 @@ export const GetTokenTransactionsResponseSchema: GenMessage<GetTokenTransactions
  */
 export const TokenService: GenService<{
   /**
-   * GetTokenPrices returns the current price of every token, or of the tokens matching the filters.
+   * GetTokenPrices returns current prices: of the tokens asked for by mint, of the tokens with a
+   * symbol, or, without a filter, of the watchlist (PRICE_WATCHLIST). Prices come from the price
+   * source (Jupiter's Price API when configured, else the embedded catalog's snapshot), through a
+   * cache: `as_of` says when each price was obtained. A mint asked for that has no reliable price
+   * is still answered, as an entry with `unpriced` set. unavailable when the source cannot answer
+   * and no cached price is recent enough (PRICE_MAX_STALE_MS).
    *
    * @generated from rpc token.v1.TokenService.GetTokenPrices
    */

@@ -1,0 +1,212 @@
+import {
+  BrokenCircuitError,
+  BulkheadRejectedError,
+  bulkhead,
+  CircuitState,
+  ConsecutiveBreaker,
+  circuitBreaker,
+  handleWhen,
+  wrap,
+} from "cockatiel";
+import { readBounded } from "./bounded-body.ts";
+import { retryAfterOf } from "./retry-after.ts";
+
+/** How one call to an upstream HTTP API ended, as metrics count it. */
+export type UpstreamOutcome =
+  | "ok"
+  /** No answer within the timeout. */
+  | "timeout"
+  /** No connection: refused, reset, DNS, TLS. */
+  | "unreachable"
+  /** HTTP 429, or a call not made while a 429's Retry-After lasts. */
+  | "rate_limited"
+  /** Any other status but 2xx. */
+  | "http_error"
+  /** An answer larger than the bound. */
+  | "too_large"
+  /** An answer that is not JSON. */
+  | "bad_response"
+  /** Not made: the circuit breaker is open after consecutive failures. */
+  | "circuit_open"
+  /** Not made: too many calls already waiting for a turn. */
+  | "overloaded";
+
+export type CircuitPosition = "closed" | "open" | "half_open";
+
+/**
+ * A call to an upstream failed. The message is safe to log and to show (never the URL or the
+ * key); what the platform threw stays in `cause`.
+ */
+export class UpstreamError extends Error {
+  override readonly name = "UpstreamError";
+  readonly outcome: Exclude<UpstreamOutcome, "ok">;
+  /** For `rate_limited`: how long the upstream asked to be left alone, in ms. */
+  readonly retryAfterMs: number | undefined;
+
+  constructor(
+    outcome: Exclude<UpstreamOutcome, "ok">,
+    message: string,
+    options: { retryAfterMs?: number; cause?: unknown } = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.outcome = outcome;
+    this.retryAfterMs = options.retryAfterMs;
+  }
+
+  /** Failures that say the upstream is unwell, and count towards opening the circuit. */
+  get isUpstreamFault(): boolean {
+    return (
+      this.outcome !== "rate_limited" && this.outcome !== "circuit_open" && this.outcome !== "overloaded"
+    );
+  }
+}
+
+export interface JsonUpstreamOptions {
+  /** How messages name the upstream, for example "Jupiter". */
+  readonly name: string;
+  /** Scheme, host and path prefix; calls append their path to it. */
+  readonly baseUrl: string;
+  /** Sent with every call (an API key); never logged. */
+  readonly headers?: Readonly<Record<string, string>>;
+  /** Bound on one call, answer included. */
+  readonly timeoutMs: number;
+  /** Calls in flight at once, and calls waiting for a turn; past both, calls fail at once. */
+  readonly maxConcurrency: number;
+  readonly maxQueued: number;
+  /** Consecutive failures that open the circuit, and how long it stays open before a trial call. */
+  readonly breaker: { readonly failures: number; readonly openMs: number };
+  /** A 429 without Retry-After leaves the upstream alone this long. */
+  readonly defaultRetryAfterMs: number;
+  /** Told about every call, made or refused: its endpoint label, outcome and seconds taken. */
+  readonly onCall?: (endpoint: string, outcome: UpstreamOutcome, seconds: number) => void;
+  /** Told about every change of the circuit's position. */
+  readonly onCircuit?: (position: CircuitPosition) => void;
+}
+
+export interface JsonUpstream {
+  /**
+   * GETs `path` (with its query) and parses the answer as JSON, reading at most `maxBytes`.
+   * `endpoint` labels the call in metrics. Throws UpstreamError.
+   */
+  getJson(endpoint: string, path: string, maxBytes: number): Promise<unknown>;
+}
+
+/**
+ * A read-only JSON API over HTTP with what calling someone else's service needs: a timeout on
+ * every call, answers read only up to a bound, bounded concurrency with a bounded queue
+ * (cockatiel's bulkhead), a circuit breaker that stops calling an upstream after consecutive
+ * failures and tries one call after a while (cockatiel's), and Retry-After: a 429 makes every call
+ * wait out the time the upstream asked for by not being made. Calls are not retried here: the
+ * callers (caches that serve stale values while they revalidate) decide when to call again.
+ */
+export function createJsonUpstream(options: JsonUpstreamOptions): JsonUpstream {
+  const { name, baseUrl, timeoutMs } = options;
+  const onCall = options.onCall ?? (() => {});
+  const headers = { accept: "application/json", ...options.headers };
+  const breaker = circuitBreaker(
+    handleWhen((error) => error instanceof UpstreamError && error.isUpstreamFault),
+    { halfOpenAfter: options.breaker.openMs, breaker: new ConsecutiveBreaker(options.breaker.failures) },
+  );
+  breaker.onStateChange((state) => options.onCircuit?.(positionOf(state)));
+  const policy = wrap(breaker, bulkhead(options.maxConcurrency, options.maxQueued));
+  /** Date.now() before which the upstream asked not to be called (its last 429). */
+  let coolUntil = 0;
+
+  const call = async (path: string, maxBytes: number): Promise<unknown> => {
+    const timeout = AbortSignal.timeout(timeoutMs);
+    const failed = (error: unknown): never => {
+      if (error instanceof UpstreamError) throw error;
+      if (timeout.aborted) {
+        throw new UpstreamError("timeout", `${name} did not answer within ${timeoutMs} ms`, { cause: error });
+      }
+      throw new UpstreamError("unreachable", `${name} cannot be reached`, { cause: error });
+    };
+    try {
+      const response = await fetch(`${baseUrl}${path}`, { headers, signal: timeout, redirect: "error" });
+      if (response.status === 429) {
+        void response.body?.cancel().catch(() => {});
+        const asked = retryAfterOf(response.headers.get("retry-after")) ?? options.defaultRetryAfterMs;
+        coolUntil = Math.max(coolUntil, Date.now() + asked);
+        throw new UpstreamError("rate_limited", `${name} is rate limiting this service`, {
+          retryAfterMs: asked,
+        });
+      }
+      if (!response.ok) {
+        void response.body?.cancel().catch(() => {});
+        throw new UpstreamError("http_error", `${name} answered HTTP ${response.status}`);
+      }
+      const text = await readBounded(
+        response,
+        maxBytes,
+        () => new UpstreamError("too_large", `${name} answered more than ${maxBytes} bytes`),
+      );
+      try {
+        return JSON.parse(text);
+      } catch (error) {
+        throw new UpstreamError("bad_response", `${name} answered something that is not JSON`, {
+          cause: error,
+        });
+      }
+    } catch (error) {
+      return failed(error);
+    }
+  };
+
+  return {
+    async getJson(endpoint, path, maxBytes) {
+      const started = performance.now();
+      const wait = coolUntil - Date.now();
+      if (wait > 0) {
+        onCall(endpoint, "rate_limited", 0);
+        throw new UpstreamError(
+          "rate_limited",
+          `${name} is rate limiting this service for another ${Math.ceil(wait / 1000)} s`,
+          { retryAfterMs: wait },
+        );
+      }
+      try {
+        const answer = await policy.execute(() => call(path, maxBytes));
+        onCall(endpoint, "ok", seconds(started));
+        return answer;
+      } catch (error) {
+        const refused = refusal(name, error);
+        if (refused !== undefined) {
+          onCall(endpoint, refused.outcome, 0);
+          throw refused;
+        }
+        const failure =
+          error instanceof UpstreamError
+            ? error
+            : new UpstreamError("bad_response", `${name} failed`, { cause: error });
+        onCall(endpoint, failure.outcome, seconds(started));
+        throw failure;
+      }
+    },
+  };
+}
+
+/** cockatiel's refusals (circuit open, bulkhead full) as UpstreamErrors; undefined for others. */
+function refusal(name: string, error: unknown): UpstreamError | undefined {
+  if (error instanceof BrokenCircuitError) {
+    return new UpstreamError("circuit_open", `${name} is failing; calls to it are paused for a while`);
+  }
+  if (error instanceof BulkheadRejectedError) {
+    return new UpstreamError("overloaded", `too many ${name} requests are waiting; try again shortly`);
+  }
+  return undefined;
+}
+
+function positionOf(state: CircuitState): CircuitPosition {
+  switch (state) {
+    case CircuitState.Closed:
+      return "closed";
+    case CircuitState.HalfOpen:
+      return "half_open";
+    default:
+      return "open";
+  }
+}
+
+function seconds(started: number): number {
+  return (performance.now() - started) / 1000;
+}
