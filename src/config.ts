@@ -164,6 +164,9 @@ export interface PricesConfig {
   readonly maxTokenListBytes: number;
   /** Mints whose prices (and token list entries) are kept in memory. */
   readonly cacheEntries: number;
+  /** Consecutive failed Jupiter calls that open its circuit, and how long it stays open. */
+  readonly breakerFailures: number;
+  readonly breakerOpenMs: number;
 }
 
 /** How transfer agents' runs are carried out, and the guards beyond the owners' allowances. */
@@ -256,6 +259,8 @@ export const CONFIG_VARIABLES = {
   JUPITER_MAX_RESPONSE_BYTES: "1048576",
   JUPITER_MAX_TOKEN_LIST_BYTES: "33554432",
   PRICE_CACHE_ENTRIES: "10000",
+  JUPITER_BREAKER_FAILURES: "5",
+  JUPITER_BREAKER_OPEN_MS: "10000",
 } as const;
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -485,7 +490,7 @@ function readPrices(read: Read, int: Int, problems: string[]): PricesConfig {
       problems.push(`PRICE_WATCHLIST must hold at most ${MAX_WATCHLIST} mints (got ${watchlist.length})`);
     }
   }
-  const ttlMs = int("PRICE_TTL_MS", 0, 3_600_000);
+  const ttlMs = int("PRICE_TTL_MS", 1, 3_600_000);
   const maxStaleMs = int("PRICE_MAX_STALE_MS", 0, 86_400_000);
   if (maxStaleMs < ttlMs) problems.push("PRICE_MAX_STALE_MS must be at least PRICE_TTL_MS");
   return {
@@ -501,6 +506,8 @@ function readPrices(read: Read, int: Int, problems: string[]): PricesConfig {
     maxResponseBytes: int("JUPITER_MAX_RESPONSE_BYTES", 1024, 1024 * 1024 * 1024),
     maxTokenListBytes: int("JUPITER_MAX_TOKEN_LIST_BYTES", 1024, 1024 * 1024 * 1024),
     cacheEntries: int("PRICE_CACHE_ENTRIES", 100, 10_000_000),
+    breakerFailures: int("JUPITER_BREAKER_FAILURES", 1, 1000),
+    breakerOpenMs: int("JUPITER_BREAKER_OPEN_MS", 10, 3_600_000),
   };
 }
 

@@ -166,8 +166,6 @@ async function createChain(
   return { chain, transfers, localChain };
 }
 
-/** Consecutive failed Jupiter calls that open its circuit, and how long it then stays open. */
-const JUPITER_BREAKER = { failures: 5, openMs: 10_000 };
 /** How long a 429 without Retry-After leaves Jupiter alone. */
 const JUPITER_DEFAULT_RETRY_AFTER_MS = 1000;
 
@@ -199,7 +197,7 @@ function createPriceSources(
     timeoutMs: settings.timeoutMs,
     maxConcurrency: settings.maxConcurrency,
     maxQueued: settings.maxQueued,
-    breaker: JUPITER_BREAKER,
+    breaker: { failures: settings.breakerFailures, openMs: settings.breakerOpenMs },
     defaultRetryAfterMs: JUPITER_DEFAULT_RETRY_AFTER_MS,
     onCall(endpoint, outcome, seconds) {
       counted(endpoint, outcome, seconds);

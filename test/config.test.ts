@@ -148,6 +148,57 @@ describe("loadConfig", () => {
         local: { port: 8899, statePath: undefined, slotMs: 400 },
       },
       transfers: { executor: "chain", keypairPath: undefined, maxUsdPerRun: 1000, maxUsdPerDay: 10_000 },
+      prices: {
+        jupiterUrl: undefined,
+        jupiterApiKey: undefined,
+        watchlist: undefined,
+        ttlMs: 5000,
+        maxStaleMs: 300_000,
+        tokenListTtlMs: 21_600_000,
+        timeoutMs: 3000,
+        maxConcurrency: 8,
+        maxQueued: 64,
+        maxResponseBytes: 1_048_576,
+        maxTokenListBytes: 33_554_432,
+        cacheEntries: 10_000,
+        breakerFailures: 5,
+        breakerOpenMs: 10_000,
+      },
+    });
+  });
+
+  it("refuses bad price settings, each by name, and never echoes JUPITER_API_KEY", () => {
+    const attempt = (env: Record<string, string>) => {
+      try {
+        loadConfig(env);
+        return "";
+      } catch (error) {
+        return (error as Error).message;
+      }
+    };
+    expect(attempt({ JUPITER_API_URL: "ftp://jup.example" })).toContain(
+      "JUPITER_API_URL must be an http:// or https:// URL",
+    );
+    expect(attempt({ JUPITER_API_KEY: "a key\nwith a newline" })).toContain(
+      "JUPITER_API_KEY must not contain",
+    );
+    expect(attempt({ JUPITER_API_KEY: "a key\nwith a newline" })).not.toContain("with a newline");
+    expect(attempt({ PRICE_WATCHLIST: "So11111111111111111111111111111111111111112,nope" })).toContain(
+      'PRICE_WATCHLIST must be a comma-separated list of mint addresses (base58, 32 bytes); not one: "nope"',
+    );
+    expect(attempt({ PRICE_TTL_MS: "10000", PRICE_MAX_STALE_MS: "5000" })).toContain(
+      "PRICE_MAX_STALE_MS must be at least PRICE_TTL_MS",
+    );
+    expect(attempt({ PRICE_TTL_MS: "0" })).toContain("PRICE_TTL_MS must be an integer from 1");
+    expect(
+      loadConfig({
+        JUPITER_API_URL: "https://api.jup.ag/",
+        PRICE_WATCHLIST:
+          " So11111111111111111111111111111111111111112 ,So11111111111111111111111111111111111111112",
+      }).prices,
+    ).toMatchObject({
+      jupiterUrl: "https://api.jup.ag",
+      watchlist: ["So11111111111111111111111111111111111111112"],
     });
   });
 
@@ -251,6 +302,20 @@ describe("loadConfig", () => {
         EXECUTOR_KEYPAIR: "/run/secrets/executor.json",
         TRANSFER_MAX_USD_PER_RUN: "25",
         TRANSFER_MAX_USD_PER_DAY: "100",
+        JUPITER_API_URL: "https://api.jup.ag",
+        JUPITER_API_KEY: "jup-key",
+        PRICE_WATCHLIST: "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v",
+        PRICE_TTL_MS: "1000",
+        PRICE_MAX_STALE_MS: "60000",
+        TOKEN_LIST_TTL_MS: "3600000",
+        JUPITER_TIMEOUT_MS: "500",
+        JUPITER_MAX_CONCURRENCY: "2",
+        JUPITER_MAX_QUEUED: "3",
+        JUPITER_MAX_RESPONSE_BYTES: "4096",
+        JUPITER_MAX_TOKEN_LIST_BYTES: "8192",
+        PRICE_CACHE_ENTRIES: "500",
+        JUPITER_BREAKER_FAILURES: "2",
+        JUPITER_BREAKER_OPEN_MS: "1500",
       }),
     ).toEqual({
       host: "127.0.0.1",
@@ -319,6 +384,22 @@ describe("loadConfig", () => {
         keypairPath: "/run/secrets/executor.json",
         maxUsdPerRun: 25,
         maxUsdPerDay: 100,
+      },
+      prices: {
+        jupiterUrl: "https://api.jup.ag",
+        jupiterApiKey: "jup-key",
+        watchlist: ["EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v"],
+        ttlMs: 1000,
+        maxStaleMs: 60_000,
+        tokenListTtlMs: 3_600_000,
+        timeoutMs: 500,
+        maxConcurrency: 2,
+        maxQueued: 3,
+        maxResponseBytes: 4096,
+        maxTokenListBytes: 8192,
+        cacheEntries: 500,
+        breakerFailures: 2,
+        breakerOpenMs: 1500,
       },
     });
   });

@@ -82,8 +82,6 @@ describe("buf curl", () => {
             price: sol?.price,
             change24h: sol?.change24h,
             asOf: "2026-11-01T00:00:00Z",
-            slot: "0",
-            unpriced: false,
           },
         ],
       });

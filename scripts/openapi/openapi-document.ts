@@ -220,8 +220,11 @@ function scalarSchema(scalar: ScalarType): Schema {
     case ScalarType.UINT32:
     case ScalarType.FIXED32:
       return { type: "integer", format: "int64", minimum: 0, maximum: 4294967295 };
-    default:
+    case ScalarType.UINT64:
+    case ScalarType.FIXED64:
       // 64-bit integers are JSON strings (a JSON number cannot hold them exactly); numbers are accepted.
+      return { type: ["string", "integer"], format: "int64", pattern: "^[0-9]+$", minimum: 0 };
+    default:
       return { type: ["string", "integer"], format: "int64", pattern: "^-?[0-9]+$" };
   }
 }

@@ -6,6 +6,7 @@ import {
   type DescService,
   fromBinary,
   type JsonValue,
+  ScalarType,
   toJson,
 } from "@bufbuild/protobuf";
 import { anyUnpack } from "@bufbuild/protobuf/wkt";
@@ -198,10 +199,20 @@ function normalizeGrpcJs(value: unknown, schema: DescMessage): JsonValue {
     if (field.fieldKind === "message") out[field.jsonName] = normalizeGrpcJs(v, field.message);
     else if (field.fieldKind === "list" && field.listKind === "message")
       out[field.jsonName] = (v as unknown[]).map((e) => normalizeGrpcJs(e, field.message));
+    else if (field.fieldKind === "scalar" && INT64_TYPES.has(field.scalar)) out[field.jsonName] = String(v);
     else out[field.jsonName] = v as JsonValue;
   }
   return out;
 }
+
+/** 64-bit integers: proto3 JSON writes them as decimal strings (proto-loader gives numbers). */
+const INT64_TYPES = new Set([
+  ScalarType.INT64,
+  ScalarType.UINT64,
+  ScalarType.SINT64,
+  ScalarType.FIXED64,
+  ScalarType.SFIXED64,
+]);
 
 function structJson(struct: Record<string, unknown>): JsonValue {
   const out: Record<string, JsonValue> = {};
