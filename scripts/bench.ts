@@ -8,6 +8,7 @@
  *   BENCH_LOG_LEVEL=warn npm run bench (the service without its per-call log line: what the line costs)
  *   BENCH_ONLY=chain npm run bench     (only the chain figures: start time, GetTokenTransactions)
  *   BENCH_ONLY=transfers npm run bench (only the transfer figures: 1000 agents due at once)
+ *   BENCH_ONLY=prices npm run bench    (only the Jupiter figures: warm cache vs catalog, cold stampede)
  *
  * Each server's throughput alone is printed, but the ratios come from paired runs: the service
  * and its peer share core 0 and are loaded at the same moment, each by its own generator, so
@@ -19,13 +20,19 @@
  * The workload is GetTokenPrices without a filter: all 16 catalog entries, about 1.7 KB of JSON.
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import * as http2 from "node:http2";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { create, toBinary } from "@bufbuild/protobuf";
-import { GetTokenPricesRequestSchema } from "../gen/token/v1/token_pb.ts";
+import { createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import { getAddressDecoder } from "@solana/addresses";
+import { GetTokenPricesRequestSchema, TokenService } from "../gen/token/v1/token_pb.ts";
+import { loadCatalog } from "../src/token/catalog.ts";
 import { writeExecutorKeypair } from "../test/support/executor-keypair.ts";
+import { startFakeJupiter } from "../test/support/fake-jupiter.ts";
 import { type FerretdbServer, startFerretdb } from "../test/support/ferretdb.ts";
 import { freePort, waitForPort } from "../test/support/ports.ts";
 import { npmStartFlags } from "./bench/start-flags.ts";
@@ -33,7 +40,7 @@ import { npmStartFlags } from "./bench/start-flags.ts";
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const logLevel = process.env.BENCH_LOG_LEVEL ?? "info";
-/** BENCH_ONLY=unary, chain or transfers runs one part. */
+/** BENCH_ONLY=unary, chain, transfers or prices runs one part. */
 const only = process.env.BENCH_ONLY;
 const root = new URL("..", import.meta.url).pathname;
 const work = mkdtempSync(join(tmpdir(), "bench-"));
@@ -66,6 +73,7 @@ const startFlags = npmStartFlags(root);
  */
 const peerFlags = startFlags;
 
+const catalogTokens = loadCatalog().tokens;
 const JSON_BODY = "{}";
 const message = toBinary(GetTokenPricesRequestSchema, create(GetTokenPricesRequestSchema, {}));
 const envelope = (payload: Uint8Array) => {
@@ -323,6 +331,7 @@ try {
   }
   if (only === undefined || only === "chain") await chainFigures();
   if (only === undefined || only === "transfers") await transferFigures();
+  if (only === undefined || only === "prices") await priceFigures();
   print();
 } finally {
   for (const child of children) child.kill("SIGTERM");
@@ -395,6 +404,92 @@ async function chainFigures(): Promise<void> {
         `(half) p50 ${p50.toFixed(2)} ms, p99 ${p99.toFixed(2)} ms; ${perCall.toFixed(1)} JSON-RPC requests per call`,
     );
     service.child.kill("SIGTERM");
+  }
+}
+
+/**
+ * Prices from Jupiter (a local server with Jupiter's shapes, pricing the catalog's tokens at the
+ * catalog's prices) against the catalog path: GetTokenPrices without a filter from a warm cache
+ * (PRICE_TTL_MS as by default, so revalidations happen during the run, served stale meanwhile),
+ * paired with the catalog service; then a cold-cache stampede and the upstream requests it cost.
+ */
+async function priceFigures(): Promise<void> {
+  const fake = await startFakeJupiter();
+  for (const t of catalogTokens) {
+    fake.prices.set(t.mint, {
+      usdPrice: t.price,
+      priceChange24h: t.change24h,
+      blockId: 380_000_000,
+      decimals: t.decimals,
+      createdAt: "2024-06-05T08:55:25.527Z",
+      liquidity: 1_000_000,
+    });
+    fake.tokens.push({
+      id: t.mint,
+      name: t.name,
+      symbol: t.symbol,
+      icon: t.logoURI,
+      decimals: t.decimals,
+      isVerified: true,
+      tags: t.tags,
+    });
+  }
+  try {
+    const env = { LOG_LEVEL: logLevel, AUTH_MODE: "none", LOCAL_SOLANA_RPC_PORT: "0" };
+    const catalogService = await start(["node", ...startFlags, "src/main.ts"], env);
+    const jupiterService = await start(["node", ...startFlags, "src/main.ts"], {
+      ...env,
+      JUPITER_API_URL: fake.url,
+    });
+    const target = (port: number) => `http://127.0.0.1:${port}/token.v1.TokenService/GetTokenPrices`;
+    await answerOf(target(jupiterService.port)); // warm
+    const script = lua("application/json", files.json);
+    const jupiterLoad = wrk(target(jupiterService.port), script);
+    const catalogLoad = wrk(target(catalogService.port), script);
+    const rps = await jupiterLoad.alone();
+    const before = fake.requests.length;
+    const { ratio, ratios } = await paired(jupiterLoad, catalogLoad);
+    const during = fake.requests.length - before;
+    rows.push({
+      scenario: "GetTokenPrices, Jupiter, warm cache (Connect JSON, wrk 32 conns)",
+      rps,
+      peer: "the catalog path",
+      ratio,
+      ratios,
+      goal: 0.9,
+    });
+    notes.push(
+      `Jupiter warm cache: ${during} upstream requests during the paired rounds (revalidations every PRICE_TTL_MS, served stale meanwhile)`,
+    );
+    catalogService.child.kill("SIGTERM");
+    jupiterService.child.kill("SIGTERM");
+
+    // Cold: a new service, 1000 concurrent calls for 60 mints it has never priced.
+    const cold = await start(["node", ...startFlags, "src/main.ts"], { ...env, JUPITER_API_URL: fake.url });
+    const mints = catalogTokens.map((t) => t.mint);
+    const decoder = getAddressDecoder();
+    while (mints.length < 60) mints.push(decoder.decode(randomBytes(32)));
+    const client = createClient(
+      TokenService,
+      createConnectTransport({ baseUrl: `http://127.0.0.1:${cold.port}`, httpVersion: "2" }),
+    );
+    const asked = fake.requests.length;
+    const started = performance.now();
+    const answers = await Promise.allSettled(
+      Array.from({ length: 1000 }, () => client.getTokenPrices({ mints })),
+    );
+    const ms = performance.now() - started;
+    const failed = answers.filter((a) => a.status === "rejected").length;
+    const upstream = fake.requests.slice(asked);
+    const priceRequests = upstream.filter((r) => r.path === "/price/v3").length;
+    notes.push(
+      `Jupiter cold-cache stampede: 1000 concurrent GetTokenPrices for the same 60 mints (two chunks of 50) caused ` +
+        `${priceRequests} Price API requests and ${upstream.length - priceRequests} token list requests; ` +
+        `${failed} failed; all answered in ${ms.toFixed(0)} ms (goal: one Price API request per chunk, 2: ${priceRequests === 2 ? "met" : "MISSED"})`,
+    );
+    cold.child.kill("SIGTERM");
+  } finally {
+    await fake.close();
   }
 }
 

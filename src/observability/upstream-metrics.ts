@@ -12,7 +12,7 @@ export interface UpstreamMetrics {
   /** The callback a JSON upstream reports its circuit's changes to. */
   onCircuit(upstream: string): (position: CircuitPosition) => void;
   /** The callback a cache reports its lookups to. */
-  onLookup(cache: string): (lookup: CacheLookup) => void;
+  onLookup(cache: string): (lookup: CacheLookup, count: number) => void;
 }
 
 /**
@@ -59,6 +59,14 @@ export function registerUpstreamMetrics(registry: Registry): UpstreamMetrics {
       };
     },
     onCircuit: (upstream) => (position) => circuit.set({ upstream }, CIRCUIT_VALUES[position]),
-    onLookup: (cache) => (lookup) => lookups.inc({ cache, result: lookup }),
+    onLookup(cache) {
+      // Children bound once: the warm price path counts on every call.
+      const children = {
+        hit: lookups.labels({ cache, result: "hit" }),
+        miss: lookups.labels({ cache, result: "miss" }),
+        stale: lookups.labels({ cache, result: "stale" }),
+      };
+      return (lookup, count) => children[lookup].inc(count);
+    },
   };
 }

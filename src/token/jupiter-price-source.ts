@@ -14,7 +14,7 @@ export interface JupiterPriceSourceOptions {
   readonly ttlMs: number;
   readonly maxStaleMs: number;
   readonly max: number;
-  readonly onLookup?: (lookup: CacheLookup) => void;
+  readonly onLookup?: (lookup: CacheLookup, count: number) => void;
   /** Told when prices were served without the token list's symbols (it could not answer). */
   readonly onTokenListFailure?: (error: unknown) => void;
 }
@@ -78,6 +78,8 @@ export function createJupiterPriceSource(options: JupiterPriceSourceOptions): Pr
     watchlist: Object.freeze([...options.watchlist]),
     async pricesOf(mints) {
       // Warm: every price fresh, answered without waiting on anything.
+      const fresh = cache.freshAll(mints);
+      if (fresh !== undefined) return fresh;
       let waits = false;
       const entries = mints.map((mint) => {
         const entry = cache.fresh(mint);

@@ -9,7 +9,7 @@ export interface JupiterTokenListOptions {
   readonly ttlMs: number;
   /** Mints and symbols kept. */
   readonly max: number;
-  readonly onLookup?: (lookup: CacheLookup) => void;
+  readonly onLookup?: (lookup: CacheLookup, count: number) => void;
 }
 
 /** The one key of the verified list's cache. */

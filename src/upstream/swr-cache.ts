@@ -20,7 +20,8 @@ export interface SwrCacheOptions<V> {
   readonly load: (key: string) => Promise<V>;
   /** What callers are told is unavailable, for example "the price of". */
   readonly what: string;
-  readonly onLookup?: (lookup: CacheLookup) => void;
+  /** Told of lookups by result (`count` of them at once). */
+  readonly onLookup?: (lookup: CacheLookup, count: number) => void;
   readonly now?: () => number;
 }
 
@@ -33,6 +34,8 @@ export interface SwrCache<V> {
   get(key: string): Promise<Obtained<V>>;
   /** The value of `key` if it is fresh, at once; undefined otherwise (then call `get`). */
   fresh(key: string): Obtained<V> | undefined;
+  /** The values of `keys` if every one is fresh, at once; undefined otherwise (nothing counted). */
+  freshAll(keys: readonly string[]): V[] | undefined;
   /** Puts a value obtained by other means (a search that returned it, say). */
   set(key: string, value: V): void;
 }
@@ -52,7 +55,8 @@ export function createSwrCache<V>(options: SwrCacheOptions<V>): SwrCache<V> {
   const cache = new LRUCache<string, Obtained<V>>({
     max: options.max,
     ttl: options.ttlMs,
-    allowStale: true,
+    // get() answers fresh values only (the warm path); fetch() is told to serve stale ones.
+    allowStale: false,
     noDeleteOnStaleGet: true,
     allowStaleOnFetchRejection: true,
     ignoreFetchAbort: true,
@@ -76,8 +80,8 @@ export function createSwrCache<V>(options: SwrCacheOptions<V>): SwrCache<V> {
   return {
     async get(key) {
       const status: LRUCache.Status<string, Obtained<V>> = {};
-      const entry = await cache.fetch(key, { status });
-      onLookup(status.fetch === "hit" ? "hit" : status.returnedStale === true ? "stale" : "miss");
+      const entry = await cache.fetch(key, { status, allowStale: true });
+      onLookup(status.fetch === "hit" ? "hit" : status.returnedStale === true ? "stale" : "miss", 1);
       if (young(entry)) return entry;
       if (entry !== undefined) {
         // Too old to serve: wait for the load that revalidates it (already under way) instead.
@@ -88,9 +92,20 @@ export function createSwrCache<V>(options: SwrCacheOptions<V>): SwrCache<V> {
       throw unavailable(key);
     },
     fresh(key) {
-      const entry = cache.get(key, { allowStale: false });
-      if (entry !== undefined) onLookup("hit");
+      const entry = cache.get(key);
+      if (entry !== undefined) onLookup("hit", 1);
       return entry;
+    },
+    freshAll(keys) {
+      // The warm path of every call: no promise, one count for all the keys.
+      const values = new Array<V>(keys.length);
+      for (let i = 0; i < keys.length; i++) {
+        const entry = cache.get(keys[i] as string);
+        if (entry === undefined) return undefined;
+        values[i] = entry.value;
+      }
+      onLookup("hit", keys.length);
+      return values;
     },
     set(key, value) {
       cache.set(key, { value, at: now() });
