@@ -19,6 +19,7 @@ import {
 import { ServerReflection as ServerReflectionV1alpha } from "../gen/grpc/reflection/v1alpha/reflection_pb.ts";
 import { TokenService } from "../gen/token/v1/token_pb.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
+import { catalogPriceJson, catalogToken } from "./support/catalog-prices.ts";
 import { ensureGrpcurl } from "./support/grpcurl.ts";
 import { type RunningServer, startServer } from "./support/start-server.ts";
 
@@ -75,15 +76,7 @@ describe("buf curl", () => {
       );
       expect(JSON.parse(out)).toEqual({
         success: true,
-        data: [
-          {
-            mint: sol?.mint,
-            symbol: "SOL",
-            price: sol?.price,
-            change24h: sol?.change24h,
-            asOf: "2026-11-01T00:00:00Z",
-          },
-        ],
+        data: [catalogPriceJson(catalogToken("SOL"), { omitZero: true })],
       });
     },
   );

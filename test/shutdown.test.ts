@@ -10,7 +10,7 @@ import * as http from "node:http";
 import * as http2 from "node:http2";
 import { connect } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { loadCatalog } from "../src/token/catalog.ts";
+import { catalogPriceJson, catalogToken } from "./support/catalog-prices.ts";
 import { type MainProcess, startMain } from "./support/main-process.ts";
 
 const PATH = "/token.v1.TokenService/GetTokenPrices";
@@ -26,21 +26,7 @@ const AFTER_SIGNAL_MS = 200;
  */
 const EXIT_DEADLINE_MS = 3_000;
 
-const sol = loadCatalog().tokens.find((t) => t.symbol === "SOL");
-const EXPECTED = {
-  success: true,
-  data: [
-    {
-      mint: sol?.mint,
-      symbol: "SOL",
-      price: sol?.price,
-      change24h: sol?.change24h,
-      asOf: "2026-11-01T00:00:00Z",
-      slot: "0",
-      unpriced: false,
-    },
-  ],
-};
+const EXPECTED = { success: true, data: [catalogPriceJson(catalogToken("SOL"))] };
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

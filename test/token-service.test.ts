@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TokenService } from "../gen/token/v1/token_pb.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
 import { createProtocols, type Outcome, type Protocol } from "./support/callers.ts";
+import { CATALOG_AS_OF, catalogPriceJson, } from "./support/catalog-prices.ts";
 import { type RunningServer, startServer } from "./support/start-server.ts";
 
 /*
@@ -23,17 +24,7 @@ const [sol, usdc, bonk] = ["SOL", "USDC", "BONK"].map((s) => {
 }) as [(typeof catalog.tokens)[number], (typeof catalog.tokens)[number], (typeof catalog.tokens)[number]];
 /** A valid address that no catalog token uses. */
 const UNKNOWN_MINT = "11111111111111111111111111111111";
-/** The catalog's snapshot time, as proto3 JSON writes a Timestamp. */
-const CATALOG_AS_OF = new Date(catalog.asOf).toISOString().replace(".000Z", "Z");
-const priceJson = (t: typeof sol) => ({
-  mint: t.mint,
-  symbol: t.symbol,
-  price: t.price,
-  change24h: t.change24h,
-  asOf: CATALOG_AS_OF,
-  slot: "0",
-  unpriced: false,
-});
+const priceJson = (t: typeof sol) => catalogPriceJson(t);
 const unpricedJson = (mint: string, symbol = "") => ({
   mint,
   symbol,
