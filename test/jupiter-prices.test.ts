@@ -353,6 +353,50 @@ describe("Jupiter prices against a local server with Jupiter's shapes", () => {
       );
     });
 
+    it("bounded concurrency: past the calls in flight and the queue, a call is refused at once", async () => {
+      const server = await startWith(fake.url, { JUPITER_MAX_CONCURRENCY: "1", JUPITER_MAX_QUEUED: "0" });
+      const client = clientOf(server);
+      fake.fault = { kind: "delay", ms: 600, path: "/price/" };
+      try {
+        const slow = client.getTokenPrices({ mints: [SOL] });
+        await sleep(100);
+        await unavailable(client.getTokenPrices({ mints: [USDC] }), /too many Jupiter requests are waiting/);
+        expect((await slow).data[0]?.unpriced).toBe(false);
+        expect(await upstreamCount(server, "price", "overloaded")).toBe(1);
+      } finally {
+        fake.fault = undefined;
+      }
+    });
+
+    it("the token list: verified tokens come from the verified list, refreshed in the background when stale", async () => {
+      const server = await startWith(fake.url, { TOKEN_LIST_TTL_MS: "1000" });
+      const client = clientOf(server);
+      for (let i = 0; i < 50 && (await upstreamCount(server, "tokens_verified", "ok")) === 0; i++)
+        await sleep(20);
+      const searches = fake.requests.filter((r) => r.path === "/tokens/v2/search").length;
+      const first = await client.getTokenMetadata({ mint: USDC });
+      expect(first.data?.tags).toEqual(["verified", "stablecoin"]);
+      // Held by the verified list: no search.
+      expect(fake.requests.filter((r) => r.path === "/tokens/v2/search").length).toBe(searches);
+      const at = fake.tokens.findIndex((t) => t.id === USDC);
+      const listed = fake.tokens[at] as FakeToken;
+      fake.tokens[at] = { ...listed, icon: "https://icons.example/usdc-new.png" };
+      try {
+        await sleep(1100);
+        // Stale now: answered from the old list while one request refreshes it.
+        expect((await client.getTokenMetadata({ mint: USDC })).data?.logoUri).toBe(listed.icon);
+        let renewed = "";
+        for (let i = 0; i < 50 && renewed !== "https://icons.example/usdc-new.png"; i++) {
+          await sleep(20);
+          renewed = (await client.getTokenMetadata({ mint: USDC })).data?.logoUri ?? "";
+        }
+        expect(renewed).toBe("https://icons.example/usdc-new.png");
+        expect(await upstreamCount(server, "tokens_verified", "ok")).toBe(2);
+      } finally {
+        fake.tokens[at] = listed;
+      }
+    });
+
     it("a token list that cannot answer leaves prices served, with the catalog's symbols", async () => {
       const server = await startWith(fake.url);
       const bonk = catalog.tokens.find((t) => t.symbol === "BONK");

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TokenService } from "../gen/token/v1/token_pb.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
 import { createProtocols, type Outcome, type Protocol } from "./support/callers.ts";
-import { CATALOG_AS_OF, catalogPriceJson, } from "./support/catalog-prices.ts";
+import { CATALOG_AS_OF, catalogPriceJson } from "./support/catalog-prices.ts";
 import { type RunningServer, startServer } from "./support/start-server.ts";
 
 /*
