@@ -108,11 +108,33 @@ function operation(binding: RestBinding): Schema {
         : fieldSchema(binding.body.field, commentOf(binding.body.field));
     op.requestBody = { required: true, content: { "application/json": { schema } } };
   }
+  const success =
+    method.methodKind === "server_streaming"
+      ? {
+          description:
+            `Success: a stream of Server-Sent Events, each \`data:\` line one ${method.output.name} ` +
+            `(#/components/schemas/${method.output.typeName}) as JSON; an error after the stream ` +
+            "began is an `event: error` whose data is the Connect error JSON.",
+          content: { "text/event-stream": { schema: { type: "string" } } },
+        }
+      : {
+          description: `Success: the ${method.output.name} envelope.`,
+          content: { "application/json": { schema: refTo(method.output) } },
+        };
+  if (method.methodKind === "server_streaming" && method.input.fields.some((f) => f.name === "after")) {
+    op.parameters = [
+      ...((op.parameters as Schema[] | undefined) ?? []),
+      {
+        name: "Last-Event-ID",
+        in: "header",
+        required: false,
+        description: "The id of the last event received: resumes after it, as `after` does.",
+        schema: { type: "string" },
+      },
+    ];
+  }
   op.responses = {
-    "200": {
-      description: `Success: the ${method.output.name} envelope.`,
-      content: { "application/json": { schema: refTo(method.output) } },
-    },
+    "200": success,
     default: {
       description: "An error, as the Connect protocol writes it, with the matching HTTP status.",
       content: { "application/json": { schema: { $ref: `#/components/schemas/${ERROR_SCHEMA}` } } },

@@ -52,7 +52,9 @@ export interface RestBinding {
 /** The bindings of `method`'s rule and its additional bindings. Throws on a rule it cannot serve. */
 export function restBindingsOf(method: DescMethod, rule: HttpRuleLike): RestBinding[] {
   const where = `google.api.http of ${method.parent.typeName}.${method.name}`;
-  if (method.methodKind !== "unary") throw new Error(`${where}: only unary methods can be served over REST`);
+  // A server stream is served as Server-Sent Events, to a GET without a body.
+  if (method.methodKind !== "unary" && method.methodKind !== "server_streaming")
+    throw new Error(`${where}: only unary and server-streaming methods can be served over REST`);
   if (rule.responseBody !== "") throw new Error(`${where}: response_body is not supported`);
   const bindings = [bindingOf(method, rule, where)];
   for (const extra of rule.additionalBindings) {
@@ -84,6 +86,8 @@ function bindingOf(method: DescMethod, rule: HttpRuleLike, where: string): RestB
     if (field === undefined) throw new Error(`${where}: body names no field of ${method.input.typeName}`);
     body = { kind: "field", field };
   }
+  if (method.methodKind === "server_streaming" && (httpMethod !== "GET" || body.kind !== "none"))
+    throw new Error(`${where}: a server stream is served as Server-Sent Events, to a GET without a body`);
   const bound = new Set(pathFields.map((f) => f.protoPath));
   if (body.kind === "field") bound.add(body.field.name);
   const queryFields = body.kind === "all" ? [] : urlFieldsOf(method.input, [], bound);

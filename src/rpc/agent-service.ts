@@ -1,6 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import type { ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import {
   AgentRunSchema,
   AgentSchema,
@@ -37,6 +37,11 @@ export function createAgentService(options: { commands: AgentCommands }): Servic
         success: true,
         data: { agentId: agent.agentId, status: agent.status, createdAt: timestampFromDate(agent.createdAt) },
       });
+    },
+
+    // biome-ignore lint/correctness/useYield: replaced by the event stream in the next commit
+    async *watchAgentEvents() {
+      throw new ConnectError("not yet served", Code.Unimplemented);
     },
 
     async getAgent(req, ctx) {

@@ -1,6 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import type { ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import {
   GetTokenMetadataResponseSchema,
   GetTokenPricesResponseSchema,
@@ -59,6 +59,10 @@ export function createTokenService(options: { queries: TokenQueries }): ServiceI
         ctx.signal,
       );
       return create(GetTokenTransactionsResponseSchema, { success: true, data: page.map(transaction) });
+    },
+    // biome-ignore lint/correctness/useYield: replaced by the price stream in the next commit
+    async *watchTokenPrices() {
+      throw new ConnectError("not yet served", Code.Unimplemented);
     },
   };
 }

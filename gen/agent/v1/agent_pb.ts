@@ -13,7 +13,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agent/v1/agent.proto.
  */
 export const file_agent_v1_agent: GenFile = /*@__PURE__*/
-  fileDesc("ChRhZ2VudC92MS9hZ2VudC5wcm90bxIIYWdlbnQudjEiogIKBUFnZW50EhAKCGFnZW50X2lkGAEgASgJEgwKBHR5cGUYAiABKAkSDgoGc3RhdHVzGAMgASgJEicKBmNvbmZpZxgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLbGFzdF9ydW5fYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC25leHRfcnVuX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIbCg5mYWlsdXJlX3JlYXNvbhgIIAEoCUgAiAEBQhEKD19mYWlsdXJlX3JlYXNvbiJuCgxBZ2VudFN1bW1hcnkSEAoIYWdlbnRfaWQYASABKAkSDAoEdHlwZRgCIAEoCRIOCgZzdGF0dXMYAyABKAkSLgoKY3JlYXRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiSwoSQ3JlYXRlQWdlbnRSZXF1ZXN0EgwKBHR5cGUYASABKAkSJwoGY29uZmlnGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJgCgxDcmVhdGVkQWdlbnQSEAoIYWdlbnRfaWQYASABKAkSDgoGc3RhdHVzGAIgASgJEi4KCmNyZWF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIkwKE0NyZWF0ZUFnZW50UmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoCBIkCgRkYXRhGAIgASgLMhYuYWdlbnQudjEuQ3JlYXRlZEFnZW50IiMKD0dldEFnZW50UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCSJCChBHZXRBZ2VudFJlc3BvbnNlEg8KB3N1Y2Nlc3MYASABKAgSHQoEZGF0YRgCIAEoCzIPLmFnZW50LnYxLkFnZW50IiYKEkRlbGV0ZUFnZW50UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCSIkChFEZWxldGVBZ2VudFJlc3VsdBIPCgdkZWxldGVkGAEgASgIIlEKE0RlbGV0ZUFnZW50UmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoCBIpCgRkYXRhGAIgASgLMhsuYWdlbnQudjEuRGVsZXRlQWdlbnRSZXN1bHQieAoRTGlzdEFnZW50c1JlcXVlc3QSDAoEdHlwZRgBIAEoCRIOCgZzdGF0dXMYAiABKAkSDQoFbGltaXQYAyABKAUSDgoGb2Zmc2V0GAQgASgFEhcKCnBhZ2VfdG9rZW4YBSABKAlIAIgBAUINCgtfcGFnZV90b2tlbiKTAQoJQWdlbnRQYWdlEiYKBmFnZW50cxgBIAMoCzIWLmFnZW50LnYxLkFnZW50U3VtbWFyeRINCgV0b3RhbBgCIAEoBRINCgVsaW1pdBgDIAEoBRIOCgZvZmZzZXQYBCABKAUSHAoPbmV4dF9wYWdlX3Rva2VuGAUgASgJSACIAQFCEgoQX25leHRfcGFnZV90b2tlbiJIChJMaXN0QWdlbnRzUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoCBIhCgRkYXRhGAIgASgLMhMuYWdlbnQudjEuQWdlbnRQYWdlIiUKEVBhdXNlQWdlbnRSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJIkQKElBhdXNlQWdlbnRSZXNwb25zZRIPCgdzdWNjZXNzGAEgASgIEh0KBGRhdGEYAiABKAsyDy5hZ2VudC52MS5BZ2VudCImChJSZXN1bWVBZ2VudFJlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkiRQoTUmVzdW1lQWdlbnRSZXNwb25zZRIPCgdzdWNjZXNzGAEgASgIEh0KBGRhdGEYAiABKAsyDy5hZ2VudC52MS5BZ2VudCKoAgoIQWdlbnRSdW4SDgoGcnVuX2lkGAEgASgJEhAKCGFnZW50X2lkGAIgASgJEjAKDHNjaGVkdWxlZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHYXR0ZW1wdBgEIAEoBRIuCgpzdGFydGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtmaW5pc2hlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHb3V0Y29tZRgHIAEoCRInCgZyZXN1bHQYCCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhIKBWVycm9yGAkgASgJSACIAQFCCAoGX2Vycm9yIkcKFExpc3RBZ2VudFJ1bnNSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEg0KBWxpbWl0GAIgASgFEg4KBm9mZnNldBgDIAEoBSJeCgxBZ2VudFJ1blBhZ2USIAoEcnVucxgBIAMoCzISLmFnZW50LnYxLkFnZW50UnVuEg0KBXRvdGFsGAIgASgFEg0KBWxpbWl0GAMgASgFEg4KBm9mZnNldBgEIAEoBSJOChVMaXN0QWdlbnRSdW5zUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoCBIkCgRkYXRhGAIgASgLMhYuYWdlbnQudjEuQWdlbnRSdW5QYWdlIhQKEkdldEV4ZWN1dG9yUmVxdWVzdCIbCghFeGVjdXRvchIPCgdhZGRyZXNzGAEgASgJIkgKE0dldEV4ZWN1dG9yUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoCBIgCgRkYXRhGAIgASgLMhIuYWdlbnQudjEuRXhlY3V0b3IiPQoWUHJlcGFyZUFwcHJvdmFsUmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRIRCglhbGxvd2FuY2UYAiABKAEiqwEKCEFwcHJvdmFsEhMKC3RyYW5zYWN0aW9uGAEgASgJEg0KBW93bmVyGAIgASgJEhAKCGRlbGVnYXRlGAMgASgJEgwKBG1pbnQYBCABKAkSFQoNdG9rZW5fYWNjb3VudBgFIAEoCRIRCglhbGxvd2FuY2UYBiABKAkSEAoIZGVjaW1hbHMYByABKA0SHwoXbGFzdF92YWxpZF9ibG9ja19oZWlnaHQYCCABKAkiTAoXUHJlcGFyZUFwcHJvdmFsUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoCBIgCgRkYXRhGAIgASgLMhIuYWdlbnQudjEuQXBwcm92YWwy/AcKDEFnZW50U2VydmljZRJhCgtDcmVhdGVBZ2VudBIcLmFnZW50LnYxLkNyZWF0ZUFnZW50UmVxdWVzdBodLmFnZW50LnYxLkNyZWF0ZUFnZW50UmVzcG9uc2UiFYLT5JMCDzoBKiIKL3YxL2FnZW50cxJjCghHZXRBZ2VudBIZLmFnZW50LnYxLkdldEFnZW50UmVxdWVzdBoaLmFnZW50LnYxLkdldEFnZW50UmVzcG9uc2UiIJACAYLT5JMCFxIVL3YxL2FnZW50cy97YWdlbnRfaWR9EmwKC0RlbGV0ZUFnZW50EhwuYWdlbnQudjEuRGVsZXRlQWdlbnRSZXF1ZXN0Gh0uYWdlbnQudjEuRGVsZXRlQWdlbnRSZXNwb25zZSIgkAICgtPkkwIXKhUvdjEvYWdlbnRzL3thZ2VudF9pZH0SXgoKTGlzdEFnZW50cxIbLmFnZW50LnYxLkxpc3RBZ2VudHNSZXF1ZXN0GhwuYWdlbnQudjEuTGlzdEFnZW50c1Jlc3BvbnNlIhWQAgGC0+STAgwSCi92MS9hZ2VudHMScgoKUGF1c2VBZ2VudBIbLmFnZW50LnYxLlBhdXNlQWdlbnRSZXF1ZXN0GhwuYWdlbnQudjEuUGF1c2VBZ2VudFJlc3BvbnNlIimQAgKC0+STAiA6ASoiGy92MS9hZ2VudHMve2FnZW50X2lkfTpwYXVzZRJ2CgtSZXN1bWVBZ2VudBIcLmFnZW50LnYxLlJlc3VtZUFnZW50UmVxdWVzdBodLmFnZW50LnYxLlJlc3VtZUFnZW50UmVzcG9uc2UiKpACAoLT5JMCIToBKiIcL3YxL2FnZW50cy97YWdlbnRfaWR9OnJlc3VtZRJ3Cg1MaXN0QWdlbnRSdW5zEh4uYWdlbnQudjEuTGlzdEFnZW50UnVuc1JlcXVlc3QaHy5hZ2VudC52MS5MaXN0QWdlbnRSdW5zUmVzcG9uc2UiJZACAYLT5JMCHBIaL3YxL2FnZW50cy97YWdlbnRfaWR9L3J1bnMSYwoLR2V0RXhlY3V0b3ISHC5hZ2VudC52MS5HZXRFeGVjdXRvclJlcXVlc3QaHS5hZ2VudC52MS5HZXRFeGVjdXRvclJlc3BvbnNlIheQAgGC0+STAg4SDC92MS9leGVjdXRvchKLAQoPUHJlcGFyZUFwcHJvdmFsEiAuYWdlbnQudjEuUHJlcGFyZUFwcHJvdmFsUmVxdWVzdBohLmFnZW50LnYxLlByZXBhcmVBcHByb3ZhbFJlc3BvbnNlIjOQAgGC0+STAio6ASoiJS92MS9hZ2VudHMve2FnZW50X2lkfTpwcmVwYXJlQXBwcm92YWxiBnByb3RvMw", [file_google_api_annotations, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChRhZ2VudC92MS9hZ2VudC5wcm90bxIIYWdlbnQudjEiogIKBUFnZW50EhAKCGFnZW50X2lkGAEgASgJEgwKBHR5cGUYAiABKAkSDgoGc3RhdHVzGAMgASgJEicKBmNvbmZpZxgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLbGFzdF9ydW5fYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC25leHRfcnVuX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIbCg5mYWlsdXJlX3JlYXNvbhgIIAEoCUgAiAEBQhEKD19mYWlsdXJlX3JlYXNvbiJuCgxBZ2VudFN1bW1hcnkSEAoIYWdlbnRfaWQYASABKAkSDAoEdHlwZRgCIAEoCRIOCgZzdGF0dXMYAyABKAkSLgoKY3JlYXRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiSwoSQ3JlYXRlQWdlbnRSZXF1ZXN0EgwKBHR5cGUYASABKAkSJwoGY29uZmlnGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJgCgxDcmVhdGVkQWdlbnQSEAoIYWdlbnRfaWQYASABKAkSDgoGc3RhdHVzGAIgASgJEi4KCmNyZWF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIkwKE0NyZWF0ZUFnZW50UmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoCBIkCgRkYXRhGAIgASgLMhYuYWdlbnQudjEuQ3JlYXRlZEFnZW50IiMKD0dldEFnZW50UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCSJCChBHZXRBZ2VudFJlc3BvbnNlEg8KB3N1Y2Nlc3MYASABKAgSHQoEZGF0YRgCIAEoCzIPLmFnZW50LnYxLkFnZW50IiYKEkRlbGV0ZUFnZW50UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCSIkChFEZWxldGVBZ2VudFJlc3VsdBIPCgdkZWxldGVkGAEgASgIIlEKE0RlbGV0ZUFnZW50UmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoCBIpCgRkYXRhGAIgASgLMhsuYWdlbnQudjEuRGVsZXRlQWdlbnRSZXN1bHQieAoRTGlzdEFnZW50c1JlcXVlc3QSDAoEdHlwZRgBIAEoCRIOCgZzdGF0dXMYAiABKAkSDQoFbGltaXQYAyABKAUSDgoGb2Zmc2V0GAQgASgFEhcKCnBhZ2VfdG9rZW4YBSABKAlIAIgBAUINCgtfcGFnZV90b2tlbiKTAQoJQWdlbnRQYWdlEiYKBmFnZW50cxgBIAMoCzIWLmFnZW50LnYxLkFnZW50U3VtbWFyeRINCgV0b3RhbBgCIAEoBRINCgVsaW1pdBgDIAEoBRIOCgZvZmZzZXQYBCABKAUSHAoPbmV4dF9wYWdlX3Rva2VuGAUgASgJSACIAQFCEgoQX25leHRfcGFnZV90b2tlbiJIChJMaXN0QWdlbnRzUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoCBIhCgRkYXRhGAIgASgLMhMuYWdlbnQudjEuQWdlbnRQYWdlIiUKEVBhdXNlQWdlbnRSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJIkQKElBhdXNlQWdlbnRSZXNwb25zZRIPCgdzdWNjZXNzGAEgASgIEh0KBGRhdGEYAiABKAsyDy5hZ2VudC52MS5BZ2VudCImChJSZXN1bWVBZ2VudFJlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkiRQoTUmVzdW1lQWdlbnRSZXNwb25zZRIPCgdzdWNjZXNzGAEgASgIEh0KBGRhdGEYAiABKAsyDy5hZ2VudC52MS5BZ2VudCKoAgoIQWdlbnRSdW4SDgoGcnVuX2lkGAEgASgJEhAKCGFnZW50X2lkGAIgASgJEjAKDHNjaGVkdWxlZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHYXR0ZW1wdBgEIAEoBRIuCgpzdGFydGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtmaW5pc2hlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHb3V0Y29tZRgHIAEoCRInCgZyZXN1bHQYCCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhIKBWVycm9yGAkgASgJSACIAQFCCAoGX2Vycm9yIkcKFExpc3RBZ2VudFJ1bnNSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEg0KBWxpbWl0GAIgASgFEg4KBm9mZnNldBgDIAEoBSJeCgxBZ2VudFJ1blBhZ2USIAoEcnVucxgBIAMoCzISLmFnZW50LnYxLkFnZW50UnVuEg0KBXRvdGFsGAIgASgFEg0KBWxpbWl0GAMgASgFEg4KBm9mZnNldBgEIAEoBSJOChVMaXN0QWdlbnRSdW5zUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoCBIkCgRkYXRhGAIgASgLMhYuYWdlbnQudjEuQWdlbnRSdW5QYWdlIhQKEkdldEV4ZWN1dG9yUmVxdWVzdCIbCghFeGVjdXRvchIPCgdhZGRyZXNzGAEgASgJIkgKE0dldEV4ZWN1dG9yUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoCBIgCgRkYXRhGAIgASgLMhIuYWdlbnQudjEuRXhlY3V0b3IiPQoWUHJlcGFyZUFwcHJvdmFsUmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRIRCglhbGxvd2FuY2UYAiABKAEiqwEKCEFwcHJvdmFsEhMKC3RyYW5zYWN0aW9uGAEgASgJEg0KBW93bmVyGAIgASgJEhAKCGRlbGVnYXRlGAMgASgJEgwKBG1pbnQYBCABKAkSFQoNdG9rZW5fYWNjb3VudBgFIAEoCRIRCglhbGxvd2FuY2UYBiABKAkSEAoIZGVjaW1hbHMYByABKA0SHwoXbGFzdF92YWxpZF9ibG9ja19oZWlnaHQYCCABKAkiTAoXUHJlcGFyZUFwcHJvdmFsUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoCBIgCgRkYXRhGAIgASgLMhIuYWdlbnQudjEuQXBwcm92YWwiOgoXV2F0Y2hBZ2VudEV2ZW50c1JlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSDQoFYWZ0ZXIYAiABKAkitQEKCkFnZW50RXZlbnQSDgoGY3Vyc29yGAEgASgJEgwKBHR5cGUYAiABKAkSEAoIYWdlbnRfaWQYAyABKAkSJgoCYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEh8KA3J1bhgFIAEoCzISLmFnZW50LnYxLkFnZW50UnVuEhsKDmZhaWx1cmVfcmVhc29uGAYgASgJSACIAQFCEQoPX2ZhaWx1cmVfcmVhc29uImIKGFdhdGNoQWdlbnRFdmVudHNSZXNwb25zZRIPCgdzdWNjZXNzGAEgASgIEiIKBGRhdGEYAiABKAsyFC5hZ2VudC52MS5BZ2VudEV2ZW50EhEKCWhlYXJ0YmVhdBgDIAEoCDKkCQoMQWdlbnRTZXJ2aWNlEmEKC0NyZWF0ZUFnZW50EhwuYWdlbnQudjEuQ3JlYXRlQWdlbnRSZXF1ZXN0Gh0uYWdlbnQudjEuQ3JlYXRlQWdlbnRSZXNwb25zZSIVgtPkkwIPOgEqIgovdjEvYWdlbnRzEmMKCEdldEFnZW50EhkuYWdlbnQudjEuR2V0QWdlbnRSZXF1ZXN0GhouYWdlbnQudjEuR2V0QWdlbnRSZXNwb25zZSIgkAIBgtPkkwIXEhUvdjEvYWdlbnRzL3thZ2VudF9pZH0SbAoLRGVsZXRlQWdlbnQSHC5hZ2VudC52MS5EZWxldGVBZ2VudFJlcXVlc3QaHS5hZ2VudC52MS5EZWxldGVBZ2VudFJlc3BvbnNlIiCQAgKC0+STAhcqFS92MS9hZ2VudHMve2FnZW50X2lkfRJeCgpMaXN0QWdlbnRzEhsuYWdlbnQudjEuTGlzdEFnZW50c1JlcXVlc3QaHC5hZ2VudC52MS5MaXN0QWdlbnRzUmVzcG9uc2UiFZACAYLT5JMCDBIKL3YxL2FnZW50cxJyCgpQYXVzZUFnZW50EhsuYWdlbnQudjEuUGF1c2VBZ2VudFJlcXVlc3QaHC5hZ2VudC52MS5QYXVzZUFnZW50UmVzcG9uc2UiKZACAoLT5JMCIDoBKiIbL3YxL2FnZW50cy97YWdlbnRfaWR9OnBhdXNlEnYKC1Jlc3VtZUFnZW50EhwuYWdlbnQudjEuUmVzdW1lQWdlbnRSZXF1ZXN0Gh0uYWdlbnQudjEuUmVzdW1lQWdlbnRSZXNwb25zZSIqkAICgtPkkwIhOgEqIhwvdjEvYWdlbnRzL3thZ2VudF9pZH06cmVzdW1lEncKDUxpc3RBZ2VudFJ1bnMSHi5hZ2VudC52MS5MaXN0QWdlbnRSdW5zUmVxdWVzdBofLmFnZW50LnYxLkxpc3RBZ2VudFJ1bnNSZXNwb25zZSIlkAIBgtPkkwIcEhovdjEvYWdlbnRzL3thZ2VudF9pZH0vcnVucxJjCgtHZXRFeGVjdXRvchIcLmFnZW50LnYxLkdldEV4ZWN1dG9yUmVxdWVzdBodLmFnZW50LnYxLkdldEV4ZWN1dG9yUmVzcG9uc2UiF5ACAYLT5JMCDhIML3YxL2V4ZWN1dG9yEosBCg9QcmVwYXJlQXBwcm92YWwSIC5hZ2VudC52MS5QcmVwYXJlQXBwcm92YWxSZXF1ZXN0GiEuYWdlbnQudjEuUHJlcGFyZUFwcHJvdmFsUmVzcG9uc2UiM5ACAYLT5JMCKjoBKiIlL3YxL2FnZW50cy97YWdlbnRfaWR9OnByZXBhcmVBcHByb3ZhbBKlAQoQV2F0Y2hBZ2VudEV2ZW50cxIhLmFnZW50LnYxLldhdGNoQWdlbnRFdmVudHNSZXF1ZXN0GiIuYWdlbnQudjEuV2F0Y2hBZ2VudEV2ZW50c1Jlc3BvbnNlIkiQAgGC0+STAj9aJBIiL3YxL2FnZW50cy97YWdlbnRfaWR9L2V2ZW50czp3YXRjaBIXL3YxL2FnZW50cy9ldmVudHM6d2F0Y2gwAWIGcHJvdG8z", [file_google_api_annotations, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * Agent is the detail view of an automation agent.
@@ -942,6 +942,128 @@ export const PrepareApprovalResponseSchema: GenMessage<PrepareApprovalResponse> 
   messageDesc(file_agent_v1_agent, 26);
 
 /**
+ * WatchAgentEventsRequest says whose events to watch and where to start.
+ *
+ * @generated from message agent.v1.WatchAgentEventsRequest
+ */
+export type WatchAgentEventsRequest = Message<"agent.v1.WatchAgentEventsRequest"> & {
+  /**
+   * One agent of the caller's; "" watches every agent of the caller.
+   *
+   * @generated from field: string agent_id = 1;
+   */
+  agentId: string;
+
+  /**
+   * The cursor of the last event the caller has seen: the stream replays every kept event after
+   * it first. "" starts with the events that happen from now on.
+   *
+   * @generated from field: string after = 2;
+   */
+  after: string;
+};
+
+/**
+ * Describes the message agent.v1.WatchAgentEventsRequest.
+ * Use `create(WatchAgentEventsRequestSchema)` to create a new message.
+ */
+export const WatchAgentEventsRequestSchema: GenMessage<WatchAgentEventsRequest> = /*@__PURE__*/
+  messageDesc(file_agent_v1_agent, 27);
+
+/**
+ * AgentEvent is one thing that happened to an agent.
+ *
+ * @generated from message agent.v1.AgentEvent
+ */
+export type AgentEvent = Message<"agent.v1.AgentEvent"> & {
+  /**
+   * The event's place in the service's event log: pass it as `after` to resume after this event.
+   * Cursors of later events compare greater (as numbers).
+   *
+   * @generated from field: string cursor = 1;
+   */
+  cursor: string;
+
+  /**
+   * agent.created, agent.activated, agent.paused, agent.resumed, agent.failed, agent.deleted,
+   * run.started, run.succeeded or run.failed.
+   *
+   * @generated from field: string type = 2;
+   */
+  type: string;
+
+  /**
+   * The agent it happened to.
+   *
+   * @generated from field: string agent_id = 3;
+   */
+  agentId: string;
+
+  /**
+   * When it happened.
+   *
+   * @generated from field: google.protobuf.Timestamp at = 4;
+   */
+  at?: Timestamp | undefined;
+
+  /**
+   * The run, for run.* events (run.started: the slot and attempt, not yet an outcome).
+   *
+   * @generated from field: agent.v1.AgentRun run = 5;
+   */
+  run?: AgentRun | undefined;
+
+  /**
+   * Why the agent failed, for agent.failed.
+   *
+   * @generated from field: optional string failure_reason = 6;
+   */
+  failureReason?: string | undefined;
+};
+
+/**
+ * Describes the message agent.v1.AgentEvent.
+ * Use `create(AgentEventSchema)` to create a new message.
+ */
+export const AgentEventSchema: GenMessage<AgentEvent> = /*@__PURE__*/
+  messageDesc(file_agent_v1_agent, 28);
+
+/**
+ * WatchAgentEventsResponse is one message of an event stream: one event, or a heartbeat.
+ *
+ * @generated from message agent.v1.WatchAgentEventsResponse
+ */
+export type WatchAgentEventsResponse = Message<"agent.v1.WatchAgentEventsResponse"> & {
+  /**
+   * True: the stream is healthy. Errors end the stream instead.
+   *
+   * @generated from field: bool success = 1;
+   */
+  success: boolean;
+
+  /**
+   * The event; absent in a heartbeat.
+   *
+   * @generated from field: agent.v1.AgentEvent data = 2;
+   */
+  data?: AgentEvent | undefined;
+
+  /**
+   * True for a heartbeat: no event for STREAM_HEARTBEAT_MS, and the stream is alive.
+   *
+   * @generated from field: bool heartbeat = 3;
+   */
+  heartbeat: boolean;
+};
+
+/**
+ * Describes the message agent.v1.WatchAgentEventsResponse.
+ * Use `create(WatchAgentEventsResponseSchema)` to create a new message.
+ */
+export const WatchAgentEventsResponseSchema: GenMessage<WatchAgentEventsResponse> = /*@__PURE__*/
+  messageDesc(file_agent_v1_agent, 29);
+
+/**
  * AgentService manages automation agents: recurring transfers and swaps run on a schedule.
  * Agents belong to the calling principal; another caller's agents are invisible.
  *
@@ -1045,6 +1167,24 @@ export const AgentService: GenService<{
     methodKind: "unary";
     input: typeof PrepareApprovalRequestSchema;
     output: typeof PrepareApprovalResponseSchema;
+  },
+  /**
+   * WatchAgentEvents streams the events of the caller's agents (or of one agent, by `agent_id`):
+   * lifecycle changes and runs, in one order that every replica shares. With `after`, it first
+   * replays every kept event after that cursor, then goes on live, with no gap and no duplicate
+   * between the two. Events are kept EVENT_RETENTION_HOURS; a cursor older than that is
+   * out_of_range (watch again without `after`, and read the agents' current state). A watcher
+   * that falls behind by more than STREAM_BUFFER_MESSAGES is ended with resource_exhausted, its
+   * last cursor in the message and in the `x-resume-after` trailer. Idle streams get a heartbeat
+   * message every STREAM_HEARTBEAT_MS. Over REST, the stream is Server-Sent Events: each event's
+   * `id:` is its cursor, and a reconnect's `Last-Event-ID` header resumes after it.
+   *
+   * @generated from rpc agent.v1.AgentService.WatchAgentEvents
+   */
+  watchAgentEvents: {
+    methodKind: "server_streaming";
+    input: typeof WatchAgentEventsRequestSchema;
+    output: typeof WatchAgentEventsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_agent_v1_agent, 0);

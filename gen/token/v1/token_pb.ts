@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file token/v1/token.proto.
  */
 export const file_token_v1_token: GenFile = /*@__PURE__*/
-  fileDesc("ChR0b2tlbi92MS90b2tlbi5wcm90bxIIdG9rZW4udjEilwEKClRva2VuUHJpY2USDAoEbWludBgBIAEoCRIOCgZzeW1ib2wYAiABKAkSDQoFcHJpY2UYAyABKAESEQoJY2hhbmdlMjRoGAQgASgBEikKBWFzX29mGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIMCgRzbG90GAYgASgEEhAKCHVucHJpY2VkGAcgASgIInYKDVRva2VuTWV0YWRhdGESDAoEbWludBgBIAEoCRIOCgZzeW1ib2wYAiABKAkSDAoEbmFtZRgDIAEoCRIQCghkZWNpbWFscxgEIAEoDRIZCghsb2dvX3VyaRgFIAEoCVIHbG9nb1VSSRIMCgR0YWdzGAYgAygJInoKEFRva2VuVHJhbnNhY3Rpb24SEQoJc2lnbmF0dXJlGAEgASgJEhIKCmJsb2NrX3RpbWUYAiABKA0SDgoGYW1vdW50GAMgASgBEg4KBnNlbmRlchgEIAEoCRIRCglyZWNpcGllbnQYBSABKAkSDAoEdHlwZRgGIAEoCSJEChVHZXRUb2tlblByaWNlc1JlcXVlc3QSDAoEbWludBgBIAEoCRIOCgZzeW1ib2wYAiABKAkSDQoFbWludHMYAyADKAkiTQoWR2V0VG9rZW5QcmljZXNSZXNwb25zZRIPCgdzdWNjZXNzGAEgASgIEiIKBGRhdGEYAiADKAsyFC50b2tlbi52MS5Ub2tlblByaWNlIicKF0dldFRva2VuTWV0YWRhdGFSZXF1ZXN0EgwKBG1pbnQYASABKAkiUgoYR2V0VG9rZW5NZXRhZGF0YVJlc3BvbnNlEg8KB3N1Y2Nlc3MYASABKAgSJQoEZGF0YRgCIAEoCzIXLnRva2VuLnYxLlRva2VuTWV0YWRhdGEiSgobR2V0VG9rZW5UcmFuc2FjdGlvbnNSZXF1ZXN0EgwKBG1pbnQYASABKAkSDQoFbGltaXQYAiABKAUSDgoGYmVmb3JlGAMgASgJIlkKHEdldFRva2VuVHJhbnNhY3Rpb25zUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoCBIoCgRkYXRhGAIgAygLMhoudG9rZW4udjEuVG9rZW5UcmFuc2FjdGlvbjKXAwoMVG9rZW5TZXJ2aWNlEnEKDkdldFRva2VuUHJpY2VzEh8udG9rZW4udjEuR2V0VG9rZW5QcmljZXNSZXF1ZXN0GiAudG9rZW4udjEuR2V0VG9rZW5QcmljZXNSZXNwb25zZSIckAIBgtPkkwITEhEvdjEvdG9rZW5zL3ByaWNlcxKAAQoQR2V0VG9rZW5NZXRhZGF0YRIhLnRva2VuLnYxLkdldFRva2VuTWV0YWRhdGFSZXF1ZXN0GiIudG9rZW4udjEuR2V0VG9rZW5NZXRhZGF0YVJlc3BvbnNlIiWQAgGC0+STAhwSGi92MS90b2tlbnMve21pbnR9L21ldGFkYXRhEpABChRHZXRUb2tlblRyYW5zYWN0aW9ucxIlLnRva2VuLnYxLkdldFRva2VuVHJhbnNhY3Rpb25zUmVxdWVzdBomLnRva2VuLnYxLkdldFRva2VuVHJhbnNhY3Rpb25zUmVzcG9uc2UiKZACAYLT5JMCIBIeL3YxL3Rva2Vucy97bWludH0vdHJhbnNhY3Rpb25zYgZwcm90bzM", [file_google_api_annotations, file_google_protobuf_timestamp]);
+  fileDesc("ChR0b2tlbi92MS90b2tlbi5wcm90bxIIdG9rZW4udjEilwEKClRva2VuUHJpY2USDAoEbWludBgBIAEoCRIOCgZzeW1ib2wYAiABKAkSDQoFcHJpY2UYAyABKAESEQoJY2hhbmdlMjRoGAQgASgBEikKBWFzX29mGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIMCgRzbG90GAYgASgEEhAKCHVucHJpY2VkGAcgASgIInYKDVRva2VuTWV0YWRhdGESDAoEbWludBgBIAEoCRIOCgZzeW1ib2wYAiABKAkSDAoEbmFtZRgDIAEoCRIQCghkZWNpbWFscxgEIAEoDRIZCghsb2dvX3VyaRgFIAEoCVIHbG9nb1VSSRIMCgR0YWdzGAYgAygJInoKEFRva2VuVHJhbnNhY3Rpb24SEQoJc2lnbmF0dXJlGAEgASgJEhIKCmJsb2NrX3RpbWUYAiABKA0SDgoGYW1vdW50GAMgASgBEg4KBnNlbmRlchgEIAEoCRIRCglyZWNpcGllbnQYBSABKAkSDAoEdHlwZRgGIAEoCSJEChVHZXRUb2tlblByaWNlc1JlcXVlc3QSDAoEbWludBgBIAEoCRIOCgZzeW1ib2wYAiABKAkSDQoFbWludHMYAyADKAkiTQoWR2V0VG9rZW5QcmljZXNSZXNwb25zZRIPCgdzdWNjZXNzGAEgASgIEiIKBGRhdGEYAiADKAsyFC50b2tlbi52MS5Ub2tlblByaWNlIjkKF1dhdGNoVG9rZW5QcmljZXNSZXF1ZXN0Eg0KBW1pbnRzGAEgAygJEg8KB3N5bWJvbHMYAiADKAkiYgoYV2F0Y2hUb2tlblByaWNlc1Jlc3BvbnNlEg8KB3N1Y2Nlc3MYASABKAgSIgoEZGF0YRgCIAMoCzIULnRva2VuLnYxLlRva2VuUHJpY2USEQoJaGVhcnRiZWF0GAMgASgIIicKF0dldFRva2VuTWV0YWRhdGFSZXF1ZXN0EgwKBG1pbnQYASABKAkiUgoYR2V0VG9rZW5NZXRhZGF0YVJlc3BvbnNlEg8KB3N1Y2Nlc3MYASABKAgSJQoEZGF0YRgCIAEoCzIXLnRva2VuLnYxLlRva2VuTWV0YWRhdGEiSgobR2V0VG9rZW5UcmFuc2FjdGlvbnNSZXF1ZXN0EgwKBG1pbnQYASABKAkSDQoFbGltaXQYAiABKAUSDgoGYmVmb3JlGAMgASgJIlkKHEdldFRva2VuVHJhbnNhY3Rpb25zUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoCBIoCgRkYXRhGAIgAygLMhoudG9rZW4udjEuVG9rZW5UcmFuc2FjdGlvbjKYBAoMVG9rZW5TZXJ2aWNlEnEKDkdldFRva2VuUHJpY2VzEh8udG9rZW4udjEuR2V0VG9rZW5QcmljZXNSZXF1ZXN0GiAudG9rZW4udjEuR2V0VG9rZW5QcmljZXNSZXNwb25zZSIckAIBgtPkkwITEhEvdjEvdG9rZW5zL3ByaWNlcxKAAQoQR2V0VG9rZW5NZXRhZGF0YRIhLnRva2VuLnYxLkdldFRva2VuTWV0YWRhdGFSZXF1ZXN0GiIudG9rZW4udjEuR2V0VG9rZW5NZXRhZGF0YVJlc3BvbnNlIiWQAgGC0+STAhwSGi92MS90b2tlbnMve21pbnR9L21ldGFkYXRhEpABChRHZXRUb2tlblRyYW5zYWN0aW9ucxIlLnRva2VuLnYxLkdldFRva2VuVHJhbnNhY3Rpb25zUmVxdWVzdBomLnRva2VuLnYxLkdldFRva2VuVHJhbnNhY3Rpb25zUmVzcG9uc2UiKZACAYLT5JMCIBIeL3YxL3Rva2Vucy97bWludH0vdHJhbnNhY3Rpb25zEn8KEFdhdGNoVG9rZW5QcmljZXMSIS50b2tlbi52MS5XYXRjaFRva2VuUHJpY2VzUmVxdWVzdBoiLnRva2VuLnYxLldhdGNoVG9rZW5QcmljZXNSZXNwb25zZSIikAIBgtPkkwIZEhcvdjEvdG9rZW5zL3ByaWNlczp3YXRjaDABYgZwcm90bzM", [file_google_api_annotations, file_google_protobuf_timestamp]);
 
 /**
  * TokenPrice is the current price of one token.
@@ -273,6 +273,71 @@ export const GetTokenPricesResponseSchema: GenMessage<GetTokenPricesResponse> = 
   messageDesc(file_token_v1_token, 4);
 
 /**
+ * WatchTokenPricesRequest says which prices to watch: the tokens with these mints, and every
+ * token with these symbols (resolved through the token list when the stream starts).
+ *
+ * @generated from message token.v1.WatchTokenPricesRequest
+ */
+export type WatchTokenPricesRequest = Message<"token.v1.WatchTokenPricesRequest"> & {
+  /**
+   * Token mint addresses (base58), up to 100. REST: `?mints=a&mints=b`.
+   *
+   * @generated from field: repeated string mints = 1;
+   */
+  mints: string[];
+
+  /**
+   * Token symbols, up to 10, matched without regard to case. REST: `?symbols=SOL`.
+   *
+   * @generated from field: repeated string symbols = 2;
+   */
+  symbols: string[];
+};
+
+/**
+ * Describes the message token.v1.WatchTokenPricesRequest.
+ * Use `create(WatchTokenPricesRequestSchema)` to create a new message.
+ */
+export const WatchTokenPricesRequestSchema: GenMessage<WatchTokenPricesRequest> = /*@__PURE__*/
+  messageDesc(file_token_v1_token, 5);
+
+/**
+ * WatchTokenPricesResponse is one message of a price stream: the prices that changed (every
+ * watched price in the first message), or a heartbeat.
+ *
+ * @generated from message token.v1.WatchTokenPricesResponse
+ */
+export type WatchTokenPricesResponse = Message<"token.v1.WatchTokenPricesResponse"> & {
+  /**
+   * True: the stream is healthy. Errors end the stream instead.
+   *
+   * @generated from field: bool success = 1;
+   */
+  success: boolean;
+
+  /**
+   * The prices that changed since the last message, each with its `as_of`; empty in a heartbeat.
+   *
+   * @generated from field: repeated token.v1.TokenPrice data = 2;
+   */
+  data: TokenPrice[];
+
+  /**
+   * True for a heartbeat: nothing changed for STREAM_HEARTBEAT_MS, and the stream is alive.
+   *
+   * @generated from field: bool heartbeat = 3;
+   */
+  heartbeat: boolean;
+};
+
+/**
+ * Describes the message token.v1.WatchTokenPricesResponse.
+ * Use `create(WatchTokenPricesResponseSchema)` to create a new message.
+ */
+export const WatchTokenPricesResponseSchema: GenMessage<WatchTokenPricesResponse> = /*@__PURE__*/
+  messageDesc(file_token_v1_token, 6);
+
+/**
  * GetTokenMetadataRequest names the token.
  *
  * @generated from message token.v1.GetTokenMetadataRequest
@@ -291,7 +356,7 @@ export type GetTokenMetadataRequest = Message<"token.v1.GetTokenMetadataRequest"
  * Use `create(GetTokenMetadataRequestSchema)` to create a new message.
  */
 export const GetTokenMetadataRequestSchema: GenMessage<GetTokenMetadataRequest> = /*@__PURE__*/
-  messageDesc(file_token_v1_token, 5);
+  messageDesc(file_token_v1_token, 7);
 
 /**
  * GetTokenMetadataResponse is the envelope around one token's metadata.
@@ -319,7 +384,7 @@ export type GetTokenMetadataResponse = Message<"token.v1.GetTokenMetadataRespons
  * Use `create(GetTokenMetadataResponseSchema)` to create a new message.
  */
 export const GetTokenMetadataResponseSchema: GenMessage<GetTokenMetadataResponse> = /*@__PURE__*/
-  messageDesc(file_token_v1_token, 6);
+  messageDesc(file_token_v1_token, 8);
 
 /**
  * GetTokenTransactionsRequest selects a page of a token's transactions.
@@ -355,7 +420,7 @@ export type GetTokenTransactionsRequest = Message<"token.v1.GetTokenTransactions
  * Use `create(GetTokenTransactionsRequestSchema)` to create a new message.
  */
 export const GetTokenTransactionsRequestSchema: GenMessage<GetTokenTransactionsRequest> = /*@__PURE__*/
-  messageDesc(file_token_v1_token, 7);
+  messageDesc(file_token_v1_token, 9);
 
 /**
  * GetTokenTransactionsResponse is the envelope around a page of transactions, newest first.
@@ -384,7 +449,7 @@ export type GetTokenTransactionsResponse = Message<"token.v1.GetTokenTransaction
  * Use `create(GetTokenTransactionsResponseSchema)` to create a new message.
  */
 export const GetTokenTransactionsResponseSchema: GenMessage<GetTokenTransactionsResponse> = /*@__PURE__*/
-  messageDesc(file_token_v1_token, 8);
+  messageDesc(file_token_v1_token, 10);
 
 /**
  * TokenService answers questions about tokens on Solana: current prices, metadata and transaction
@@ -432,6 +497,21 @@ export const TokenService: GenService<{
     methodKind: "unary";
     input: typeof GetTokenTransactionsRequestSchema;
     output: typeof GetTokenTransactionsResponseSchema;
+  },
+  /**
+   * WatchTokenPrices streams the prices of the tokens asked for by mint and by symbol (at least
+   * one, up to 100 mints and 10 symbols). The first message holds every current price; after
+   * that, a message holds the prices that changed, whenever they change. Every subscriber of a
+   * process is served by one shared poll of the price source per PRICE_WATCH_INTERVAL_MS. Idle
+   * streams get a heartbeat message every STREAM_HEARTBEAT_MS. Over REST, the stream is
+   * Server-Sent Events (text/event-stream), one `data:` line of this message's JSON per event.
+   *
+   * @generated from rpc token.v1.TokenService.WatchTokenPrices
+   */
+  watchTokenPrices: {
+    methodKind: "server_streaming";
+    input: typeof WatchTokenPricesRequestSchema;
+    output: typeof WatchTokenPricesResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_token_v1_token, 0);
