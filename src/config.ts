@@ -137,6 +137,19 @@ export interface Config {
   readonly solana: SolanaConfig;
   readonly transfers: TransferConfig;
   readonly prices: PricesConfig;
+  readonly streams: StreamsConfig;
+}
+
+/** Server streams (WatchTokenPrices, WatchAgentEvents). */
+export interface StreamsConfig {
+  /** A heartbeat message after this long without one, so proxies keep idle streams open. */
+  readonly heartbeatMs: number;
+  /** Streams one caller (API key, or address without one) may hold at once. */
+  readonly maxPerKey: number;
+  /** Messages a stream may have waiting for its reader; past it the stream ends (resource_exhausted). */
+  readonly bufferMessages: number;
+  /** How often each process reads the event log for new events (one read for all its watchers). */
+  readonly eventPollIntervalMs: number;
 }
 
 /** Where prices and the token list come from, and how long a price may be served. */
@@ -261,6 +274,10 @@ export const CONFIG_VARIABLES = {
   PRICE_CACHE_ENTRIES: "10000",
   JUPITER_BREAKER_FAILURES: "5",
   JUPITER_BREAKER_OPEN_MS: "10000",
+  STREAM_HEARTBEAT_MS: "15000",
+  STREAM_MAX_PER_KEY: "100",
+  STREAM_BUFFER_MESSAGES: "256",
+  EVENT_POLL_INTERVAL_MS: "250",
 } as const;
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -392,6 +409,18 @@ export function loadConfig(env: Env = process.env): Config {
   const solana = readSolana(read, int, problems);
   const transfers = readTransfers(read, int, problems, solana);
   const prices = readPrices(read, int, problems);
+  const streams: StreamsConfig = {
+    heartbeatMs: int("STREAM_HEARTBEAT_MS", 100, 3_600_000),
+    maxPerKey: int("STREAM_MAX_PER_KEY", 1, 1_000_000),
+    bufferMessages: int("STREAM_BUFFER_MESSAGES", 1, 100_000),
+    eventPollIntervalMs: int("EVENT_POLL_INTERVAL_MS", 10, 60_000),
+  };
+  if (streams.heartbeatMs >= http.idleTimeoutMs) {
+    // The connection would be closed as idle before its first heartbeat.
+    problems.push(
+      `STREAM_HEARTBEAT_MS must be below IDLE_TIMEOUT_MS (got ${streams.heartbeatMs} and ${http.idleTimeoutMs})`,
+    );
+  }
 
   if (problems.length > 0) {
     throw new ConfigError(`invalid configuration: ${problems.join("; ")}`);
@@ -412,6 +441,7 @@ export function loadConfig(env: Env = process.env): Config {
     solana,
     transfers,
     prices,
+    streams,
   };
 }
 

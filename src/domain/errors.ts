@@ -81,3 +81,24 @@ export class NotFoundError extends Error {
 export class UnavailableError extends Error {
   override readonly name = "UnavailableError";
 }
+
+/**
+ * A position outside what is kept (a cursor older than the events retained). Maps to
+ * out_of_range: asking again from the current state works, asking again the same way does not.
+ */
+export class OutOfRangeError extends Error {
+  override readonly name = "OutOfRangeError";
+}
+
+/**
+ * A limit on what one caller may hold was reached (streams per key, a watcher's buffer). Maps to
+ * resource_exhausted. `metadata` goes to the caller as trailers (a cursor to resume from).
+ */
+export class ResourceExhaustedError extends Error {
+  override readonly name = "ResourceExhaustedError";
+  readonly metadata: Readonly<Record<string, string>> | undefined;
+  constructor(message: string, metadata?: Readonly<Record<string, string>>) {
+    super(message);
+    this.metadata = metadata;
+  }
+}

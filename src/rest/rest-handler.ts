@@ -9,6 +9,7 @@ import type { FieldViolation } from "../domain/errors.ts";
 import { quote } from "../domain/errors.ts";
 import type { RequestHandler } from "../http/dual-protocol-server.ts";
 import { restCallKey } from "../rpc/call-labels.ts";
+import { serveEventStream } from "./event-stream.ts";
 import { jsonValueFromText } from "./field-value.ts";
 import { type RestBinding, restBindingsOf, type UrlField } from "./rest-bindings.ts";
 
@@ -167,6 +168,19 @@ async function serve(
   header.set("connect-protocol-version", "1");
   const timeout = universal.header.get("connect-timeout-ms");
   if (timeout !== null) header.set("connect-timeout-ms", timeout);
+  if (route.handler.method.methodKind === "server_streaming") {
+    // An EventSource reconnecting says where it stopped; a cursor in the query wins.
+    const lastEventId = req.headers["last-event-id"];
+    if (typeof lastEventId === "string" && lastEventId !== "" && message.after === undefined) {
+      if (!route.handler.method.input.fields.some((f) => f.name === "after")) {
+        throw invalidArgument([{ field: "Last-Event-ID", description: "cannot resume this stream" }]);
+      }
+      message.after = lastEventId;
+    }
+    header.delete("last-event-id");
+    await serveEventStream(route.handler, { ...universal, method: "POST", header }, message, res);
+    return;
+  }
   const response = await route.handler({ ...universal, method: "POST", header, body: message });
   await universalResponseToNodeResponse(response, res);
 }

@@ -2,6 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import {
+  AgentEventSchema,
   AgentRunSchema,
   AgentSchema,
   type AgentService,
@@ -15,16 +16,25 @@ import {
   PauseAgentResponseSchema,
   PrepareApprovalResponseSchema,
   ResumeAgentResponseSchema,
+  WatchAgentEventsResponseSchema,
 } from "../../gen/agent/v1/agent_pb.ts";
 import type { AgentCommands } from "../agent/agent-commands.ts";
-import type { AgentRecord } from "../agent/agent-store.ts";
+import type { AgentRecord, JsonObject, JsonValue } from "../agent/agent-store.ts";
+import { type AgentEventWatch, cursorOf } from "../events/agent-event-watch.ts";
+import type { LoggedEvent } from "../events/event-log.ts";
 import { principalKey } from "./principal.ts";
+import { type StreamSettings, serveStream } from "./server-stream.ts";
 
 /** Header (gRPC metadata) that makes CreateAgent safe to retry. */
 export const IDEMPOTENCY_KEY_HEADER = "idempotency-key";
 
 /** AgentService over the agent commands: protobuf in, domain values across, protobuf out. */
-export function createAgentService(options: { commands: AgentCommands }): ServiceImpl<typeof AgentService> {
+export function createAgentService(options: {
+  commands: AgentCommands;
+  /** WatchAgentEvents: the event watch, and the limits every stream shares. */
+  events?: AgentEventWatch;
+  streams?: StreamSettings;
+}): ServiceImpl<typeof AgentService> {
   const { commands } = options;
   return {
     async createAgent(req, ctx) {
@@ -39,9 +49,20 @@ export function createAgentService(options: { commands: AgentCommands }): Servic
       });
     },
 
-    // biome-ignore lint/correctness/useYield: replaced by the event stream in the next commit
-    async *watchAgentEvents() {
-      throw new ConnectError("not yet served", Code.Unimplemented);
+    watchAgentEvents(req, ctx) {
+      const { events, streams } = options;
+      if (events === undefined || streams === undefined) {
+        throw new ConnectError("agent events are not served by this server", Code.Unimplemented);
+      }
+      const owner = ctx.values.get(principalKey);
+      return serveStream(streams, ctx, {
+        rpc: "WatchAgentEvents",
+        start: (queue) => events.start(owner, { agentId: req.agentId, after: req.after }, queue),
+        message: (event) =>
+          create(WatchAgentEventsResponseSchema, { success: true, data: agentEvent(event) }),
+        heartbeat: create(WatchAgentEventsResponseSchema, { success: true, heartbeat: true }),
+        cursorOf,
+      });
     },
 
     async getAgent(req, ctx) {
@@ -146,6 +167,43 @@ export function createAgentService(options: { commands: AgentCommands }): Servic
       });
     },
   };
+}
+
+/** An event of the log as callers see it; `data` holds what its writer put there (see agent-event-type). */
+function agentEvent(event: LoggedEvent) {
+  const run = event.data?.run;
+  const failureReason = event.data?.failureReason;
+  return create(AgentEventSchema, {
+    cursor: cursorOf(event),
+    type: event.type,
+    agentId: event.agentId,
+    at: timestampFromDate(event.at),
+    ...(isObject(run) ? { run: runMessage(event.agentId, run) } : {}),
+    ...(typeof failureReason === "string" ? { failureReason } : {}),
+  });
+}
+
+function runMessage(agentId: string, run: JsonObject) {
+  const time = (value: JsonValue | undefined) =>
+    typeof value === "string" ? { value: timestampFromDate(new Date(value)) } : undefined;
+  const scheduledAt = time(run.scheduledAt);
+  const startedAt = time(run.startedAt);
+  const finishedAt = time(run.finishedAt);
+  return create(AgentRunSchema, {
+    runId: typeof run.runId === "string" ? run.runId : "",
+    agentId,
+    attempt: typeof run.attempt === "number" ? run.attempt : 0,
+    outcome: typeof run.outcome === "string" ? run.outcome : "",
+    ...(scheduledAt === undefined ? {} : { scheduledAt: scheduledAt.value }),
+    ...(startedAt === undefined ? {} : { startedAt: startedAt.value }),
+    ...(finishedAt === undefined ? {} : { finishedAt: finishedAt.value }),
+    ...(isObject(run.result) ? { result: run.result } : {}),
+    ...(typeof run.error === "string" ? { error: run.error } : {}),
+  });
+}
+
+function isObject(value: JsonValue | undefined): value is JsonObject {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 function agentDetail(agent: AgentRecord) {

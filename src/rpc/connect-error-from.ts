@@ -5,6 +5,8 @@ import {
   FailedPreconditionError,
   InvalidArgumentError,
   NotFoundError,
+  OutOfRangeError,
+  ResourceExhaustedError,
   UnavailableError,
 } from "../domain/errors.ts";
 import { procedureOf } from "./call-labels.ts";
@@ -58,6 +60,10 @@ export function connectErrorFrom(
   if (reason instanceof NotFoundError) return new ConnectError(reason.message.toWellFormed(), Code.NotFound);
   if (reason instanceof FailedPreconditionError)
     return new ConnectError(reason.message.toWellFormed(), Code.FailedPrecondition);
+  if (reason instanceof OutOfRangeError)
+    return new ConnectError(reason.message.toWellFormed(), Code.OutOfRange);
+  if (reason instanceof ResourceExhaustedError)
+    return new ConnectError(reason.message.toWellFormed(), Code.ResourceExhausted, reason.metadata);
   if (reason instanceof UnavailableError) {
     onUnexpected(reason, procedure, values);
     return new ConnectError(reason.message.toWellFormed(), Code.Unavailable);
@@ -66,13 +72,32 @@ export function connectErrorFrom(
   return new ConnectError("internal error", Code.Internal);
 }
 
-/** Applies `connectErrorFrom` to every call, once, at the boundary. */
+/**
+ * Applies `connectErrorFrom` to every call, once, at the boundary: to what a unary call throws,
+ * and to what a server stream throws after its first messages (a stream's handler runs while its
+ * messages are read, after `next` has returned).
+ */
 export function createErrorInterceptor(onUnexpected: UnexpectedErrorSink): Interceptor {
   return (next) => async (req) => {
+    const mapped = (reason: unknown) =>
+      connectErrorFrom(reason, procedureOf(req.method), onUnexpected, req.contextValues);
     try {
-      return await next(req);
+      const res = await next(req);
+      if (!res.stream) return res;
+      return { ...res, message: mappingErrors(res.message, mapped) };
     } catch (reason) {
-      throw connectErrorFrom(reason, procedureOf(req.method), onUnexpected, req.contextValues);
+      throw mapped(reason);
     }
   };
+}
+
+async function* mappingErrors<T>(
+  messages: AsyncIterable<T>,
+  mapped: (reason: unknown) => ConnectError,
+): AsyncGenerator<T> {
+  try {
+    yield* messages;
+  } catch (reason) {
+    throw mapped(reason);
+  }
 }

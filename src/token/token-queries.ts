@@ -29,9 +29,23 @@ export interface TransactionsQuery {
   readonly before: string;
 }
 
+/** What WatchTokenPrices asks to watch. */
+export interface WatchQuery {
+  readonly mints: readonly string[];
+  readonly symbols: readonly string[];
+}
+
+/** Symbols one WatchTokenPrices call may name. */
+export const MAX_WATCH_SYMBOLS = 10;
+
 /** `signal` aborts when the caller goes away or its deadline passes; reads stop there. */
 export interface TokenQueries {
   getPrices(query: PriceQuery): Promise<readonly TokenPrice[]>;
+  /**
+   * The mints a price watch covers: those asked for, then those of each symbol (through the
+   * token list, verified tokens first), at most MAX_PRICE_MINTS in all, each once.
+   */
+  watchedMints(query: WatchQuery): Promise<readonly string[]>;
   getMetadata(mint: string, signal?: AbortSignal): Promise<TokenMetadata>;
   getTransactions(query: TransactionsQuery, signal?: AbortSignal): Promise<readonly TokenTransaction[]>;
 }
@@ -50,19 +64,8 @@ export function createTokenQueries(options: {
     async getPrices({ mint, symbol, mints }) {
       const violations: FieldViolation[] = [];
       if (mint !== "" && !isAddress(mint)) violations.push({ field: "mint", description: ADDRESS_RULE });
-      if (mints.length > MAX_PRICE_MINTS) {
-        violations.push({ field: "mints", description: `must hold at most ${MAX_PRICE_MINTS} mints` });
-      } else {
-        mints.forEach((m, i) => {
-          if (!isAddress(m)) violations.push({ field: `mints[${i}]`, description: ADDRESS_RULE });
-        });
-      }
-      if (symbol.length > MAX_SYMBOL_LENGTH || /[,\p{Cc}]/u.test(symbol)) {
-        violations.push({
-          field: "symbol",
-          description: `must be at most ${MAX_SYMBOL_LENGTH} characters and hold no comma or control character`,
-        });
-      }
+      checkMints(mints, violations);
+      checkSymbol(symbol, "symbol", violations);
       if (violations.length > 0) throw new InvalidArgumentError(violations);
       const asked = [...new Set(mint === "" ? mints : [mint, ...mints])];
       if (asked.length === 0) {
@@ -74,6 +77,31 @@ export function createTokenQueries(options: {
       if (symbol === "") return prices;
       const wanted = symbol.toLowerCase();
       return prices.filter((p) => p.symbol.toLowerCase() === wanted);
+    },
+
+    async watchedMints({ mints, symbols }) {
+      const violations: FieldViolation[] = [];
+      checkMints(mints, violations);
+      if (symbols.length > MAX_WATCH_SYMBOLS) {
+        violations.push({ field: "symbols", description: `must hold at most ${MAX_WATCH_SYMBOLS} symbols` });
+      } else {
+        symbols.forEach((symbol, i) => {
+          if (symbol === "") violations.push({ field: `symbols[${i}]`, description: "must not be empty" });
+          else checkSymbol(symbol, `symbols[${i}]`, violations);
+        });
+      }
+      if (mints.length === 0 && symbols.length === 0) {
+        violations.push({ field: "mints", description: "or symbols must name at least one token to watch" });
+      }
+      if (violations.length > 0) throw new InvalidArgumentError(violations);
+      const watched = new Set(mints);
+      for (const symbol of symbols) {
+        for (const mint of await tokenList.mintsWithSymbol(symbol)) {
+          if (watched.size >= MAX_PRICE_MINTS) break;
+          watched.add(mint);
+        }
+      }
+      return [...watched];
     },
 
     async getMetadata(mint, signal) {
@@ -108,6 +136,25 @@ export function createTokenQueries(options: {
       }
     },
   };
+}
+
+function checkMints(mints: readonly string[], violations: FieldViolation[]): void {
+  if (mints.length > MAX_PRICE_MINTS) {
+    violations.push({ field: "mints", description: `must hold at most ${MAX_PRICE_MINTS} mints` });
+    return;
+  }
+  mints.forEach((m, i) => {
+    if (!isAddress(m)) violations.push({ field: `mints[${i}]`, description: ADDRESS_RULE });
+  });
+}
+
+function checkSymbol(symbol: string, field: string, violations: FieldViolation[]): void {
+  if (symbol.length > MAX_SYMBOL_LENGTH || /[,\p{Cc}]/u.test(symbol)) {
+    violations.push({
+      field,
+      description: `must be at most ${MAX_SYMBOL_LENGTH} characters and hold no comma or control character`,
+    });
+  }
 }
 
 /** Validates a required mint; throws at once unless `throwNow` is false, which gathers it with other violations. */

@@ -1,0 +1,210 @@
+/**
+ * The event feed over both event log adapters (MongoDB on the global setup's server, FerretDB
+ * unless MONGODB_URI is set): watchers that start anywhere in the log (the start, the middle, now)
+ * while writers in other clients (as other replicas) keep appending see every event of theirs
+ * after their cursor exactly once and in order, across the seam between replay and live. Then the
+ * bounds: cursors outside the kept events, a reader that falls behind, and nothing held after
+ * watches close.
+ */
+import { randomBytes } from "node:crypto";
+import { MongoClient } from "mongodb";
+import { describe, expect, inject, it } from "vitest";
+import { OutOfRangeError } from "../src/domain/errors.ts";
+import { createEventFeed } from "../src/events/event-feed.ts";
+import type { EventLog, LoggedEvent, NewEvent } from "../src/events/event-log.ts";
+import { createMemoryEventLog } from "../src/events/memory-event-log.ts";
+import { createMongoEventLog } from "../src/events/mongo-event-log.ts";
+import { createSubscriberQueue, IDLE, QueueOverflowError } from "../src/streams/subscriber-queue.ts";
+import { useCleanups } from "./support/cleanups.ts";
+
+const uri = inject("mongoUri");
+const runId = randomBytes(3).toString("hex");
+let databases = 0;
+const cleanup = useCleanups();
+
+/** `count` logs over one store, each as a replica holds it (its own client, for MongoDB). */
+type Make = (count: number) => Promise<EventLog[]>;
+
+const adapters: [string, Make][] = [
+  [
+    "memory",
+    async (count) => {
+      const log = createMemoryEventLog();
+      return Array.from({ length: count }, () => log);
+    },
+  ],
+  [
+    "mongo",
+    async (count) => {
+      const dbName = `event_feed_test_${runId}_${++databases}`;
+      const clients = Array.from(
+        { length: count },
+        () => new MongoClient(uri, { serverSelectionTimeoutMS: 2000 }),
+      );
+      cleanup(async () => {
+        await clients[0]?.db(dbName).dropDatabase();
+        await Promise.all(clients.map((c) => c.close()));
+      });
+      return clients.map((client) => createMongoEventLog({ db: client.db(dbName) }));
+    },
+  ],
+];
+
+const OWNERS = ["alice", "bob"];
+const event = (writer: number, n: number): NewEvent => ({
+  type: "run.succeeded",
+  owner: OWNERS[n % 2] as string,
+  agentId: `agent-${n % 3}`,
+  at: new Date(),
+  key: `w${writer}-${n}`,
+});
+
+/** Takes `count` events from a queue, failing the test if they do not come within `ms`. */
+async function takeEvents(
+  queue: ReturnType<typeof createSubscriberQueue<LoggedEvent>>,
+  count: number,
+  ms = 20_000,
+): Promise<LoggedEvent[]> {
+  const seen: LoggedEvent[] = [];
+  const signal = AbortSignal.timeout(ms);
+  while (seen.length < count) {
+    const item = await queue.take(1_000, signal);
+    if (item !== IDLE) seen.push(item);
+  }
+  return seen;
+}
+
+describe.each(adapters)("event feed (%s)", (_name, make) => {
+  it("replays then goes live with no gap and no duplicate while other replicas write", async () => {
+    const [reader, ...writers] = await make(3);
+    if (reader === undefined) throw new Error("no log");
+    const feed = createEventFeed({ log: reader, pollIntervalMs: 20, pageSize: 7 });
+    cleanup(async () => feed.close());
+    // Some history first, so watchers can start in the middle of it.
+    for (let n = 0; n < 30; n++) await reader.append(event(9, n));
+    const PER_WRITER = 60;
+    const writing = writers.map(async (log, w) => {
+      for (let n = 0; n < PER_WRITER; n++) {
+        await log.append(event(w, n));
+        if (n % 10 === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+    });
+    // Watchers start while the writers write: at the start, in the history, and "from now on".
+    const starts = [0, 12, 29, undefined];
+    const watches = await Promise.all(
+      starts.flatMap((after) =>
+        OWNERS.map(async (owner) => {
+          const queue = createSubscriberQueue<LoggedEvent>({ capacity: 10_000 });
+          const from = after ?? (await reader.lastSeq());
+          const watch = await feed.watch({
+            filter: { owner },
+            ...(after === undefined ? {} : { after }),
+            queue,
+          });
+          cleanup(async () => watch.close());
+          return { owner, from, queue };
+        }),
+      ),
+    );
+    await Promise.all(writing);
+    const all = await reader.after(0, 10_000);
+    expect(all.map((e) => e.seq)).toEqual(all.map((_, i) => i + 1));
+    for (const { owner, from, queue } of watches) {
+      const expected = all.filter((e) => e.owner === owner && e.seq > from).map((e) => e.key);
+      const seen = await takeEvents(queue, expected.length);
+      expect(seen.map((e) => e.key)).toEqual(expected);
+      // And nothing more: no duplicate arrives later.
+      expect(await queue.take(300, AbortSignal.timeout(5_000))).toBe(IDLE);
+    }
+  });
+
+  it("filters by agent within the owner", async () => {
+    const [log] = await make(1);
+    if (log === undefined) throw new Error("no log");
+    const feed = createEventFeed({ log, pollIntervalMs: 20 });
+    cleanup(async () => feed.close());
+    const queue = createSubscriberQueue<LoggedEvent>({ capacity: 100 });
+    const watch = await feed.watch({ filter: { owner: "alice", agentId: "agent-0" }, after: 0, queue });
+    cleanup(async () => watch.close());
+    for (let n = 0; n < 24; n++) await log.append(event(0, n));
+    // n % 2 == 0 (alice) and n % 3 == 0 (agent-0): n = 0, 6, 12, 18.
+    const seen = await takeEvents(queue, 4);
+    expect(seen.map((e) => e.key)).toEqual(["w0-0", "w0-6", "w0-12", "w0-18"]);
+  });
+
+  it("refuses cursors outside the kept events with out_of_range", async () => {
+    const [log] = await make(1);
+    if (log === undefined) throw new Error("no log");
+    const feed = createEventFeed({ log, pollIntervalMs: 20 });
+    cleanup(async () => feed.close());
+    const queue = () => createSubscriberQueue<LoggedEvent>({ capacity: 10 });
+    for (let n = 0; n < 5; n++) {
+      await log.append({ ...event(0, n), at: new Date(Date.UTC(2026, 0, 1, 0, 0, n)) });
+    }
+    await expect(feed.watch({ filter: { owner: "alice" }, after: 6, queue: queue() })).rejects.toThrow(
+      OutOfRangeError,
+    );
+    // Events 1..3 go; the cursor 1 would need event 2, which is gone. 3 (the last dropped) still works.
+    expect(await log.prune(new Date(Date.UTC(2026, 0, 1, 0, 0, 3)))).toBe(3);
+    await expect(feed.watch({ filter: { owner: "alice" }, after: 1, queue: queue() })).rejects.toThrow(
+      /no longer kept/,
+    );
+    const watch = await feed.watch({ filter: { owner: "alice" }, after: 3, queue: queue() });
+    watch.close();
+  });
+
+  it("ends a watcher that falls behind, and only that one", async () => {
+    const [log] = await make(1);
+    if (log === undefined) throw new Error("no log");
+    const feed = createEventFeed({ log, pollIntervalMs: 20 });
+    cleanup(async () => feed.close());
+    const slow = createSubscriberQueue<LoggedEvent>({ capacity: 3 });
+    const fast = createSubscriberQueue<LoggedEvent>({ capacity: 100 });
+    const watches = [
+      await feed.watch({ filter: { owner: "alice" }, queue: slow }),
+      await feed.watch({ filter: { owner: "alice" }, queue: fast }),
+    ];
+    cleanup(async () => {
+      for (const w of watches) w.close();
+    });
+    // Both live (caught up), so what follows is the live fan-out, which never waits for a reader.
+    while (feed.stats().live < 2) await new Promise((resolve) => setTimeout(resolve, 5));
+    for (let n = 0; n < 20; n += 2) await log.append(event(0, n));
+    expect((await takeEvents(fast, 10)).length).toBe(10);
+    // The slow one holds its three, then learns it fell behind.
+    const held = await takeEvents(slow, 3);
+    expect(held.map((e) => e.key)).toEqual(["w0-0", "w0-2", "w0-4"]);
+    await expect(slow.take(1_000, AbortSignal.timeout(5_000))).rejects.toThrow(QueueOverflowError);
+  });
+
+  it("a replaying watcher is paced by its reader instead of ending", async () => {
+    const [log] = await make(1);
+    if (log === undefined) throw new Error("no log");
+    for (let n = 0; n < 40; n += 2) await log.append(event(0, n));
+    const feed = createEventFeed({ log, pollIntervalMs: 20, pageSize: 4 });
+    cleanup(async () => feed.close());
+    const queue = createSubscriberQueue<LoggedEvent>({ capacity: 3 });
+    const watch = await feed.watch({ filter: { owner: "alice" }, after: 0, queue });
+    cleanup(async () => watch.close());
+    const seen = await takeEvents(queue, 20);
+    expect(seen.map((e) => e.seq)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+  });
+
+  it("holds nothing once its watches close, after 1,000 open and close cycles", async () => {
+    const [log] = await make(1);
+    if (log === undefined) throw new Error("no log");
+    const feed = createEventFeed({ log, pollIntervalMs: 20 });
+    cleanup(async () => feed.close());
+    await log.append(event(0, 0));
+    for (let i = 0; i < 1_000; i++) {
+      const queue = createSubscriberQueue<LoggedEvent>({ capacity: 10 });
+      const watch = await feed.watch({ filter: { owner: OWNERS[i % 2] as string }, after: 0, queue });
+      // Some close after their first event (alice has one), others at once, mid-replay.
+      if (i % 4 === 0) expect(await queue.take(5_000, AbortSignal.timeout(5_000))).not.toBe(IDLE);
+      watch.close();
+    }
+    // Replays still in flight notice the close on their next step.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(feed.stats()).toEqual({ watches: 0, live: 0, timer: false });
+  });
+});
