@@ -158,8 +158,8 @@ export function createEventFeed(options: {
       w.pos = Math.max(w.pos, before);
       if (last !== undefined && last > w.pos) continue;
       if (w.closed) return;
-      let owners = live.get(w.filter.owner);
-      if (owners === undefined) live.set(w.filter.owner, (owners = new Set()));
+      const owners = live.get(w.filter.owner) ?? new Set<Watcher>();
+      live.set(w.filter.owner, owners);
       owners.add(w);
       liveCount++;
       return;
