@@ -10,6 +10,9 @@ import type { Chain, TransferChain } from "./chain/chain.ts";
 import { createChainApprovals } from "./chain/chain-approvals.ts";
 import type { SigningKey } from "./chain/ed25519-key.ts";
 import { type Config, ConfigError, type MongoConfig, redactUri } from "./config.ts";
+import { createAnnouncingAgentStore } from "./events/announcing-agent-store.ts";
+import type { EventLog } from "./events/event-log.ts";
+import { createMemoryEventLog } from "./events/memory-event-log.ts";
 import type { Logger } from "./logger.ts";
 import type { Executor } from "./scheduler/executor.ts";
 import { createExecutorByType } from "./scheduler/executor-by-type.ts";
@@ -43,6 +46,11 @@ export interface AppContext {
   readonly tokens: TokenQueries;
   readonly agentStore: AgentStore;
   readonly agents: AgentCommands;
+  /**
+   * Every agent change and run, in one order all replicas share (same database as the agents, or
+   * memory): what WatchAgentEvents serves.
+   */
+  readonly events: EventLog;
   /** Slot leases and run history, beside the agents (same database, or memory). */
   readonly runStore: RunStore;
   /** Carries out agent runs: transfers on the chain (TRANSFER_EXECUTOR), swaps simulated. */
@@ -105,18 +113,24 @@ export async function createAppContext(
   let storeKind: AppContext["storeKind"] = "memory";
   let mongoClient: MongoClient | undefined;
   let apiKeyStore: ApiKeyStore | undefined = overrides.apiKeyStore;
+  let events: EventLog | undefined;
   if (overrides.agentStore !== undefined) {
     store = overrides.agentStore;
   } else if (config.mongo !== undefined) {
     const mongo = config.mongo;
     // The MongoDB adapters (and the driver, some 30 MB of memory) load only when configured, so
     // the in-memory default does not carry them.
-    const [{ createMongoAgentStore }, { createMongoRunStore }, { createMongoApiKeyStore }] =
-      await Promise.all([
-        import("./agent/mongo-agent-store.ts"),
-        import("./scheduler/mongo-run-store.ts"),
-        import("./auth/mongo-api-key-store.ts"),
-      ]);
+    const [
+      { createMongoAgentStore },
+      { createMongoRunStore },
+      { createMongoApiKeyStore },
+      { createMongoEventLog },
+    ] = await Promise.all([
+      import("./agent/mongo-agent-store.ts"),
+      import("./scheduler/mongo-run-store.ts"),
+      import("./auth/mongo-api-key-store.ts"),
+      import("./events/mongo-event-log.ts"),
+    ]);
     // The driver parses the URI when the client is made (no connection yet); what it rejects is a
     // configuration error, reported like the others and without the driver's text (it may quote
     // the URI, password included).
@@ -137,6 +151,7 @@ export async function createAppContext(
       guard: mongoStore.guard,
       maxTimeMS: mongo.operationTimeoutMs,
     });
+    events = createMongoEventLog({ db: mongoStore.db, guard: mongoStore.guard });
     mongoClient = mongoStore.client;
     storeKind = "mongodb";
     logger.info({ mongodb: redactUri(mongo.uri), db: mongo.dbName }, "agents are stored in MongoDB");
@@ -145,6 +160,14 @@ export async function createAppContext(
     logger.warn("agents are kept in memory and are not persisted; set MONGODB_URI to keep them");
   }
   const runs = runStore ?? createMemoryRunStore();
+  const eventLog = events ?? createMemoryEventLog();
+  // Every writer of agents goes through this store, so every change is announced.
+  store = createAnnouncingAgentStore({
+    store,
+    log: eventLog,
+    ...(overrides.now === undefined ? {} : { now: overrides.now }),
+    onError: (error) => logger.warn({ err: error }, "announcing an agent change failed"),
+  });
   const apiKeys = createApiKeys({
     store: apiKeyStore ?? createMemoryApiKeyStore(),
     adminKey: config.auth.adminKey,
@@ -222,6 +245,7 @@ export async function createAppContext(
     tokens,
     agentStore: store,
     agents,
+    events: eventLog,
     runStore: runs,
     executor,
     scheduleClock,

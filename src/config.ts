@@ -150,6 +150,8 @@ export interface StreamsConfig {
   readonly bufferMessages: number;
   /** How often each process reads the event log for new events (one read for all its watchers). */
   readonly eventPollIntervalMs: number;
+  /** Agent events older than this are dropped; a cursor older than that is out_of_range. */
+  readonly eventRetentionMs: number;
 }
 
 /** Where prices and the token list come from, and how long a price may be served. */
@@ -180,6 +182,10 @@ export interface PricesConfig {
   /** Consecutive failed Jupiter calls that open its circuit, and how long it stays open. */
   readonly breakerFailures: number;
   readonly breakerOpenMs: number;
+  /** The catalog's prices take a random-walk step this often (0: they stay the snapshot's). */
+  readonly catalogTickMs: number;
+  /** One poll of the price source per this interval serves every price watcher of the process. */
+  readonly watchIntervalMs: number;
 }
 
 /** How transfer agents' runs are carried out, and the guards beyond the owners' allowances. */
@@ -274,10 +280,13 @@ export const CONFIG_VARIABLES = {
   PRICE_CACHE_ENTRIES: "10000",
   JUPITER_BREAKER_FAILURES: "5",
   JUPITER_BREAKER_OPEN_MS: "10000",
+  CATALOG_PRICE_TICK_MS: "0",
+  PRICE_WATCH_INTERVAL_MS: "1000",
   STREAM_HEARTBEAT_MS: "15000",
   STREAM_MAX_PER_KEY: "100",
   STREAM_BUFFER_MESSAGES: "256",
   EVENT_POLL_INTERVAL_MS: "250",
+  EVENT_RETENTION_HOURS: "72",
 } as const;
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -414,6 +423,7 @@ export function loadConfig(env: Env = process.env): Config {
     maxPerKey: int("STREAM_MAX_PER_KEY", 1, 1_000_000),
     bufferMessages: int("STREAM_BUFFER_MESSAGES", 1, 100_000),
     eventPollIntervalMs: int("EVENT_POLL_INTERVAL_MS", 10, 60_000),
+    eventRetentionMs: int("EVENT_RETENTION_HOURS", 1, 24 * 365) * 3_600_000,
   };
   if (streams.heartbeatMs >= http.idleTimeoutMs) {
     // The connection would be closed as idle before its first heartbeat.
@@ -538,6 +548,8 @@ function readPrices(read: Read, int: Int, problems: string[]): PricesConfig {
     cacheEntries: int("PRICE_CACHE_ENTRIES", 100, 10_000_000),
     breakerFailures: int("JUPITER_BREAKER_FAILURES", 1, 1000),
     breakerOpenMs: int("JUPITER_BREAKER_OPEN_MS", 10, 3_600_000),
+    catalogTickMs: int("CATALOG_PRICE_TICK_MS", 0, 86_400_000),
+    watchIntervalMs: int("PRICE_WATCH_INTERVAL_MS", 10, 3_600_000),
   };
 }
 

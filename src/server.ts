@@ -6,6 +6,8 @@ import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Registry as PrometheusRegistry } from "prom-client";
 import type { AppContext } from "./app-context.ts";
 import { createRateLimiter } from "./auth/rate-limiter.ts";
+import { createAgentEventWatch } from "./events/agent-event-watch.ts";
+import { createEventFeed } from "./events/event-feed.ts";
 import { createCorsHandler } from "./http/cors.ts";
 import { drainUnreadBody } from "./http/drain-unread-body.ts";
 import { createDualProtocolServer } from "./http/dual-protocol-server.ts";
@@ -16,6 +18,7 @@ import { createLeanUnary } from "./lean/lean-unary.ts";
 import { droppedLogLines } from "./logger.ts";
 import { createMetrics } from "./observability/metrics.ts";
 import { createRateLimitedLog } from "./observability/rate-limited-log.ts";
+import { registerStreamMetrics } from "./observability/stream-metrics.ts";
 import { createDocsHandler } from "./rest/docs-handler.ts";
 import { createRestHandler } from "./rest/rest-handler.ts";
 import { createAuthInterceptor } from "./rpc/auth-interceptor.ts";
@@ -26,6 +29,9 @@ import { withDecodeErrorsAsInvalidArgument } from "./rpc/decode-errors.ts";
 import { createLoggingInterceptor, createUnexpectedErrorLogger } from "./rpc/logging-interceptor.ts";
 import { createReadinessPoller } from "./rpc/readiness-poller.ts";
 import { createRoutes } from "./rpc/routes.ts";
+import type { StreamSettings } from "./rpc/server-stream.ts";
+import { createStreamSlots } from "./streams/stream-slots.ts";
+import { createPriceWatch } from "./token/price-watch.ts";
 
 export interface Server {
   /** The listening socket (connection events, addresses); `listen` starts it. */
@@ -34,6 +40,12 @@ export interface Server {
   listen(): Promise<AddressInfo>;
   /** Stops accepting, lets calls in flight finish within the shutdown timeout, then closes. */
   close(): Promise<void>;
+  /** What the server's streams hold now: for leak checks, and a look inside while one runs. */
+  streamStats(): {
+    readonly slots: { streams: number; keys: number };
+    readonly events: { watches: number; live: number; timer: boolean };
+    readonly prices: { subscriptions: number; mints: number; timer: boolean };
+  };
 }
 
 export interface BuildOptions {
@@ -75,7 +87,41 @@ export function build(context: AppContext, options: BuildOptions = {}): Server {
   });
   const metricsEndpoint = createMetricsEndpoint({ registry: metrics.registry });
   const docs = createDocsHandler();
-  const routes = createRoutes(context, { shutdownSignal: shutdown.signal, chain, store });
+  const feedLog = createRateLimitedLog({ logger, level: "warn", perSecond: 1 });
+  // One poll of the event log and one of the price source serve every stream of this server.
+  const feed = createEventFeed({
+    log: context.events,
+    pollIntervalMs: config.streams.eventPollIntervalMs,
+    onError: (error) => {
+      feedLog(
+        { err: error instanceof Error ? error.message : String(error) },
+        "reading the event log failed",
+      );
+    },
+  });
+  const priceWatch = createPriceWatch({
+    prices: context.prices,
+    intervalMs: config.prices.watchIntervalMs,
+  });
+  const streams: StreamSettings = {
+    heartbeatMs: config.streams.heartbeatMs,
+    bufferMessages: config.streams.bufferMessages,
+    slots: createStreamSlots({ maxPerKey: config.streams.maxPerKey }),
+    metrics: registerStreamMetrics(metrics.registry),
+    shutdown: shutdown.signal,
+  };
+  const agentEvents = createAgentEventWatch({
+    feed,
+    agentExists: async (owner, agentId) => (await context.agentStore.get(owner, agentId)) !== undefined,
+  });
+  const routes = createRoutes(context, {
+    shutdownSignal: shutdown.signal,
+    chain,
+    store,
+    streams,
+    agentEvents,
+    priceWatch,
+  });
   // Requests turned away before any service sees them: counted by reason, logged at a bounded rate.
   const rejectionLog = createRateLimitedLog({ logger, level: "info", perSecond: 10 });
   const rejected = (reason: string) => {
@@ -196,9 +242,13 @@ export function build(context: AppContext, options: BuildOptions = {}): Server {
         });
       });
     },
+    streamStats: () => ({ slots: streams.slots.stats(), events: feed.stats(), prices: priceWatch.stats() }),
     async close() {
-      // Readiness and health turn NOT_SERVING, and health watches end, before the drain begins.
+      // Readiness and health turn NOT_SERVING, and health watches and other streams end (with
+      // unavailable, so clients reconnect elsewhere), before the drain begins.
       shutdown.abort();
+      feed.close();
+      priceWatch.close();
       await dual.close(config.shutdownTimeoutMs);
     },
   };

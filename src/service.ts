@@ -94,9 +94,18 @@ export async function createService(
         clock: context.scheduleClock,
         canonicalSymbol: async (symbol) => canonicalSymbol(symbol),
         registry,
+        events: context.events,
       })
     : undefined;
   const server = build(context, { ...buildOptions, metricsRegistry: registry });
+  // Events past EVENT_RETENTION_HOURS go (every replica prunes; deleting twice is harmless).
+  const pruneEvents = () => {
+    const before = new Date(Date.now() - config.streams.eventRetentionMs);
+    context.events
+      .prune(before)
+      .catch((error: unknown) => logger.warn({ err: error }, "pruning agent events failed"));
+  };
+  let pruning: NodeJS.Timeout | undefined;
   return {
     context,
     server,
@@ -106,9 +115,12 @@ export async function createService(
     async listen() {
       const address = await server.listen();
       scheduler?.start();
+      pruneEvents();
+      pruning = setInterval(pruneEvents, EVENT_PRUNE_INTERVAL_MS).unref();
       return address;
     },
     async close() {
+      clearInterval(pruning);
       // The scheduler stops claiming at once and finishes (or releases) its runs while calls drain.
       await Promise.all([server.close(), scheduler?.stop(config.shutdownTimeoutMs)]);
       await context.destroy();
@@ -116,6 +128,9 @@ export async function createService(
     },
   };
 }
+
+/** How often old agent events are pruned. */
+const EVENT_PRUNE_INTERVAL_MS = 10 * 60_000;
 
 /**
  * The chain adapter on its transport: HTTP to SOLANA_RPC_URL, or the embedded local chain (loaded
@@ -183,7 +198,7 @@ function createPriceSources(
   const watchlist = settings.watchlist ?? catalog.tokens.map((t) => t.mint);
   if (settings.jupiterUrl === undefined) {
     return {
-      prices: createCatalogPriceSource({ catalog, watchlist }),
+      prices: createCatalogPriceSource({ catalog, watchlist, tickMs: config.prices.catalogTickMs }),
       tokenList: createCatalogTokenList({ catalog }),
     };
   }

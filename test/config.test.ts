@@ -163,6 +163,15 @@ describe("loadConfig", () => {
         cacheEntries: 10_000,
         breakerFailures: 5,
         breakerOpenMs: 10_000,
+        catalogTickMs: 0,
+        watchIntervalMs: 1000,
+      },
+      streams: {
+        heartbeatMs: 15_000,
+        maxPerKey: 100,
+        bufferMessages: 256,
+        eventPollIntervalMs: 250,
+        eventRetentionMs: 72 * 3_600_000,
       },
     });
   });
@@ -316,6 +325,13 @@ describe("loadConfig", () => {
         PRICE_CACHE_ENTRIES: "500",
         JUPITER_BREAKER_FAILURES: "2",
         JUPITER_BREAKER_OPEN_MS: "1500",
+        CATALOG_PRICE_TICK_MS: "2000",
+        PRICE_WATCH_INTERVAL_MS: "500",
+        STREAM_HEARTBEAT_MS: "5000",
+        STREAM_MAX_PER_KEY: "7",
+        STREAM_BUFFER_MESSAGES: "64",
+        EVENT_POLL_INTERVAL_MS: "100",
+        EVENT_RETENTION_HOURS: "2",
       }),
     ).toEqual({
       host: "127.0.0.1",
@@ -400,6 +416,15 @@ describe("loadConfig", () => {
         cacheEntries: 500,
         breakerFailures: 2,
         breakerOpenMs: 1500,
+        catalogTickMs: 2000,
+        watchIntervalMs: 500,
+      },
+      streams: {
+        heartbeatMs: 5000,
+        maxPerKey: 7,
+        bufferMessages: 64,
+        eventPollIntervalMs: 100,
+        eventRetentionMs: 2 * 3_600_000,
       },
     });
   });

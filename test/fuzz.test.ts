@@ -40,6 +40,10 @@ const MAX_HEAP_GROWTH_BYTES = 32 * 1024 * 1024;
 const PROTOCOL_5XX = new Set([501, 504]);
 
 const METHODS: DescMethod[] = [...TokenService.methods, ...AgentService.methods];
+/** Paths of server streams, which answer with a first message and then stay open. */
+const STREAMING_PATHS = new Set(
+  METHODS.filter((m) => m.methodKind === "server_streaming").map((m) => `/${m.parent.typeName}/${m.name}`),
+);
 
 type Rng = ReturnType<typeof prng>;
 
@@ -191,6 +195,8 @@ function overH2(path: string, headers: Record<string, string>, body: Buffer): Pr
     });
     stream.on("data", (chunk: Buffer) => {
       bytes += chunk.length;
+      // A server stream that began is an answer: its first message came; it would go on for good.
+      if (STREAMING_PATHS.has(path)) stream.close(http2.constants.NGHTTP2_CANCEL);
     });
     stream.on("close", () => resolve({ status, bytes, ...(grpcStatus === undefined ? {} : { grpcStatus }) }));
     stream.on("error", () => {});

@@ -47,6 +47,8 @@ interface Sample {
   error: { path: string; body?: unknown; status: number };
   /** Waits until the success call can succeed (the agent active, say). */
   ready?: (baseUrl: string, agentId: string) => Promise<void>;
+  /** A server stream: its success is an event stream, whose first event's data is this message. */
+  stream?: string;
 }
 
 /** Waits until the scheduler has activated the agent. */
@@ -63,6 +65,11 @@ async function untilActive(baseUrl: string, agentId: string): Promise<void> {
   throw new Error(`agent ${agentId} never became active`);
 }
 const SAMPLES: Record<string, Sample> = {
+  TokenService_WatchTokenPrices: {
+    path: () => `/v1/tokens/prices:watch?mints=${sol.mint}`,
+    error: { path: "/v1/tokens/prices:watch?mints=nope", status: 400 },
+    stream: "token.v1.WatchTokenPricesResponse",
+  },
   TokenService_GetTokenPrices: {
     path: () => `/v1/tokens/prices?symbol=sol`,
     error: { path: "/v1/tokens/prices?mint=nope", status: 400 },
@@ -134,6 +141,12 @@ const SAMPLES: Record<string, Sample> = {
     body: {},
     error: { path: `/v1/apikeys/${"k".repeat(65)}:revoke`, body: {}, status: 400 },
   },
+  // Last: by now the agents above have events (created, deleted).
+  AgentService_WatchAgentEvents: {
+    path: () => "/v1/agents/events:watch?after=0",
+    error: { path: "/v1/agents/events:watch?after=-1", status: 400 },
+    stream: "agent.v1.WatchAgentEventsResponse",
+  },
 };
 
 let server: RunningServer;
@@ -180,7 +193,8 @@ describe("the OpenAPI document", () => {
       Object.entries(ops).map(([verb, op]) => `${verb.toUpperCase()} ${path} ${op.operationId}`),
     );
     expect(documented.sort()).toEqual(routes.sort());
-    expect(routes.length).toBe(SERVICES.flatMap((s) => s.methods).length);
+    // Every method is served; WatchAgentEvents on two paths (all agents, one agent).
+    expect(new Set(routes.map((r) => r.split(" ")[2])).size).toBe(SERVICES.flatMap((s) => s.methods).length);
   });
 
   it("carries the proto comments as descriptions", () => {
@@ -254,11 +268,28 @@ describe("every documented operation answers as documented", () => {
     return JSON.parse(JSON.stringify(schema).replaceAll("#/components/schemas/", "doc#/$defs/"));
   };
 
+  /** The data of the first event of an event stream (the stream is then cancelled). */
+  async function firstEventData(response: Response): Promise<Json> {
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+    const decoder = new TextDecoder();
+    let text = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error("the stream ended before its first event");
+      text += decoder.decode(value, { stream: true });
+      const line = text.split("\n").find((l) => l.startsWith("data: ") && text.includes(`${l}\n\n`));
+      if (line !== undefined) {
+        await reader.cancel();
+        return JSON.parse(line.slice("data: ".length)) as Json;
+      }
+    }
+  }
+
   it("has a sample for every operation", () => {
     const ids = Object.values(document.paths).flatMap((ops) =>
       Object.values(ops).map((op) => op.operationId),
     );
-    expect(ids.sort()).toEqual(Object.keys(SAMPLES).sort());
+    expect([...new Set(ids)].sort()).toEqual(Object.keys(SAMPLES).sort());
   });
 
   it("success and error answers match the response schemas", async () => {
@@ -284,8 +315,15 @@ describe("every documented operation answers as documented", () => {
                 headers: { ...AUTHORIZATION, "content-type": "application/json" },
               }),
         });
-        const json = (await response.json()) as Json;
         expect(response.status, `${id} ${path}`).toBe(expected);
+        if (sample.stream !== undefined && expected === 200) {
+          expect(response.headers.get("content-type")).toMatch(/^text\/event-stream/);
+          const data = await firstEventData(response);
+          const validate = ajv.compile({ $ref: `doc#/$defs/${sample.stream}` });
+          expect(validate(data) ? [] : validate.errors, `${id} ${path}: ${JSON.stringify(data)}`).toEqual([]);
+          continue;
+        }
+        const json = (await response.json()) as Json;
         const validate = ajv.compile(schemaOf(op, String(response.status)));
         expect(validate(json) ? [] : validate.errors, `${id} ${path}: ${JSON.stringify(json)}`).toEqual([]);
         if (id === "AgentService_CreateAgent" && expected === 200)

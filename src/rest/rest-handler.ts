@@ -53,13 +53,17 @@ export function createRestHandler(options: {
   onRejected?: (reason: "rest_invalid_request" | "method_not_allowed") => void;
 }): NodeHandler {
   const onRejected = options.onRejected ?? (() => {});
-  const routes = options.handlers.flatMap((handler) =>
-    hasOption(handler.method, http)
-      ? restBindingsOf(handler.method, getOption(handler.method, http)).map((binding) =>
-          routeOf(binding, handler),
-        )
-      : [],
-  );
+  // The most specific template first, so that /v1/agents/events:watch is not taken for
+  // /v1/agents/{agent_id} with an id of "events:watch".
+  const routes = options.handlers
+    .flatMap((handler) =>
+      hasOption(handler.method, http)
+        ? restBindingsOf(handler.method, getOption(handler.method, http)).map((binding) =>
+            routeOf(binding, handler),
+          )
+        : [],
+    )
+    .sort((a, b) => specificity(b.binding) - specificity(a.binding));
   return (req, res) => {
     const url = req.url ?? "/";
     const queryAt = url.indexOf("?");
@@ -91,6 +95,14 @@ export function createRestHandler(options: {
     );
     return true;
   };
+}
+
+/** Literal segments of a template, and one more for a verb: more literal text matches fewer paths. */
+function specificity(binding: RestBinding): number {
+  const source = binding.path.source;
+  const literals = source.split("/").filter((segment) => segment !== "" && !/[{*]/.test(segment)).length;
+  const verb = /:[^/}]*$/.test(source) ? 1 : 0;
+  return literals + verb;
 }
 
 interface Route {

@@ -62,6 +62,7 @@ export function createAgentService(options: {
           create(WatchAgentEventsResponseSchema, { success: true, data: agentEvent(event) }),
         heartbeat: create(WatchAgentEventsResponseSchema, { success: true, heartbeat: true }),
         cursorOf,
+        openWithHeartbeat: true,
       });
     },
 

@@ -7,11 +7,14 @@ import { ServerReflection as ServerReflectionV1alpha } from "../../gen/grpc/refl
 import { Health } from "../../gen/health/v1/health_pb.ts";
 import { TokenService } from "../../gen/token/v1/token_pb.ts";
 import type { AppContext } from "../app-context.ts";
+import type { AgentEventWatch } from "../events/agent-event-watch.ts";
+import type { PriceWatch } from "../token/price-watch.ts";
 import { createAgentService } from "./agent-service.ts";
 import { createApiKeyService } from "./api-key-service.ts";
 import { createHealthService } from "./health-service.ts";
 import type { ReadinessPoller } from "./readiness-poller.ts";
 import { createReflectionServices } from "./reflection-service.ts";
+import type { StreamSettings } from "./server-stream.ts";
 import { createTokenService } from "./token-service.ts";
 
 /**
@@ -21,11 +24,26 @@ import { createTokenService } from "./token-service.ts";
  */
 export function createRoutes(
   context: AppContext,
-  options: { shutdownSignal: AbortSignal; chain: ReadinessPoller; store: ReadinessPoller },
+  options: {
+    shutdownSignal: AbortSignal;
+    chain: ReadinessPoller;
+    store: ReadinessPoller;
+    /** What the server streams share, and what they watch. */
+    streams: StreamSettings;
+    agentEvents: AgentEventWatch;
+    priceWatch: PriceWatch;
+  },
 ): (router: ConnectRouter) => void {
+  const { streams } = options;
   return (router) => {
-    router.service(TokenService, createTokenService({ queries: context.tokens }));
-    router.service(AgentService, createAgentService({ commands: context.agents }));
+    router.service(
+      TokenService,
+      createTokenService({ queries: context.tokens, priceWatch: options.priceWatch, streams }),
+    );
+    router.service(
+      AgentService,
+      createAgentService({ commands: context.agents, events: options.agentEvents, streams }),
+    );
     router.service(ApiKeyService, createApiKeyService({ keys: context.apiKeys }));
     router.service(
       Health,

@@ -34,6 +34,11 @@ export interface StreamSpec<T, M> {
   readonly heartbeat: M;
   /** The cursor of an item, when the stream can be resumed after it. */
   cursorOf?(item: T): string;
+  /**
+   * Opens with a heartbeat, for streams whose first item may be long in coming: the caller (and
+   * every proxy on the way) learns at once that the stream is established.
+   */
+  readonly openWithHeartbeat?: boolean;
 }
 
 /**
@@ -61,6 +66,10 @@ export async function* serveStream<T, M>(
       : { hint: `; resume with after=${cursor}`, metadata: { [RESUME_AFTER_HEADER]: cursor } };
   try {
     watch = await spec.start(queue);
+    if (spec.openWithHeartbeat === true) {
+      yield spec.heartbeat;
+      counters.sent();
+    }
     for (;;) {
       let item: T | typeof IDLE;
       try {

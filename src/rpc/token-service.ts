@@ -9,9 +9,13 @@ import {
   TokenPriceSchema,
   type TokenService,
   TokenTransactionSchema,
+  type WatchTokenPricesResponse,
+  WatchTokenPricesResponseSchema,
 } from "../../gen/token/v1/token_pb.ts";
+import type { PriceWatch } from "../token/price-watch.ts";
 import type { TokenQueries } from "../token/token-queries.ts";
 import type { TokenMetadata, TokenPrice, TokenTransaction } from "../token/token-source.ts";
+import { type StreamSettings, serveStream } from "./server-stream.ts";
 
 /**
  * TokenService over the token queries: protobuf in, domain values across, protobuf out.
@@ -19,7 +23,12 @@ import type { TokenMetadata, TokenPrice, TokenTransaction } from "../token/token
  * converted to its message once and the message reused (keyed weakly by the domain object, so
  * fresh objects are simply collected). The call's signal goes down to the chain, so reads stop when the caller goes away.
  */
-export function createTokenService(options: { queries: TokenQueries }): ServiceImpl<typeof TokenService> {
+export function createTokenService(options: {
+  queries: TokenQueries;
+  /** WatchTokenPrices: the shared price poll, and the limits every stream shares. */
+  priceWatch?: PriceWatch;
+  streams?: StreamSettings;
+}): ServiceImpl<typeof TokenService> {
   const { queries } = options;
   // A price entry is one object for as long as it is cached, so its message is made once too.
   const price = messageCache((p: TokenPrice) =>
@@ -60,9 +69,28 @@ export function createTokenService(options: { queries: TokenQueries }): ServiceI
       );
       return create(GetTokenTransactionsResponseSchema, { success: true, data: page.map(transaction) });
     },
-    // biome-ignore lint/correctness/useYield: replaced by the price stream in the next commit
-    async *watchTokenPrices() {
-      throw new ConnectError("not yet served", Code.Unimplemented);
+    watchTokenPrices(req, ctx) {
+      const { priceWatch, streams } = options;
+      if (priceWatch === undefined || streams === undefined) {
+        throw new ConnectError("price streams are not served by this server", Code.Unimplemented);
+      }
+      return serveStream<readonly TokenPrice[], WatchTokenPricesResponse>(streams, ctx, {
+        rpc: "WatchTokenPrices",
+        async start(queue) {
+          const mints = await queries.watchedMints({ mints: req.mints, symbols: req.symbols });
+          const subscription = await priceWatch.subscribe(
+            mints,
+            (changed) => queue.offer(changed),
+            (error) => queue.fail(error),
+          );
+          // The first message holds every current price (none, for a symbol nobody has).
+          queue.offer(subscription.initial);
+          return subscription;
+        },
+        message: (prices) =>
+          create(WatchTokenPricesResponseSchema, { success: true, data: prices.map(price) }),
+        heartbeat: create(WatchTokenPricesResponseSchema, { success: true, heartbeat: true }),
+      });
     },
   };
 }

@@ -18,6 +18,7 @@
 import type { AgentPatch, AgentRecord, AgentStore } from "../agent/agent-store.ts";
 import type { Schedule } from "../agent/schedule.ts";
 import { retryDelayMs } from "../domain/backoff.ts";
+import type { RunAnnouncer } from "../events/run-announcer.ts";
 import { abortableSleep } from "./abortable-sleep.ts";
 import { type ExecutionJournal, type ExecutionResult, type Executor, executionKeyOf } from "./executor.ts";
 import type { Lease, RunRecord, RunStore, SlotRef } from "./run-store.ts";
@@ -65,6 +66,8 @@ export interface SchedulerOptions {
   /** Real time; tests inject their own. */
   readonly now?: () => Date;
   readonly events?: SchedulerEvents;
+  /** Tells the event log of each attempt as it starts and once it is recorded. */
+  readonly runEvents?: RunAnnouncer;
   readonly random?: () => number;
 }
 
@@ -177,6 +180,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       let attempt = first.generation === 0 ? 1 : (await runs.attempts(slot)) + 1;
       while (!abort.signal.aborted) {
         const startedAt = now();
+        await options.runEvents?.started(slot, attempt, startedAt);
         const attemptAbort = AbortSignal.any([abort.signal, AbortSignal.timeout(options.attemptTimeoutMs)]);
         const outcome = await executor
           .execute({
@@ -207,6 +211,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
         const recorded = await runs.record(lease, run, { now: finishedAt, settles });
         if (recorded !== "recorded") return;
         events.onRun?.(run, startedAt.getTime() - slot.scheduledAt.getTime(), worker);
+        await options.runEvents?.finished(run);
         if (settles) {
           // A settled slot cannot be claimed again, so its lease needs no release.
           finished = true;

@@ -3,6 +3,8 @@ import { hostname } from "node:os";
 import type { Registry } from "prom-client";
 import type { AgentRecord, AgentStore } from "../agent/agent-store.ts";
 import type { SchedulerConfig } from "../config.ts";
+import type { EventLog } from "../events/event-log.ts";
+import { createRunAnnouncer } from "../events/run-announcer.ts";
 import type { Logger } from "../logger.ts";
 import { registerSchedulerMetrics } from "../observability/scheduler-metrics.ts";
 import type { Executor } from "./executor.ts";
@@ -26,6 +28,8 @@ export interface ServiceSchedulerOptions {
   /** The token list's spelling of a symbol, or undefined when the list does not hold it. */
   readonly canonicalSymbol: (symbol: string) => Promise<string | undefined>;
   readonly registry: Registry;
+  /** Where runs are announced (the event log WatchAgentEvents serves). */
+  readonly events?: EventLog;
 }
 
 /**
@@ -50,6 +54,14 @@ export function createServiceScheduler(options: ServiceSchedulerOptions): Schedu
     retryBaseMs: settings.retryBaseMs,
     retryMaxMs: settings.retryMaxMs,
     maxConsecutiveFailures: settings.maxConsecutiveFailures,
+    ...(options.events === undefined
+      ? {}
+      : {
+          runEvents: createRunAnnouncer({
+            log: options.events,
+            onError: (error) => logger.warn({ err: error, worker }, "announcing a run failed"),
+          }),
+        }),
     // An agent can run while every token it names is still in the catalog.
     async checkRunnable(agent: AgentRecord) {
       for (const field of TOKEN_FIELDS[agent.type] ?? []) {

@@ -4,6 +4,7 @@ import type { AppContext } from "../../src/app-context.ts";
 import { loadConfig } from "../../src/config.ts";
 import type { RunningLocalChain } from "../../src/local-chain/start-local-chain.ts";
 import { createLogger } from "../../src/logger.ts";
+import type { Server } from "../../src/server.ts";
 import { createService, type ServiceOverrides } from "../../src/service.ts";
 
 export interface RunningServer {
@@ -14,6 +15,8 @@ export interface RunningServer {
   readonly localChain: RunningLocalChain | undefined;
   /** The server's listening socket, e.g. to watch its connections. */
   readonly listener: NetServer;
+  /** What the server's streams hold now (leak checks). */
+  readonly streamStats: Server["streamStats"];
   /** Every log line the server wrote, parsed. */
   readonly logs: Record<string, unknown>[];
   close(): Promise<void>;
@@ -55,6 +58,7 @@ export async function startServer(
     context: service.context,
     localChain: service.localChain,
     listener: service.server.listener,
+    streamStats: () => service.server.streamStats(),
     logs,
     close: () => service.close(),
   };

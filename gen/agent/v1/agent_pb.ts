@@ -1175,8 +1175,9 @@ export const AgentService: GenService<{
    * between the two. Events are kept EVENT_RETENTION_HOURS; a cursor older than that is
    * out_of_range (watch again without `after`, and read the agents' current state). A watcher
    * that falls behind by more than STREAM_BUFFER_MESSAGES is ended with resource_exhausted, its
-   * last cursor in the message and in the `x-resume-after` trailer. Idle streams get a heartbeat
-   * message every STREAM_HEARTBEAT_MS. Over REST, the stream is Server-Sent Events: each event's
+   * last cursor in the message and in the `x-resume-after` trailer. The stream opens with a
+   * heartbeat message (so the caller knows it is established), and idle streams get one every
+   * STREAM_HEARTBEAT_MS. Over REST, the stream is Server-Sent Events: each event's
    * `id:` is its cursor, and a reconnect's `Last-Event-ID` header resumes after it.
    *
    * @generated from rpc agent.v1.AgentService.WatchAgentEvents
