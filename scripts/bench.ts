@@ -9,6 +9,7 @@
  *   BENCH_ONLY=chain npm run bench     (only the chain figures: start time, GetTokenTransactions)
  *   BENCH_ONLY=transfers npm run bench (only the transfer figures: 1000 agents due at once)
  *   BENCH_ONLY=prices npm run bench    (only the Jupiter figures: warm cache vs catalog, cold stampede)
+ *   BENCH_ONLY=streams npm run bench   (only the stream figures: 1,000 price watchers on one process)
  *
  * Each server's throughput alone is printed, but the ratios come from paired runs: the service
  * and its peer share core 0 and are loaded at the same moment, each by its own generator, so
@@ -26,8 +27,8 @@ import * as http2 from "node:http2";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { create, toBinary } from "@bufbuild/protobuf";
-import { createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
+import { createClient, type Transport } from "@connectrpc/connect";
+import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { getAddressDecoder } from "@solana/addresses";
 import { GetTokenPricesRequestSchema, TokenService } from "../gen/token/v1/token_pb.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
@@ -332,6 +333,7 @@ try {
   if (only === undefined || only === "chain") await chainFigures();
   if (only === undefined || only === "transfers") await transferFigures();
   if (only === undefined || only === "prices") await priceFigures();
+  if (only === undefined || only === "streams") await streamFigures();
   print();
 } finally {
   for (const child of children) child.kill("SIGTERM");
@@ -638,6 +640,88 @@ async function transferFigures(): Promise<void> {
     await client.close();
     chainProcess.kill("SIGTERM");
   }
+}
+
+/**
+ * 1,000 WatchTokenPrices subscribers (gRPC over 10 h2c connections) on one process whose catalog
+ * prices move every second: the delay from a price's change (its asOf, the tick it moved at) to
+ * each subscriber's receipt, and per tick to the last subscriber; the server's RSS and its CPU
+ * time per message delivered.
+ */
+async function streamFigures(): Promise<void> {
+  const SUBSCRIBERS = 1_000;
+  const TICK_MS = 1_000;
+  const service = await start(["node", ...startFlags, "src/main.ts"], {
+    LOG_LEVEL: logLevel,
+    AUTH_MODE: "none",
+    LOCAL_SOLANA_RPC_PORT: "0",
+    CATALOG_PRICE_TICK_MS: String(TICK_MS),
+    PRICE_WATCH_INTERVAL_MS: "50",
+    STREAM_MAX_PER_KEY: String(SUBSCRIBERS * 2),
+    HTTP2_MAX_CONCURRENT_STREAMS: "1000",
+  });
+  const mints = catalogTokens.slice(0, 3).map((t) => t.mint);
+  const transports = Array.from({ length: 10 }, () =>
+    createGrpcTransport({ baseUrl: `http://127.0.0.1:${service.port}` }),
+  );
+  const abort = new AbortController();
+  /** Receipt delay of every change, and the latest receipt of each tick. */
+  const delays: number[] = [];
+  const lastOfTick = new Map<number, number>();
+  let messages = 0;
+  const subscribers = Array.from({ length: SUBSCRIBERS }, async (_, i) => {
+    const client = createClient(TokenService, transports[i % transports.length] as Transport);
+    let first = true;
+    try {
+      for await (const message of client.watchTokenPrices({ mints }, { signal: abort.signal })) {
+        if (message.heartbeat) continue;
+        messages++;
+        if (first) {
+          first = false;
+          continue;
+        }
+        const now = Date.now();
+        for (const price of message.data) {
+          const asOf = Number(price.asOf?.seconds ?? 0n) * 1000 + Math.round((price.asOf?.nanos ?? 0) / 1e6);
+          delays.push(now - asOf);
+          lastOfTick.set(asOf, Math.max(lastOfTick.get(asOf) ?? 0, now - asOf));
+        }
+      }
+    } catch {
+      // cancelled at the end
+    }
+  });
+  // Settle, then measure 10 ticks.
+  await new Promise((resolve) => setTimeout(resolve, 3_000));
+  delays.length = 0;
+  lastOfTick.clear();
+  messages = 0;
+  const cpuBefore = processCpuMs(service.pid);
+  await new Promise((resolve) => setTimeout(resolve, 10 * TICK_MS));
+  const cpu = processCpuMs(service.pid) - cpuBefore;
+  const delivered = messages;
+  const rss =
+    Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${service.pid}/status`, "utf8"))?.[1]) / 1024;
+  abort.abort();
+  await Promise.all(subscribers);
+  service.child.kill("SIGTERM");
+  const sorted = [...delays].sort((a, b) => a - b);
+  const lasts = [...lastOfTick.values()].sort((a, b) => a - b);
+  const at = (xs: number[], q: number) =>
+    xs[Math.min(xs.length - 1, Math.floor(q * xs.length))] ?? Number.NaN;
+  notes.push(
+    `WatchTokenPrices, ${SUBSCRIBERS} subscribers (gRPC, 10 h2c connections) on one process, 3 mints moving every ${TICK_MS} ms, ` +
+      `PRICE_WATCH_INTERVAL_MS=50: ${delivered} messages in 10 s; from a price's change (its asOf) to receipt p50 ${at(sorted, 0.5)} ms, ` +
+      `p99 ${at(sorted, 0.99)} ms; to the last subscriber of a tick p50 ${at(lasts, 0.5)} ms, max ${lasts.at(-1)} ms ` +
+      `(both include up to 50 ms of poll interval); server RSS ${rss.toFixed(0)} MB with them open; ` +
+      `server CPU ${((cpu * 1000) / Math.max(1, delivered)).toFixed(0)} µs per message delivered`,
+  );
+}
+
+/** CPU time (user + system) a process has used, in ms, from /proc (clock ticks of 10 ms). */
+function processCpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 /** Wall time from spawning `npm start`'s command to its first answered GetTokenPrices. */

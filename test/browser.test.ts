@@ -63,6 +63,8 @@ describe("a page on another origin", () => {
 
     for (const transport of ["connect", "connect (GET)", "connect (binary)", "grpc-web"]) {
       expect(results[transport], transport).toEqual({
+        watchedSymbols: ["SOL"],
+        firstEvent: "agent.created",
         symbols: ["SOL"],
         agentId: expect.stringMatching(/^[\w-]{22}$/),
         config: TRANSFER,
@@ -71,6 +73,7 @@ describe("a page on another origin", () => {
       });
     }
     const rest = results.rest as Record<string, { status: number; requestId: string | null; json: never }>;
+    expect(rest.sse).toEqual({ id: "1", type: "agent.created" });
     expect(rest.prices).toMatchObject({
       status: 200,
       requestId: "browser-GET",

@@ -40,7 +40,24 @@ export async function callService(baseUrl: string): Promise<Record<string, unkno
         return { code: Code[e.code], message: e.rawMessage };
       },
     );
+    // Server streams: the first price message, and the first event after cursor 0 (heartbeats skipped).
+    const watching = new AbortController();
+    let watchedSymbols: string[] = [];
+    for await (const message of tokens.watchTokenPrices({ symbols: ["SOL"] }, { signal: watching.signal })) {
+      if (message.heartbeat) continue;
+      watchedSymbols = message.data.map((p) => p.symbol);
+      break;
+    }
+    let firstEvent: string | undefined;
+    for await (const message of agents.watchAgentEvents({ after: "0" }, { signal: watching.signal })) {
+      if (message.data === undefined) continue;
+      firstEvent = message.data.type;
+      break;
+    }
+    watching.abort();
     results[name] = {
+      watchedSymbols,
+      firstEvent,
       symbols: prices.data.map((p) => p.symbol),
       agentId,
       config: got.data?.config,
@@ -66,7 +83,20 @@ export async function callService(baseUrl: string): Promise<Record<string, unkno
   };
   const created = await rest("POST", "/v1/agents", { type: "transfer", config: TRANSFER });
   const agentId = (created.json as { data: { agentId: string } }).data.agentId;
+  // Server-Sent Events as a browser reads them: EventSource, cross-origin.
+  const sse = await new Promise<{ id: string; type: string }>((resolve, reject) => {
+    const source = new EventSource(`${baseUrl}/v1/agents/events:watch?after=0`);
+    source.onmessage = (event) => {
+      source.close();
+      resolve({ id: event.lastEventId, type: JSON.parse(event.data).data.type });
+    };
+    source.onerror = () => {
+      source.close();
+      reject(new Error("the event stream failed"));
+    };
+  });
   results.rest = {
+    sse,
     prices: await rest("GET", "/v1/tokens/prices?symbol=usdc"),
     created,
     got: await rest("GET", `/v1/agents/${agentId}`),
