@@ -11,21 +11,11 @@ import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { describe, expect, inject, it } from "vitest";
 import { AgentService } from "../gen/agent/v1/agent_pb.ts";
+import { SWAP } from "./support/agent-fixtures.ts";
 import { useCleanups } from "./support/cleanups.ts";
 import { type RunningServer, startServer } from "./support/start-server.ts";
 
 const cleanup = useCleanups();
-const SWAP = {
-  type: "swap",
-  config: {
-    wallet: "9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM",
-    inputToken: "USDC",
-    outputToken: "SOL",
-    amount: 100,
-    slippageBps: 100,
-    schedule: "hourly",
-  },
-};
 /** Hourly agents run every real second. */
 const SCHEDULER_ENV = {
   SCHEDULER_ENABLED: "true",

@@ -10,22 +10,11 @@ import type { JsonValue } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { AgentService } from "../gen/agent/v1/agent_pb.ts";
-import { TRANSFER_CONFIG } from "./support/agent-fixtures.ts";
+import { SWAP, TRANSFER_CONFIG } from "./support/agent-fixtures.ts";
 import { createProtocols, type Outcome, type Protocol, withStructConfig } from "./support/callers.ts";
 import { type RunningServer, startServer } from "./support/start-server.ts";
 
 const TRANSFER = { type: "transfer", config: { ...TRANSFER_CONFIG, schedule: "hourly" } };
-const SWAP = {
-  type: "swap",
-  config: {
-    wallet: "9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM",
-    inputToken: "USDC",
-    outputToken: "SOL",
-    amount: 100,
-    slippageBps: 100,
-    schedule: "hourly",
-  },
-};
 
 const SCHEDULER_ENV = {
   SCHEDULER_ENABLED: "true",

@@ -1,54 +1,13 @@
-/**
- * The event feed over both event log adapters (MongoDB on the global setup's server, FerretDB
- * unless MONGODB_URI is set): watchers that start anywhere in the log (the start, the middle, now)
- * while writers in other clients (as other replicas) keep appending see every event of theirs
- * after their cursor exactly once and in order, across the seam between replay and live. Then the
- * bounds: cursors outside the kept events, a reader that falls behind, and nothing held after
- * watches close.
- */
-import { randomBytes } from "node:crypto";
-import { MongoClient } from "mongodb";
 import { describe, expect, inject, it } from "vitest";
 import { OutOfRangeError } from "../src/domain/errors.ts";
 import { createEventFeed } from "../src/events/event-feed.ts";
-import type { EventLog, LoggedEvent, NewEvent } from "../src/events/event-log.ts";
-import { createMemoryEventLog } from "../src/events/memory-event-log.ts";
-import { createMongoEventLog } from "../src/events/mongo-event-log.ts";
+import type { LoggedEvent, NewEvent } from "../src/events/event-log.ts";
 import { createSubscriberQueue, IDLE, QueueOverflowError } from "../src/streams/subscriber-queue.ts";
 import { useCleanups } from "./support/cleanups.ts";
+import { eventLogAdapters } from "./support/event-log-adapters.ts";
 
-const uri = inject("mongoUri");
-const runId = randomBytes(3).toString("hex");
-let databases = 0;
 const cleanup = useCleanups();
-
-/** `count` logs over one store, each as a replica holds it (its own client, for MongoDB). */
-type Make = (count: number) => Promise<EventLog[]>;
-
-const adapters: [string, Make][] = [
-  [
-    "memory",
-    async (count) => {
-      const log = createMemoryEventLog();
-      return Array.from({ length: count }, () => log);
-    },
-  ],
-  [
-    "mongo",
-    async (count) => {
-      const dbName = `event_feed_test_${runId}_${++databases}`;
-      const clients = Array.from(
-        { length: count },
-        () => new MongoClient(uri, { serverSelectionTimeoutMS: 2000 }),
-      );
-      cleanup(async () => {
-        await clients[0]?.db(dbName).dropDatabase();
-        await Promise.all(clients.map((c) => c.close()));
-      });
-      return clients.map((client) => createMongoEventLog({ db: client.db(dbName) }));
-    },
-  ],
-];
+const adapters = eventLogAdapters(inject("mongoUri"), "event_feed_test", cleanup);
 
 const OWNERS = ["alice", "bob"];
 const event = (writer: number, n: number): NewEvent => ({

@@ -1,51 +1,10 @@
-/**
- * The agent event log on both adapters, the MongoDB one on the server of the global setup
- * (FerretDB unless MONGODB_URI is set): dense sequence numbers, one event per key, filters,
- * pruning that never drops the last event. Then the property watchers rely on, under concurrent
- * writers in separate clients (as replicas are): a reader that asks again and again for the events
- * after its cursor sees every event exactly once, in order, with no number skipped, while the log
- * grows.
- */
-import { randomBytes } from "node:crypto";
-import { MongoClient } from "mongodb";
 import { describe, expect, inject, it } from "vitest";
 import type { EventLog, NewEvent } from "../src/events/event-log.ts";
-import { createMemoryEventLog } from "../src/events/memory-event-log.ts";
-import { createMongoEventLog } from "../src/events/mongo-event-log.ts";
 import { useCleanups } from "./support/cleanups.ts";
+import { eventLogAdapters } from "./support/event-log-adapters.ts";
 
-const uri = inject("mongoUri");
-const runId = randomBytes(3).toString("hex");
-let databases = 0;
 const cleanup = useCleanups();
-
-/** `count` event logs over one store, each as a replica would hold it (its own client, for MongoDB). */
-type Make = (count: number) => Promise<EventLog[]>;
-
-const adapters: [string, Make][] = [
-  [
-    "memory",
-    async (count) => {
-      const log = createMemoryEventLog();
-      return Array.from({ length: count }, () => log);
-    },
-  ],
-  [
-    "mongo",
-    async (count) => {
-      const dbName = `event_log_test_${runId}_${++databases}`;
-      const clients = Array.from(
-        { length: count },
-        () => new MongoClient(uri, { serverSelectionTimeoutMS: 2000 }),
-      );
-      cleanup(async () => {
-        await clients[0]?.db(dbName).dropDatabase();
-        await Promise.all(clients.map((c) => c.close()));
-      });
-      return clients.map((client) => createMongoEventLog({ db: client.db(dbName) }));
-    },
-  ],
-];
+const adapters = eventLogAdapters(inject("mongoUri"), "event_log_test", cleanup);
 
 const event = (n: number, overrides: Partial<NewEvent> = {}): NewEvent => ({
   type: "run.succeeded",

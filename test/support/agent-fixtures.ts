@@ -8,6 +8,19 @@ export const TRANSFER_CONFIG = {
   schedule: "daily",
 };
 
+/** A CreateAgent request for an hourly swap (simulated: it moves nothing). */
+export const SWAP = {
+  type: "swap",
+  config: {
+    wallet: "9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM",
+    inputToken: "USDC",
+    outputToken: "SOL",
+    amount: 100,
+    slippageBps: 100,
+    schedule: "hourly",
+  },
+};
+
 /** A CreateAgent request for a transfer of `amount` USDC. */
 export const transfer = (amount: number) => ({ type: "transfer", config: { ...TRANSFER_CONFIG, amount } });
 
