@@ -165,6 +165,11 @@ function h1(method: string, path: string, headers: Record<string, string>, body?
         const text = chunk.toString("latin1");
         const match = /grpc-status:\s*(\d+)/.exec(text);
         if (match !== null) grpcStatus = match[1];
+        // A server stream that began is an answer: its first message came; it would go on for good.
+        if (STREAMING_PATHS.has(path) && res.statusCode === 200) {
+          resolve({ status: res.statusCode, bytes, ...(grpcStatus === undefined ? {} : { grpcStatus }) });
+          req.destroy();
+        }
       });
       res.on("end", () =>
         resolve({ status: res.statusCode ?? 0, bytes, ...(grpcStatus === undefined ? {} : { grpcStatus }) }),

@@ -353,7 +353,9 @@ describe("streams over grpc-js (an independent gRPC client)", () => {
       close(): void;
     };
     const agents = new loaded.agent.v1.AgentService(target, grpc.credentials.createInsecure()) as unknown as {
-      watchAgentEvents(req: unknown): grpc.ClientReadableStream<{ data?: { cursor: string; type: string } }>;
+      watchAgentEvents(
+        req: unknown,
+      ): grpc.ClientReadableStream<{ data?: { cursor: string; type: string }; heartbeat: boolean }>;
       close(): void;
     };
     cleanup(async () => {
@@ -366,6 +368,9 @@ describe("streams over grpc-js (an independent gRPC client)", () => {
     prices.cancel();
     await server.context.events.append(agentEvent("anonymous", 1));
     const events = agents.watchAgentEvents({ after: "0" });
+    // The stream opens with a heartbeat, then the event.
+    const [opening] = (await onceData(events)) as [{ heartbeat: boolean }];
+    expect(opening.heartbeat).toBe(true);
     const [event] = (await onceData(events)) as [{ data: { cursor: string; type: string } }];
     expect(event.data).toMatchObject({ cursor: "1", type: "run.succeeded" });
     events.cancel();
