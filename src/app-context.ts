@@ -13,6 +13,7 @@ import { type Config, ConfigError, type MongoConfig, redactUri } from "./config.
 import { createAnnouncingAgentStore } from "./events/announcing-agent-store.ts";
 import type { EventLog } from "./events/event-log.ts";
 import { createMemoryEventLog } from "./events/memory-event-log.ts";
+import type { EventRepair } from "./events/mongo-event-repair.ts";
 import type { Logger } from "./logger.ts";
 import type { Executor } from "./scheduler/executor.ts";
 import { createExecutorByType } from "./scheduler/executor-by-type.ts";
@@ -51,6 +52,8 @@ export interface AppContext {
    * memory): what WatchAgentEvents serves.
    */
   readonly events: EventLog;
+  /** Announces changes whose event is missing (MongoDB; in memory none can be). */
+  readonly eventRepair: EventRepair | undefined;
   /** Slot leases and run history, beside the agents (same database, or memory). */
   readonly runStore: RunStore;
   /** Carries out agent runs: transfers on the chain (TRANSFER_EXECUTOR), swaps simulated. */
@@ -114,6 +117,7 @@ export async function createAppContext(
   let mongoClient: MongoClient | undefined;
   let apiKeyStore: ApiKeyStore | undefined = overrides.apiKeyStore;
   let events: EventLog | undefined;
+  let eventRepair: EventRepair | undefined;
   if (overrides.agentStore !== undefined) {
     store = overrides.agentStore;
   } else if (config.mongo !== undefined) {
@@ -125,11 +129,13 @@ export async function createAppContext(
       { createMongoRunStore },
       { createMongoApiKeyStore },
       { createMongoEventLog },
+      { createMongoEventRepair },
     ] = await Promise.all([
       import("./agent/mongo-agent-store.ts"),
       import("./scheduler/mongo-run-store.ts"),
       import("./auth/mongo-api-key-store.ts"),
       import("./events/mongo-event-log.ts"),
+      import("./events/mongo-event-repair.ts"),
     ]);
     // The driver parses the URI when the client is made (no connection yet); what it rejects is a
     // configuration error, reported like the others and without the driver's text (it may quote
@@ -152,6 +158,7 @@ export async function createAppContext(
       maxTimeMS: mongo.operationTimeoutMs,
     });
     events = createMongoEventLog({ db: mongoStore.db, guard: mongoStore.guard });
+    eventRepair = createMongoEventRepair({ db: mongoStore.db, log: events, guard: mongoStore.guard });
     mongoClient = mongoStore.client;
     storeKind = "mongodb";
     logger.info({ mongodb: redactUri(mongo.uri), db: mongo.dbName }, "agents are stored in MongoDB");
@@ -246,6 +253,7 @@ export async function createAppContext(
     agentStore: store,
     agents,
     events: eventLog,
+    eventRepair,
     runStore: runs,
     executor,
     scheduleClock,

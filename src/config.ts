@@ -152,6 +152,9 @@ export interface StreamsConfig {
   readonly eventPollIntervalMs: number;
   /** Agent events older than this are dropped; a cursor older than that is out_of_range. */
   readonly eventRetentionMs: number;
+  /** How often each replica looks for changes of the last `eventRepairWindowMs` whose event is missing. */
+  readonly eventRepairIntervalMs: number;
+  readonly eventRepairWindowMs: number;
 }
 
 /** Where prices and the token list come from, and how long a price may be served. */
@@ -287,6 +290,8 @@ export const CONFIG_VARIABLES = {
   STREAM_BUFFER_MESSAGES: "256",
   EVENT_POLL_INTERVAL_MS: "250",
   EVENT_RETENTION_HOURS: "72",
+  EVENT_REPAIR_INTERVAL_MS: "5000",
+  EVENT_REPAIR_WINDOW_MS: "120000",
 } as const;
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -424,7 +429,15 @@ export function loadConfig(env: Env = process.env): Config {
     bufferMessages: int("STREAM_BUFFER_MESSAGES", 1, 100_000),
     eventPollIntervalMs: int("EVENT_POLL_INTERVAL_MS", 10, 60_000),
     eventRetentionMs: int("EVENT_RETENTION_HOURS", 1, 24 * 365) * 3_600_000,
+    eventRepairIntervalMs: int("EVENT_REPAIR_INTERVAL_MS", 100, 3_600_000),
+    eventRepairWindowMs: int("EVENT_REPAIR_WINDOW_MS", 1_000, 86_400_000),
   };
+  if (streams.eventRepairWindowMs < streams.eventRepairIntervalMs) {
+    // A change between two sweeps would fall outside both windows.
+    problems.push(
+      `EVENT_REPAIR_WINDOW_MS must be at least EVENT_REPAIR_INTERVAL_MS (got ${streams.eventRepairWindowMs} and ${streams.eventRepairIntervalMs})`,
+    );
+  }
   if (streams.heartbeatMs >= http.idleTimeoutMs) {
     // The connection would be closed as idle before its first heartbeat.
     problems.push(

@@ -106,6 +106,29 @@ export async function createService(
       .catch((error: unknown) => logger.warn({ err: error }, "pruning agent events failed"));
   };
   let pruning: NodeJS.Timeout | undefined;
+  // Changes whose event never made it (a failed append, a process killed in between) are
+  // announced by every replica's repair; keys make a second announcement the first.
+  const repairLog = createRateLimitedLog({ logger, level: "warn", perSecond: 1 });
+  let repairing: Promise<void> | undefined;
+  const repairEvents = (windowMs: number) => {
+    if (context.eventRepair === undefined || repairing !== undefined) return;
+    repairing = context.eventRepair
+      .repair(new Date(Date.now() - windowMs))
+      .then(
+        (appended) => {
+          if (appended > 0) logger.warn({ appended }, "announced agent changes whose events were missing");
+        },
+        (error: unknown) =>
+          repairLog(
+            { err: error instanceof Error ? error.message : String(error) },
+            "repairing agent events failed",
+          ),
+      )
+      .finally(() => {
+        repairing = undefined;
+      });
+  };
+  let repairTimer: NodeJS.Timeout | undefined;
   return {
     context,
     server,
@@ -117,12 +140,20 @@ export async function createService(
       scheduler?.start();
       pruneEvents();
       pruning = setInterval(pruneEvents, EVENT_PRUNE_INTERVAL_MS).unref();
+      // The first sweep covers every kept event's time (all replicas may have been down).
+      repairEvents(config.streams.eventRetentionMs);
+      repairTimer = setInterval(
+        () => repairEvents(config.streams.eventRepairWindowMs),
+        config.streams.eventRepairIntervalMs,
+      ).unref();
       return address;
     },
     async close() {
       clearInterval(pruning);
+      clearInterval(repairTimer);
       // The scheduler stops claiming at once and finishes (or releases) its runs while calls drain.
       await Promise.all([server.close(), scheduler?.stop(config.shutdownTimeoutMs)]);
+      await repairing;
       await context.destroy();
       await localChain?.close();
     },

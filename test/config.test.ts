@@ -172,6 +172,8 @@ describe("loadConfig", () => {
         bufferMessages: 256,
         eventPollIntervalMs: 250,
         eventRetentionMs: 72 * 3_600_000,
+        eventRepairIntervalMs: 5000,
+        eventRepairWindowMs: 120_000,
       },
     });
   });
@@ -332,6 +334,8 @@ describe("loadConfig", () => {
         STREAM_BUFFER_MESSAGES: "64",
         EVENT_POLL_INTERVAL_MS: "100",
         EVENT_RETENTION_HOURS: "2",
+        EVENT_REPAIR_INTERVAL_MS: "1000",
+        EVENT_REPAIR_WINDOW_MS: "30000",
       }),
     ).toEqual({
       host: "127.0.0.1",
@@ -425,6 +429,8 @@ describe("loadConfig", () => {
         bufferMessages: 64,
         eventPollIntervalMs: 100,
         eventRetentionMs: 2 * 3_600_000,
+        eventRepairIntervalMs: 1000,
+        eventRepairWindowMs: 30_000,
       },
     });
   });

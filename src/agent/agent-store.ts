@@ -43,12 +43,19 @@ export interface AgentPatch {
   readonly lastRunAt?: Date;
   readonly consecutiveFailures?: number;
   readonly failureReason?: string | null;
+  /**
+   * The lifecycle event this change is (set by the announcing store, see src/events/): written
+   * with the change itself, so a change whose event was never appended can be found and
+   * announced later. Kept in storage only; never part of an AgentRecord.
+   */
+  readonly announced?: { readonly type: string; readonly at: Date };
 }
 
 /** Applies a patch to a record (a new record; the input is not changed). */
 export function patchedRecord(record: AgentRecord, patch: AgentPatch): AgentRecord {
   const next: Record<string, unknown> = { ...record };
   for (const [field, value] of Object.entries(patch)) {
+    if (field === "announced") continue;
     if (value === null) delete next[field];
     else if (value !== undefined) next[field] = value;
   }

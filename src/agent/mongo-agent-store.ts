@@ -443,13 +443,12 @@ export async function createMongoAgentStore(options: MongoAgentStoreOptions): Pr
       run(async () => {
         const doc = await agents.findOne({ _id: agentId, owner }, { projection: { idempotencyKeyGen: 1 } });
         if (doc === null) return false;
-        // An agent made under an idempotency key leaves a tombstone first, so that a late repeat
-        // of its create replays the first answer instead of bringing the agent back.
-        if (doc.idempotencyKeyGen !== undefined) {
-          await tombstones.insertOne({ _id: agentId, owner, deletedAt: now() }).catch((err: unknown) => {
-            if (!isDuplicateKey(err)) throw err;
-          });
-        }
+        // A deleted agent leaves a tombstone first: a late repeat of its create (under an
+        // idempotency key) replays the first answer instead of bringing the agent back, and the
+        // event repair learns of a deletion whose event was never appended (its owner and time).
+        await tombstones.insertOne({ _id: agentId, owner, deletedAt: now() }).catch((err: unknown) => {
+          if (!isDuplicateKey(err)) throw err;
+        });
         const result = await agents.deleteOne({ _id: agentId, owner });
         if (result.deletedCount === 1) await dropVersions(versions, agentId).catch(() => {});
         return result.deletedCount === 1;

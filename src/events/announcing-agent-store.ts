@@ -10,6 +10,39 @@ export function agentEventTypeOf(before: AgentStatus, after: AgentStatus): strin
   return undefined;
 }
 
+/** The event of a status change, as the writer and the repair both make it (one key). */
+export function statusEvent(
+  owner: string,
+  agentId: string,
+  announced: { readonly type: string; readonly at: Date },
+  failureReason: string | undefined,
+): NewEvent {
+  return {
+    type: announced.type,
+    owner,
+    agentId,
+    at: announced.at,
+    key: `${agentId}:${announced.type}:${announced.at.getTime()}`,
+    ...(announced.type === "agent.failed" && failureReason !== undefined ? { data: { failureReason } } : {}),
+  };
+}
+
+/** The events of a creation and a deletion, as the writer and the repair both make them. */
+export const createdEvent = (owner: string, agentId: string, at: Date): NewEvent => ({
+  type: "agent.created",
+  owner,
+  agentId,
+  at,
+  key: `${agentId}:created`,
+});
+export const deletedEvent = (owner: string, agentId: string, at: Date): NewEvent => ({
+  type: "agent.deleted",
+  owner,
+  agentId,
+  at,
+  key: `${agentId}:deleted`,
+});
+
 /**
  * The agent store, announcing each change it made in the event log: agent.created, the status
  * changes (activated, paused, resumed, failed) and agent.deleted. Every writer of agents (the
@@ -19,9 +52,10 @@ export function agentEventTypeOf(before: AgentStatus, after: AgentStatus): strin
  * loses a race, so the last call is the one that landed).
  *
  * An append that fails (the log's database hiccups) does not undo the change or fail the call:
- * it is reported to `onError`, and the event is missing. A process that dies between a change
- * and its append loses that event too. Both are the price of two writes without a transaction;
- * see the README's streams section.
+ * it is reported to `onError`. That event, and the event of a change whose process died before
+ * appending, is appended later by the repair (mongo-event-repair.ts), from what the change wrote:
+ * a status change carries its event (`announced`), a deletion leaves a tombstone, a creation its
+ * agent. In memory nothing outlives the process and an append cannot fail, so none is needed.
  */
 export function createAnnouncingAgentStore(options: {
   readonly store: AgentStore;
@@ -43,40 +77,30 @@ export function createAnnouncingAgentStore(options: {
       const result = await store.create(agent);
       if (result.created) {
         const { agentId, owner, createdAt } = result.agent;
-        await announce({ type: "agent.created", owner, agentId, at: createdAt, key: `${agentId}:created` });
+        await announce(createdEvent(owner, agentId, createdAt));
       }
       return result;
     },
     async update(owner, agentId, change) {
-      let before: AgentRecord | undefined;
+      // `change` runs again when the store loses a race; the last run is the change that landed.
+      let announced: { type: string; at: Date } | undefined;
       const after = await store.update(owner, agentId, (current) => {
-        before = current;
-        return change(current);
+        const patch = change(current);
+        const type = patch?.status === undefined ? undefined : agentEventTypeOf(current.status, patch.status);
+        announced = type === undefined ? undefined : { type, at: now() };
+        // The event goes into the change itself, so a change whose append never happened can be
+        // found and announced later (see mongo-event-repair.ts).
+        return announced === undefined || patch === undefined ? patch : { ...patch, announced };
       });
-      const type =
-        after === undefined || before === undefined
-          ? undefined
-          : agentEventTypeOf(before.status, after.status);
-      if (after !== undefined && type !== undefined) {
-        const at = now();
-        await announce({
-          type,
-          owner,
-          agentId,
-          at,
-          // One change, one key: the status it reached and when.
-          key: `${agentId}:${after.status}:${at.getTime()}`,
-          ...(type === "agent.failed" && after.failureReason !== undefined
-            ? { data: { failureReason: after.failureReason } }
-            : {}),
-        });
+      if (after !== undefined && announced !== undefined) {
+        await announce(statusEvent(owner, agentId, announced, after.failureReason));
       }
       return after;
     },
     async delete(owner, agentId) {
       const deleted = await store.delete(owner, agentId);
       if (deleted) {
-        await announce({ type: "agent.deleted", owner, agentId, at: now(), key: `${agentId}:deleted` });
+        await announce(deletedEvent(owner, agentId, now()));
       }
       return deleted;
     },

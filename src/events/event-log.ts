@@ -39,6 +39,8 @@ export interface EventLog {
   append(event: NewEvent): Promise<LoggedEvent>;
   /** Up to `limit` events after `seq` that match `filter`, in log order. */
   after(seq: number, limit: number, filter?: EventFilter): Promise<readonly LoggedEvent[]>;
+  /** Which of `keys` are logged (for the repair of missing events). */
+  loggedKeys(keys: readonly string[]): Promise<ReadonlySet<string>>;
   /** The first `seq` still kept (older ones were pruned), or undefined when the log is empty. */
   firstSeq(): Promise<number | undefined>;
   /** The last `seq` logged, 0 when the log is empty. */

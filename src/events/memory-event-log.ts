@@ -27,6 +27,9 @@ export function createMemoryEventLog(): EventLog {
       }
       return found;
     },
+    async loggedKeys(keys) {
+      return new Set(keys.filter((key) => byKey.has(key)));
+    },
     async firstSeq() {
       return events[0]?.seq;
     },

@@ -118,6 +118,12 @@ export function createMongoEventLog(options: MongoEventLogOptions): EventLog {
         const docs = await events.find(query).sort({ _id: 1 }).limit(limit).toArray();
         return docs.map(loggedOf);
       }),
+    loggedKeys: (keys) =>
+      guard(async () => {
+        await ensureIndexes();
+        const found = await events.find({ key: { $in: [...keys] } }, { projection: { key: 1 } }).toArray();
+        return new Set(found.map((doc) => doc.key));
+      }),
     firstSeq: () =>
       guard(async () => {
         const [oldest] = await events

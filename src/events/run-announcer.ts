@@ -1,7 +1,7 @@
 import type { JsonObject } from "../agent/agent-store.ts";
 import type { RunRecord, SlotRef } from "../scheduler/run-store.ts";
 import { runIdOf } from "../scheduler/run-store.ts";
-import type { EventLog } from "./event-log.ts";
+import type { EventLog, NewEvent } from "./event-log.ts";
 
 /** What the scheduler tells of its runs: each attempt as it starts, and as it is recorded. */
 export interface RunAnnouncer {
@@ -27,43 +27,49 @@ export function createRunAnnouncer(options: {
     }
   };
   return {
-    started(slot, attempt, startedAt) {
-      const runId = runIdOf(slot, attempt);
-      return append({
-        type: "run.started",
-        owner: slot.owner,
-        agentId: slot.agentId,
-        at: startedAt,
-        key: `${runId}:started`,
-        data: {
-          run: {
-            runId,
-            attempt,
-            scheduledAt: slot.scheduledAt.toISOString(),
-            startedAt: startedAt.toISOString(),
-          },
-        },
-      });
+    started: (slot, attempt, startedAt) => append(runStartedEvent(slot, attempt, startedAt)),
+    finished: (run) => append(runFinishedEvent(run)),
+  };
+}
+
+/** run.started of one attempt, as the scheduler and the repair both make it. */
+export function runStartedEvent(slot: SlotRef, attempt: number, startedAt: Date): NewEvent {
+  const runId = runIdOf(slot, attempt);
+  return {
+    type: "run.started",
+    owner: slot.owner,
+    agentId: slot.agentId,
+    at: startedAt,
+    key: `${runId}:started`,
+    data: {
+      run: {
+        runId,
+        attempt,
+        scheduledAt: slot.scheduledAt.toISOString(),
+        startedAt: startedAt.toISOString(),
+      },
     },
-    finished(run) {
-      const data: JsonObject = {
-        runId: run.runId,
-        attempt: run.attempt,
-        scheduledAt: run.scheduledAt.toISOString(),
-        startedAt: run.startedAt.toISOString(),
-        finishedAt: run.finishedAt.toISOString(),
-        outcome: run.outcome,
-        ...(run.result === undefined ? {} : { result: run.result }),
-        ...(run.error === undefined ? {} : { error: run.error }),
-      };
-      return append({
-        type: run.outcome === "succeeded" ? "run.succeeded" : "run.failed",
-        owner: run.owner,
-        agentId: run.agentId,
-        at: run.finishedAt,
-        key: `${run.runId}:finished`,
-        data: { run: data },
-      });
-    },
+  };
+}
+
+/** run.succeeded or run.failed of one recorded attempt. */
+export function runFinishedEvent(run: RunRecord): NewEvent {
+  const data: JsonObject = {
+    runId: run.runId,
+    attempt: run.attempt,
+    scheduledAt: run.scheduledAt.toISOString(),
+    startedAt: run.startedAt.toISOString(),
+    finishedAt: run.finishedAt.toISOString(),
+    outcome: run.outcome,
+    ...(run.result === undefined ? {} : { result: run.result }),
+    ...(run.error === undefined ? {} : { error: run.error }),
+  };
+  return {
+    type: run.outcome === "succeeded" ? "run.succeeded" : "run.failed",
+    owner: run.owner,
+    agentId: run.agentId,
+    at: run.finishedAt,
+    key: `${run.runId}:finished`,
+    data: { run: data },
   };
 }
