@@ -1,4 +1,4 @@
-import type { AgentRecord, AgentStatus, AgentStore } from "../agent/agent-store.ts";
+import type { AgentStatus, AgentStore } from "../agent/agent-store.ts";
 import type { EventLog, NewEvent } from "./event-log.ts";
 
 /** The lifecycle event a status change is, or undefined for a change that announces nothing. */
