@@ -138,4 +138,64 @@ describe.each(STORES)("agent events on the %s store", (_name, storeEnv) => {
     const logged = (await server.context.events.after(0, 100_000)).map((e) => e.seq);
     expect(cursors).toEqual(logged.slice(0, cursors.length));
   });
+
+  it("a reconnect storm: 1,000 watchers cancelled at once and resumed with their cursors see every event exactly once", async () => {
+    const server = await startServer({
+      env: {
+        ...storeEnv(),
+        EVENT_POLL_INTERVAL_MS: "50",
+        STREAM_MAX_PER_KEY: "5000",
+        HTTP2_MAX_CONCURRENT_STREAMS: "2000",
+      },
+    });
+    cleanup(() => server.close());
+    const log = server.context.events;
+    const transports = Array.from({ length: 4 }, () => createGrpcTransport({ baseUrl: server.baseUrl }));
+    const EVENTS = 60;
+    const WATCHERS = 1_000;
+    const append = (n: number) =>
+      log.append({
+        type: "run.succeeded",
+        owner: "anonymous",
+        agentId: `storm-${n % 7}`,
+        at: new Date(),
+        key: `storm-${n}`,
+      });
+    /** Every watcher's cursors, and the controller of its current stream. */
+    const watchers = Array.from({ length: WATCHERS }, () => ({
+      cursors: [] as number[],
+      abort: new AbortController(),
+    }));
+    const running = watchers.map(async (w, i) => {
+      const client = createClient(AgentService, transports[i % transports.length] as (typeof transports)[0]);
+      let after = "0";
+      // Resumes with its last cursor whenever its stream is cancelled, until it has every event.
+      while (w.cursors.length < EVENTS) {
+        try {
+          for await (const message of client.watchAgentEvents({ after }, { signal: w.abort.signal })) {
+            if (message.data === undefined) continue;
+            w.cursors.push(Number(message.data.cursor));
+            after = message.data.cursor;
+            if (w.cursors.length === EVENTS) break;
+          }
+        } catch {
+          w.abort = new AbortController();
+        }
+      }
+      // Leaving the loop does not cancel the call; the watcher hangs up.
+      w.abort.abort();
+    });
+    for (let n = 0; n < EVENTS; n++) {
+      await append(n);
+      if (n % 10 === 9) await new Promise((resolve) => setTimeout(resolve, 50));
+      // The storm: every stream cancelled at once, twice, while events keep coming.
+      if (n === 20 || n === 40) for (const w of watchers) w.abort.abort();
+    }
+    await Promise.all(running);
+    const logged = (await log.after(0, 1_000_000)).map((e) => e.seq);
+    expect(logged.length).toBe(EVENTS);
+    for (const w of watchers) expect(w.cursors).toEqual(logged);
+    await until(() => server.streamStats().slots.streams === 0, "every stream released");
+    expect(server.streamStats().events).toEqual({ watches: 0, live: 0, timer: false });
+  }, 90_000);
 });
