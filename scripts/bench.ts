@@ -649,27 +649,62 @@ async function transferFigures(): Promise<void> {
  * time per message delivered.
  */
 async function streamFigures(): Promise<void> {
-  const SUBSCRIBERS = 1_000;
   const TICK_MS = 1_000;
-  const service = await start(["node", ...startFlags, "src/main.ts"], {
+  const SUBSCRIBERS = 1_000;
+  const env = {
     LOG_LEVEL: logLevel,
     AUTH_MODE: "none",
     LOCAL_SOLANA_RPC_PORT: "0",
     CATALOG_PRICE_TICK_MS: String(TICK_MS),
     PRICE_WATCH_INTERVAL_MS: "50",
-    STREAM_MAX_PER_KEY: String(SUBSCRIBERS * 2),
+    STREAM_MAX_PER_KEY: "5000",
     HTTP2_MAX_CONCURRENT_STREAMS: "1000",
-  });
+  };
+  const service = await start(["node", ...startFlags, "src/main.ts"], env);
+  const ours = await watchLoad(service, TICK_MS, SUBSCRIBERS);
+  service.child.kill("SIGTERM");
+  const peer = await start(
+    ["node", ...startFlags, "scripts/bench/baseline-server.ts", "grpcjs", "PORT"],
+    env,
+  );
+  const theirs = await watchLoad(peer, TICK_MS, SUBSCRIBERS);
+  peer.child.kill("SIGTERM");
+  const line = (r: WatchLoad) =>
+    `${r.delivered} messages in 10 s; from a price's change (its asOf) to receipt p50 ${r.p50} ms, p99 ${r.p99} ms; ` +
+    `to the last subscriber of a tick max ${r.lastMax} ms; RSS ${r.rssMb.toFixed(0)} MB with the streams open; ` +
+    `${r.cpuPerMessageUs.toFixed(0)} µs of server CPU per message`;
+  notes.push(
+    `WatchTokenPrices, ${SUBSCRIBERS} subscribers (gRPC, 10 h2c connections), 3 mints moving every ${TICK_MS} ms, ` +
+      `PRICE_WATCH_INTERVAL_MS=50 (delays include up to 50 ms of poll interval). The service: ${line(ours)}. ` +
+      `A @grpc/grpc-js server streaming the same messages from the same shared poll: ${line(theirs)}. ` +
+      `CPU per message, service / grpc-js: ${(ours.cpuPerMessageUs / theirs.cpuPerMessageUs).toFixed(2)}×`,
+  );
+}
+
+interface WatchLoad {
+  delivered: number;
+  p50: number;
+  p99: number;
+  lastMax: number;
+  rssMb: number;
+  cpuPerMessageUs: number;
+}
+
+/** `count` subscribers on a server for 10 ticks: delivery delays, RSS and CPU per message. */
+async function watchLoad(
+  server: { port: number; pid: number },
+  tickMs: number,
+  count: number,
+): Promise<WatchLoad> {
   const mints = catalogTokens.slice(0, 3).map((t) => t.mint);
   const transports = Array.from({ length: 10 }, () =>
-    createGrpcTransport({ baseUrl: `http://127.0.0.1:${service.port}` }),
+    createGrpcTransport({ baseUrl: `http://127.0.0.1:${server.port}` }),
   );
   const abort = new AbortController();
-  /** Receipt delay of every change, and the latest receipt of each tick. */
   const delays: number[] = [];
   const lastOfTick = new Map<number, number>();
   let messages = 0;
-  const subscribers = Array.from({ length: SUBSCRIBERS }, async (_, i) => {
+  const subscribers = Array.from({ length: count }, async (_, i) => {
     const client = createClient(TokenService, transports[i % transports.length] as Transport);
     let first = true;
     try {
@@ -696,26 +731,24 @@ async function streamFigures(): Promise<void> {
   delays.length = 0;
   lastOfTick.clear();
   messages = 0;
-  const cpuBefore = processCpuMs(service.pid);
-  await new Promise((resolve) => setTimeout(resolve, 10 * TICK_MS));
-  const cpu = processCpuMs(service.pid) - cpuBefore;
+  const cpuBefore = processCpuMs(server.pid);
+  await new Promise((resolve) => setTimeout(resolve, 10 * tickMs));
+  const cpu = processCpuMs(server.pid) - cpuBefore;
   const delivered = messages;
-  const rss =
-    Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${service.pid}/status`, "utf8"))?.[1]) / 1024;
+  const rssMb =
+    Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${server.pid}/status`, "utf8"))?.[1]) / 1024;
   abort.abort();
   await Promise.all(subscribers);
-  service.child.kill("SIGTERM");
   const sorted = [...delays].sort((a, b) => a - b);
-  const lasts = [...lastOfTick.values()].sort((a, b) => a - b);
-  const at = (xs: number[], q: number) =>
-    xs[Math.min(xs.length - 1, Math.floor(q * xs.length))] ?? Number.NaN;
-  notes.push(
-    `WatchTokenPrices, ${SUBSCRIBERS} subscribers (gRPC, 10 h2c connections) on one process, 3 mints moving every ${TICK_MS} ms, ` +
-      `PRICE_WATCH_INTERVAL_MS=50: ${delivered} messages in 10 s; from a price's change (its asOf) to receipt p50 ${at(sorted, 0.5)} ms, ` +
-      `p99 ${at(sorted, 0.99)} ms; to the last subscriber of a tick p50 ${at(lasts, 0.5)} ms, max ${lasts.at(-1)} ms ` +
-      `(both include up to 50 ms of poll interval); server RSS ${rss.toFixed(0)} MB with them open; ` +
-      `server CPU ${((cpu * 1000) / Math.max(1, delivered)).toFixed(0)} µs per message delivered`,
-  );
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
+  return {
+    delivered,
+    p50: at(0.5),
+    p99: at(0.99),
+    lastMax: Math.max(...lastOfTick.values()),
+    rssMb,
+    cpuPerMessageUs: (cpu * 1000) / Math.max(1, delivered),
+  };
 }
 
 /** CPU time (user + system) a process has used, in ms, from /proc (clock ticks of 10 ms). */

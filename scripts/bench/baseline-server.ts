@@ -18,7 +18,9 @@ import * as protoLoader from "@grpc/proto-loader";
 import { loadCatalog } from "../../src/token/catalog.ts";
 import { createCatalogPriceSource } from "../../src/token/catalog-price-source.ts";
 import { createCatalogTokenList } from "../../src/token/catalog-token-list.ts";
+import { createPriceWatch } from "../../src/token/price-watch.ts";
 import { createTokenQueries } from "../../src/token/token-queries.ts";
+import type { TokenPrice } from "../../src/token/token-source.ts";
 
 const [kind, portText, bodyFile] = process.argv.slice(2);
 const port = Number(portText);
@@ -77,8 +79,34 @@ if (kind === "http") {
     token: { v1: { TokenService: { service: grpc.ServiceDefinition } } };
   };
   const queries = catalogQueries();
+  // WatchTokenPrices as plainly as grpc-js does it, over the same shared poll of the same walking
+  // catalog prices (CATALOG_PRICE_TICK_MS, PRICE_WATCH_INTERVAL_MS), so it sends the same messages.
+  const watch = createPriceWatch({
+    prices: createCatalogPriceSource({
+      catalog: loadCatalog(),
+      tickMs: Number(process.env.CATALOG_PRICE_TICK_MS ?? 0),
+    }),
+    intervalMs: Number(process.env.PRICE_WATCH_INTERVAL_MS ?? 1000),
+  });
+  const wire = (p: TokenPrice) => ({
+    ...p,
+    asOf: { seconds: Math.floor(p.asOf.getTime() / 1000), nanos: (p.asOf.getTime() % 1000) * 1e6 },
+  });
   const server = new grpc.Server();
   server.addService(loaded.token.v1.TokenService.service, {
+    WatchTokenPrices(call: grpc.ServerWritableStream<{ mints: string[] }, unknown>) {
+      const send = (prices: readonly TokenPrice[]) => call.write({ success: true, data: prices.map(wire) });
+      watch
+        .subscribe(
+          call.request.mints,
+          (changed) => send(changed),
+          (error) => call.destroy(error as Error),
+        )
+        .then((subscription) => {
+          send(subscription.initial);
+          call.on("cancelled", () => subscription.close());
+        });
+    },
     GetTokenPrices(
       call: grpc.ServerUnaryCall<{ mint: string; symbol: string }, unknown>,
       callback: grpc.sendUnaryData<unknown>,
