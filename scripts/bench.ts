@@ -30,6 +30,7 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { createClient, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { getAddressDecoder } from "@solana/addresses";
+import { AgentService } from "../gen/agent/v1/agent_pb.ts";
 import { GetTokenPricesRequestSchema, TokenService } from "../gen/token/v1/token_pb.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
 import { writeExecutorKeypair } from "../test/support/executor-keypair.ts";
@@ -673,6 +674,7 @@ async function streamFigures(): Promise<void> {
     `${r.delivered} messages in 10 s; from a price's change (its asOf) to receipt p50 ${r.p50} ms, p99 ${r.p99} ms; ` +
     `to the last subscriber of a tick max ${r.lastMax} ms; RSS ${r.rssMb.toFixed(0)} MB with the streams open; ` +
     `${r.cpuPerMessageUs.toFixed(0)} µs of server CPU per message`;
+  await eventLagFigures();
   notes.push(
     `WatchTokenPrices, ${SUBSCRIBERS} subscribers (gRPC, 10 h2c connections), 3 mints moving every ${TICK_MS} ms, ` +
       `PRICE_WATCH_INTERVAL_MS=50 (delays include up to 50 ms of poll interval). The service: ${line(ours)}. ` +
@@ -688,6 +690,75 @@ interface WatchLoad {
   lastMax: number;
   rssMb: number;
   cpuPerMessageUs: number;
+}
+
+/**
+ * The lag from a run's end to its event reaching a watcher on another replica: two services on
+ * one FerretDB database, the runner running 20, then 100 hourly swap agents every real second
+ * (SCHEDULE_TIME_SCALE=3600), the watcher connected to the other one, for 10 s each.
+ */
+async function eventLagFigures(): Promise<void> {
+  for (const count of [20, 100]) await eventLag(count);
+}
+
+async function eventLag(count: number): Promise<void> {
+  ferret ??= await startFerretdb();
+  const common = {
+    LOG_LEVEL: "warn",
+    AUTH_MODE: "none",
+    LOCAL_SOLANA_RPC_PORT: "0",
+    MONGODB_URI: ferret.uri,
+    MONGODB_DB: `bench_events_${process.pid}_${count}`,
+    SCHEDULE_TIME_SCALE: "3600",
+    SCHEDULER_POLL_INTERVAL_MS: "100",
+    SCHEDULER_CONCURRENCY: "64",
+  };
+  const runner = await start(["node", ...startFlags, "src/main.ts"], common);
+  const other = await start(["node", ...startFlags, "src/main.ts"], {
+    ...common,
+    SCHEDULER_ENABLED: "false",
+  });
+  try {
+    const agents = createClient(
+      AgentService,
+      createGrpcTransport({ baseUrl: `http://127.0.0.1:${other.port}` }),
+    );
+    const swap = {
+      wallet: "9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM",
+      inputToken: "USDC",
+      outputToken: "SOL",
+      amount: 100,
+      slippageBps: 100,
+      schedule: "hourly",
+    };
+    for (let i = 0; i < count; i++) await agents.createAgent({ type: "swap", config: swap });
+    const abort = new AbortController();
+    const lags: number[] = [];
+    let measuring = false;
+    const watching = (async () => {
+      for await (const message of agents.watchAgentEvents({}, { signal: abort.signal })) {
+        const event = message.data;
+        if (!measuring || event === undefined || event.type !== "run.succeeded") continue;
+        const at = Number(event.at?.seconds ?? 0n) * 1000 + Math.round((event.at?.nanos ?? 0) / 1e6);
+        lags.push(Date.now() - at);
+      }
+    })().catch(() => {});
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    measuring = true;
+    await new Promise((resolve) => setTimeout(resolve, 10_000));
+    abort.abort();
+    await watching;
+    lags.sort((a, b) => a - b);
+    const at = (q: number) => lags[Math.min(lags.length - 1, Math.floor(q * lags.length))] ?? Number.NaN;
+    notes.push(
+      `WatchAgentEvents across replicas on FerretDB: ${count} agents due every second on one replica, the watcher on ` +
+        `another (EVENT_POLL_INTERVAL_MS=250): ${lags.length} run.succeeded events in 10 s; from a run's end to its ` +
+        `event reaching the watcher p50 ${at(0.5)} ms, p99 ${at(0.99)} ms, max ${lags.at(-1)} ms`,
+    );
+  } finally {
+    runner.child.kill("SIGTERM");
+    other.child.kill("SIGTERM");
+  }
 }
 
 /** `count` subscribers on a server for 10 ticks: delivery delays, RSS and CPU per message. */

@@ -1,6 +1,6 @@
 import { MongoServerError } from "mongodb";
 
-const DUPLICATE_KEY = 11000;
+export const DUPLICATE_KEY = 11000;
 
 /**
  * True when an insert lost a race on a unique key: the one signal every race in the MongoDB

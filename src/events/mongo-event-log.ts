@@ -1,7 +1,7 @@
-import type { Collection, Db } from "mongodb";
+import { type Collection, type Db, MongoBulkWriteError } from "mongodb";
 import type { JsonObject } from "../agent/agent-store.ts";
-import { isDuplicateKey } from "../agent/mongo-errors.ts";
-import type { EventLog, LoggedEvent } from "./event-log.ts";
+import { DUPLICATE_KEY, isDuplicateKey } from "../agent/mongo-errors.ts";
+import type { EventLog, LoggedEvent, NewEvent } from "./event-log.ts";
 
 interface EventDoc {
   /** The event's sequence number. */
@@ -16,6 +16,8 @@ interface EventDoc {
 
 /** Bound on append attempts when other writers keep taking the next number. */
 const MAX_ROUNDS = 200;
+/** Events one insert appends at most. */
+const BATCH = 100;
 /** How long a process trusts its guess of the next number. */
 const GUESS_MS = 60_000;
 
@@ -77,37 +79,72 @@ export function createMongoEventLog(options: MongoEventLogOptions): EventLog {
     return newest?._id ?? 0;
   };
 
+  /**
+   * Appends of this process go in batches, one batch at a time: writers of one process racing for
+   * the same number would only fail each other's inserts (n concurrent appends would cost O(n²)
+   * inserts), and a batch takes consecutive numbers in one ordered insert, so a busy process
+   * appends as fast as the database inserts batches, not single events. Replicas still race each
+   * other, a few at a time.
+   */
+  const waiting: { event: NewEvent; resolve: (e: LoggedEvent) => void; reject: (e: unknown) => void }[] = [];
+  let draining = false;
+  const drain = async () => {
+    if (draining) return;
+    draining = true;
+    try {
+      while (waiting.length > 0) {
+        const batch = waiting.splice(0, BATCH);
+        try {
+          const logged = await guard(() => appendBatch(batch.map((w) => w.event)));
+          batch.forEach((w, i) => w.resolve(logged[i] as LoggedEvent));
+        } catch (error) {
+          for (const w of batch) w.reject(error);
+        }
+      }
+    } finally {
+      draining = false;
+    }
+  };
+
+  /** Appends events in order, each once per key: consecutive numbers, an ordered insert. */
+  const appendBatch = async (batch: readonly NewEvent[]): Promise<LoggedEvent[]> => {
+    await ensureIndexes();
+    const done: LoggedEvent[] = [];
+    let rest = [...batch];
+    for (let round = 0; round < MAX_ROUNDS && rest.length > 0; round++) {
+      const fresh = guess !== undefined && Date.now() - guessedAt < GUESS_MS;
+      const first = fresh && guess !== undefined ? guess : (await lastSeq()) + 1;
+      const docs = rest.map((event, i) => docOf(first + i, event));
+      try {
+        await events.insertMany(docs, { ordered: true });
+        guess = first + docs.length;
+        guessedAt = Date.now();
+        return [...done, ...docs.map(loggedOf)];
+      } catch (err) {
+        const failed = failedIndexOf(err);
+        if (failed === undefined) throw err;
+        // The ones before the failure are in, in order; the failed one took a number another
+        // writer had (try after the largest) or was logged already (its key).
+        done.push(...docs.slice(0, failed).map(loggedOf));
+        rest = rest.slice(failed);
+      }
+      guess = undefined;
+      const event = rest[0] as NewEvent;
+      const logged = await events.findOne({ key: event.key });
+      if (logged !== null) {
+        done.push(loggedOf(logged));
+        rest = rest.slice(1);
+      } else if (round > 2) await pause(round);
+    }
+    if (rest.length > 0) throw new Error("the event log kept moving; gave up appending");
+    return done;
+  };
+
   return {
     append: (event) =>
-      guard(async () => {
-        await ensureIndexes();
-        for (let round = 0; round < MAX_ROUNDS; round++) {
-          const fresh = guess !== undefined && Date.now() - guessedAt < GUESS_MS;
-          const seq = fresh && guess !== undefined ? guess : (await lastSeq()) + 1;
-          const doc: EventDoc = {
-            _id: seq,
-            type: event.type,
-            owner: event.owner,
-            agentId: event.agentId,
-            at: event.at,
-            key: event.key,
-            ...(event.data === undefined ? {} : { data: event.data }),
-          };
-          try {
-            await events.insertOne(doc);
-            guess = seq + 1;
-            guessedAt = Date.now();
-            return loggedOf(doc);
-          } catch (err) {
-            if (!isDuplicateKey(err)) throw err;
-          }
-          // Either the number was taken (try after the largest) or the key was logged already.
-          guess = undefined;
-          const logged = await events.findOne({ key: event.key });
-          if (logged !== null) return loggedOf(logged);
-          if (round > 2) await pause(round);
-        }
-        throw new Error("the event log kept moving; gave up appending");
+      new Promise<LoggedEvent>((resolve, reject) => {
+        waiting.push({ event, resolve, reject });
+        void drain();
       }),
     after: (seq, limit, filter) =>
       guard(async () => {
@@ -143,6 +180,27 @@ export function createMongoEventLog(options: MongoEventLogOptions): EventLog {
       }),
     async close() {},
   };
+}
+
+function docOf(seq: number, event: NewEvent): EventDoc {
+  return {
+    _id: seq,
+    type: event.type,
+    owner: event.owner,
+    agentId: event.agentId,
+    at: event.at,
+    key: event.key,
+    ...(event.data === undefined ? {} : { data: event.data }),
+  };
+}
+
+/** Where an ordered insert stopped on a duplicate key, or undefined for any other error. */
+function failedIndexOf(err: unknown): number | undefined {
+  if (err instanceof MongoBulkWriteError) {
+    const [first] = Array.isArray(err.writeErrors) ? err.writeErrors : [err.writeErrors];
+    return first !== undefined && first.code === DUPLICATE_KEY ? first.index : undefined;
+  }
+  return isDuplicateKey(err) ? 0 : undefined;
 }
 
 function loggedOf(doc: EventDoc): LoggedEvent {
