@@ -96,7 +96,9 @@ export function createMongoEventLog(options: MongoEventLogOptions): EventLog {
         const batch = waiting.splice(0, BATCH);
         try {
           const logged = await guard(() => appendBatch(batch.map((w) => w.event)));
-          batch.forEach((w, i) => w.resolve(logged[i] as LoggedEvent));
+          batch.forEach((w, i) => {
+            w.resolve(logged[i] as LoggedEvent);
+          });
         } catch (error) {
           for (const w of batch) w.reject(error);
         }
