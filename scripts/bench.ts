@@ -33,6 +33,7 @@ import { getAddressDecoder } from "@solana/addresses";
 import { AgentService } from "../gen/agent/v1/agent_pb.ts";
 import { GetTokenPricesRequestSchema, TokenService } from "../gen/token/v1/token_pb.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
+import { SWAP } from "../test/support/agent-fixtures.ts";
 import { writeExecutorKeypair } from "../test/support/executor-keypair.ts";
 import { startFakeJupiter } from "../test/support/fake-jupiter.ts";
 import { type FerretdbServer, startFerretdb } from "../test/support/ferretdb.ts";
@@ -723,15 +724,7 @@ async function eventLag(count: number): Promise<void> {
       AgentService,
       createGrpcTransport({ baseUrl: `http://127.0.0.1:${other.port}` }),
     );
-    const swap = {
-      wallet: "9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM",
-      inputToken: "USDC",
-      outputToken: "SOL",
-      amount: 100,
-      slippageBps: 100,
-      schedule: "hourly",
-    };
-    for (let i = 0; i < count; i++) await agents.createAgent({ type: "swap", config: swap });
+    for (let i = 0; i < count; i++) await agents.createAgent(SWAP);
     const abort = new AbortController();
     const lags: number[] = [];
     let measuring = false;
