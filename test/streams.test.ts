@@ -257,6 +257,64 @@ describe("streams: errors and limits", () => {
   });
 });
 
+describe("streams under API keys", () => {
+  it("need a key with the scope, show each owner only its own agents' events, and cap per key", async () => {
+    const admin = `admin-${"k".repeat(40)}`;
+    const server = await serve({ AUTH_MODE: "apikey", ADMIN_API_KEY: admin, STREAM_MAX_PER_KEY: "1" });
+    const keyOf = async (owner: string, scopes: string[]) =>
+      (await server.context.apiKeys.create({ owner, scopes })).key;
+    const alice = await keyOf("alice", ["tokens:read", "agents:read"]);
+    const bob = await keyOf("bob", ["agents:read"]);
+    const transport = createConnectTransport({ baseUrl: server.baseUrl, httpVersion: "2" });
+    const agents = createClient(AgentService, transport);
+    const tokens = createClient(TokenService, transport);
+    /** The code a stream ends with before its first message, or "ok" once one came (then it is cancelled). */
+    const errorOf = async (open: (signal: AbortSignal) => AsyncIterable<unknown>) => {
+      const abort = new AbortController();
+      try {
+        for await (const _ of open(abort.signal)) break;
+      } catch (error) {
+        return ConnectError.from(error).code;
+      } finally {
+        abort.abort();
+      }
+      return "ok";
+    };
+    expect(await errorOf((signal) => agents.watchAgentEvents({}, { signal }))).toBe(Code.Unauthenticated);
+    expect(
+      await errorOf((signal) =>
+        tokens.watchTokenPrices({ mints: [SOL] }, { headers: { authorization: `Bearer ${bob}` }, signal }),
+      ),
+    ).toBe(Code.PermissionDenied);
+    await server.context.events.append(agentEvent("alice", 1));
+    await server.context.events.append(agentEvent("bob", 2));
+    const firstEvent = async (key: string) => {
+      const abort = new AbortController();
+      for await (const m of agents.watchAgentEvents(
+        { after: "0" },
+        { headers: { authorization: `Bearer ${key}` }, signal: abort.signal },
+      )) {
+        if (m.data === undefined) continue;
+        abort.abort();
+        return m.data.run?.runId;
+      }
+    };
+    expect(await firstEvent(alice)).toBe("run-1");
+    expect(await firstEvent(bob)).toBe("run-2");
+    // One stream per key here: alice's second is refused, bob's first is not.
+    const abort = new AbortController();
+    cleanup(async () => abort.abort());
+    const held = agents
+      .watchAgentEvents({}, { headers: { authorization: `Bearer ${alice}` }, signal: abort.signal })
+      [Symbol.asyncIterator]();
+    await held.next();
+    const as = (key: string) => (signal: AbortSignal) =>
+      agents.watchAgentEvents({}, { headers: { authorization: `Bearer ${key}` }, signal });
+    expect(await errorOf(as(alice))).toBe(Code.ResourceExhausted);
+    expect(await errorOf(as(bob))).toBe("ok");
+  });
+});
+
 describe("streams over REST as Server-Sent Events", () => {
   /** Reads events from an SSE response until `enough` says so; comments are kept as ":" lines. */
   async function readEvents(
