@@ -33,13 +33,19 @@ async function serve(env: Record<string, string> = {}): Promise<RunningServer> {
   return server;
 }
 
-const transports: [string, (baseUrl: string) => Transport][] = [
+/** Each protocol, with the server settings it runs under (gRPC twice: the lean path, and connect-node's). */
+const transports: [string, (baseUrl: string) => Transport, Record<string, string>?][] = [
   ["connect+json (HTTP/1.1)", (baseUrl) => createConnectTransport({ baseUrl, httpVersion: "1.1" })],
   [
     "connect+proto (h2c)",
     (baseUrl) => createConnectTransport({ baseUrl, httpVersion: "2", useBinaryFormat: true }),
   ],
   ["grpc (h2c)", (baseUrl) => createGrpcTransport({ baseUrl })],
+  [
+    "grpc (h2c) on connect-node (LEAN_UNARY=false)",
+    (baseUrl) => createGrpcTransport({ baseUrl }),
+    { LEAN_UNARY: "false" },
+  ],
   ["grpc-web (HTTP/1.1)", (baseUrl) => createGrpcWebTransport({ baseUrl, httpVersion: "1.1" })],
 ];
 
@@ -52,9 +58,9 @@ const agentEvent = (owner: string, n: number): NewEvent => ({
   data: { run: { runId: `run-${n}`, attempt: 1, scheduledAt: "2026-11-01T00:00:00.000Z" } },
 });
 
-describe.each(transports)("streams over %s", (_name, transportOf) => {
+describe.each(transports)("streams over %s", (_name, transportOf, env = {}) => {
   it("WatchTokenPrices: every current price first, then the ones that change, each with asOf", async () => {
-    const server = await serve();
+    const server = await serve(env);
     const client = createClient(TokenService, transportOf(server.baseUrl));
     const abort = new AbortController();
     cleanup(async () => abort.abort());
@@ -80,7 +86,7 @@ describe.each(transports)("streams over %s", (_name, transportOf) => {
   });
 
   it("WatchAgentEvents: replays after a cursor, then live, only the caller's", async () => {
-    const server = await serve();
+    const server = await serve(env);
     const log = server.context.events;
     for (let n = 0; n < 5; n++) await log.append(agentEvent("anonymous", n));
     await log.append(agentEvent("someone-else", 99));
@@ -104,7 +110,7 @@ describe.each(transports)("streams over %s", (_name, transportOf) => {
   });
 
   it("sends heartbeats while nothing changes", async () => {
-    const server = await serve({ CATALOG_PRICE_TICK_MS: "0" });
+    const server = await serve({ ...env, CATALOG_PRICE_TICK_MS: "0" });
     const client = createClient(TokenService, transportOf(server.baseUrl));
     const abort = new AbortController();
     cleanup(async () => abort.abort());

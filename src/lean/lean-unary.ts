@@ -22,6 +22,7 @@ import { clampDeadlineHeaders } from "../rpc/deadline.ts";
 import { type BinaryEncoder, createBinaryEncoder } from "./binary-encoder.ts";
 import { invokeUnary, type UnaryMethodImpl } from "./invoke-unary.ts";
 import { createJsonEncoder, type JsonEncoder } from "./json-encoder.ts";
+import { type ServerStreamMethodImpl, serveServerStream } from "./lean-server-stream.ts";
 import { createRequestHeaders } from "./request-headers.ts";
 import {
   type Answer,
@@ -60,8 +61,8 @@ export interface LeanUnary {
   http2(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): boolean;
 }
 
-/** A unary method with what its calls need, computed once. */
-interface Target extends UnaryMethodImpl {
+/** How a method's messages are read and written, computed once. */
+interface Codec {
   readonly serialization: MethodSerializationLookup<DescMessage, DescMessage>;
   /** The answer's encoders, faster than connect's serialization, which they fall back to. */
   readonly binaryEncoder: BinaryEncoder | undefined;
@@ -71,9 +72,15 @@ interface Target extends UnaryMethodImpl {
   readonly undecodable: string;
 }
 
+/** A unary method with what its calls need. */
+interface Target extends UnaryMethodImpl, Codec {}
+
+/** A server-streaming method with what its calls need. */
+interface StreamTarget extends ServerStreamMethodImpl, Codec {}
+
 /** A request the lean path has taken: where it goes and how it is encoded. */
-interface Route {
-  readonly target: Target;
+interface Route<T extends Codec = Target> {
+  readonly target: T;
   readonly format: WireFormat;
   readonly compression: Negotiated;
   readonly timeoutMs: number | undefined;
@@ -100,12 +107,12 @@ export function createLeanUnary(options: LeanUnaryOptions): LeanUnary {
   const contextValues = options.contextValues ?? (() => createContextValues());
   const onRejected = options.onRejected ?? (() => {});
   const targets = new Map<string, Target>();
+  /** Server streams, served lean over gRPC (HTTP/2) only; the other protocols go to connect-node. */
+  const streamTargets = new Map<string, StreamTarget>();
   for (const service of options.services) {
     for (const spec of Object.values(service.methods)) {
-      if (spec.kind !== "unary") continue;
-      targets.set(`/${spec.method.parent.typeName}/${spec.method.name}`, {
-        method: spec.method,
-        impl: spec.impl as UnaryMethodImpl["impl"],
+      if (spec.kind !== "unary" && spec.kind !== "server_streaming") continue;
+      const codec: Codec = {
         serialization: createMethodSerializationLookup(spec.method, undefined, jsonOptions, {
           readMaxBytes,
           writeMaxBytes: 0xffffffff,
@@ -114,7 +121,17 @@ export function createLeanUnary(options: LeanUnaryOptions): LeanUnary {
         jsonEncoder: createJsonEncoder(spec.method.output, jsonOptions),
         sideEffectFree: spec.method.idempotency === MethodOptions_IdempotencyLevel.NO_SIDE_EFFECTS,
         undecodable: `the request could not be decoded as a ${spec.method.input.typeName} message`,
-      });
+      };
+      const path = `/${spec.method.parent.typeName}/${spec.method.name}`;
+      if (spec.kind === "unary") {
+        targets.set(path, { method: spec.method, impl: spec.impl as UnaryMethodImpl["impl"], ...codec });
+      } else {
+        streamTargets.set(path, {
+          method: spec.method,
+          impl: spec.impl as ServerStreamMethodImpl["impl"],
+          ...codec,
+        });
+      }
     }
   }
 
@@ -146,7 +163,7 @@ export function createLeanUnary(options: LeanUnaryOptions): LeanUnary {
   }
 
   /** Decodes the request's message; a failure is the caller's answer, without running the call. */
-  async function decode(route: Route, body: Uint8Array): Promise<MessageShape<DescMessage>> {
+  async function decode(route: Route<Codec>, body: Uint8Array): Promise<MessageShape<DescMessage>> {
     const { target, format, compression } = route;
     let bytes = body;
     try {
@@ -177,7 +194,7 @@ export function createLeanUnary(options: LeanUnaryOptions): LeanUnary {
    * src/rpc/decode-errors.ts, which makes the same ones on connect-node's path): bad protobuf
    * bytes and broken compressed bodies are the caller's fault, invalid_argument, not internal.
    */
-  function decodeError(error: unknown, route: Route): ConnectError {
+  function decodeError(error: unknown, route: Route<Codec>): ConnectError {
     const e = ConnectError.from(error, Code.Internal);
     const text = e.rawMessage;
     if (
@@ -319,7 +336,7 @@ export function createLeanUnary(options: LeanUnaryOptions): LeanUnary {
   }
 
   function readBody(
-    route: Route,
+    route: Route<Codec>,
     source: Readable,
     lengthHeader: string | undefined,
     done: (body: Uint8Array | ConnectError) => void,
@@ -376,6 +393,87 @@ export function createLeanUnary(options: LeanUnaryOptions): LeanUnary {
     }
   }
 
+  /** A server-streaming gRPC call the lean path takes (binary gRPC, a valid deadline), or undefined. */
+  function streamRoute(method: string | undefined, path: string, headers: http.IncomingHttpHeaders) {
+    const target = streamTargets.get(path);
+    if (target === undefined || method !== "POST") return undefined;
+    const format = postFormatOf(headers["content-type"]);
+    if (format === undefined || format.protocol !== "grpc" || !format.binary) return undefined;
+    const compression = negotiateCompression(format, COMPRESSIONS, headers, undefined);
+    if (compression === undefined) return undefined;
+    clampDeadlineHeaders(headers);
+    const timeoutMs = timeoutOf(format, headers);
+    if (timeoutMs === null) return undefined;
+    const found: Route<StreamTarget> = { target, format, compression, timeoutMs, query: undefined };
+    return found;
+  }
+
+  function serveStream(
+    found: Route<StreamTarget>,
+    stream: http2.ServerHttp2Stream,
+    headers: http2.IncomingHttpHeaders,
+    url: string,
+  ): void {
+    const controller = new AbortController();
+    let timer: NodeJS.Timeout | undefined;
+    stream.on("error", () => {});
+    stream.once("close", () => {
+      clearTimeout(timer);
+      controller.abort(new ConnectError("the client went away", Code.Canceled));
+    });
+    if (found.timeoutMs !== undefined) {
+      const expire = () =>
+        controller.abort(new ConnectError("the operation timed out", Code.DeadlineExceeded));
+      if (found.timeoutMs <= 0) expire();
+      else timer = setTimeout(expire, found.timeoutMs);
+    }
+    const deadline = found.timeoutMs === undefined ? undefined : performance.now() + found.timeoutMs;
+    const { target } = found;
+    const encode = (message: MessageShape<DescMessage>) =>
+      target.binaryEncoder?.(message) ?? target.serialization.getO(true).serialize(message);
+    const start = async (body: Uint8Array | ConnectError) => {
+      let message: MessageShape<DescMessage>;
+      try {
+        if (body instanceof ConnectError) throw body;
+        message = await decode(found, body);
+      } catch (error) {
+        const refused = error instanceof ConnectError ? error : ConnectError.from(error);
+        const answer = await layOutAnswer(
+          { format: found.format, compression: null, compressMinBytes: COMPRESS_MIN_BYTES, jsonOptions },
+          { error: refused, header: new Headers(), trailer: new Headers() },
+        );
+        if (stream.destroyed || stream.closed) return;
+        stream.respond(
+          { ":status": answer.status, ...answer.headers, ...answer.trailers },
+          { endStream: true },
+        );
+        return;
+      }
+      await serveServerStream(
+        stream,
+        {
+          target,
+          message,
+          url,
+          header: createRequestHeaders(headers),
+          contextValues: contextValues(stream.session?.socket?.remoteAddress),
+          signal: controller.signal,
+          deadline,
+          encode,
+        },
+        interceptors,
+      );
+      clearTimeout(timer);
+    };
+    const run = (body: Uint8Array | ConnectError) => {
+      start(body).catch(() => {
+        if (!stream.destroyed) stream.close();
+      });
+    };
+    if (stream.endAfterHeaders) run(new Uint8Array(0));
+    else readBody(found, stream, headers["content-length"], run);
+  }
+
   function tooLarge(size: number, known: boolean): ConnectError {
     return new ConnectError(
       known
@@ -419,6 +517,11 @@ export function createLeanUnary(options: LeanUnaryOptions): LeanUnary {
       if (headers.origin !== undefined) return false;
       const method = headers[":method"];
       const path = headers[":path"] ?? "";
+      const streaming = streamRoute(method, path, headers);
+      if (streaming !== undefined) {
+        serveStream(streaming, stream, headers, `http://${headers[":authority"] ?? "localhost"}${path}`);
+        return true;
+      }
       const found = route(method, path, headers);
       if (found === undefined) return false;
       const call = {
