@@ -190,8 +190,9 @@ describe("streams: errors and limits", () => {
 
   it("ends streams with unavailable at shutdown, well within SHUTDOWN_TIMEOUT_MS", async () => {
     const server = await startServer({ env: { SHUTDOWN_TIMEOUT_MS: "5000" } });
+    // One over the Connect protocol (connect-node), one over gRPC (the lean stream path).
     const tokens = createClient(TokenService, connect(server));
-    const agents = createClient(AgentService, connect(server));
+    const agents = createClient(AgentService, createGrpcTransport({ baseUrl: server.baseUrl }));
     const ends = [
       firstError(tokens.watchTokenPrices({ mints: [SOL] })),
       firstError(agents.watchAgentEvents({})),
@@ -234,9 +235,9 @@ describe("streams: errors and limits", () => {
 
   it("holds no slot, watch, subscription or timer after 1,000 streams opened and cancelled", async () => {
     const server = await serve({ STREAM_MAX_PER_KEY: "10000", HTTP2_MAX_CONCURRENT_STREAMS: "1000" });
-    const transport = connect(server);
-    const tokens = createClient(TokenService, transport);
-    const agents = createClient(AgentService, transport);
+    // Prices over the Connect protocol (connect-node), events over gRPC (the lean stream path).
+    const tokens = createClient(TokenService, connect(server));
+    const agents = createClient(AgentService, createGrpcTransport({ baseUrl: server.baseUrl }));
     await server.context.events.append(agentEvent("anonymous", 0));
     for (let round = 0; round < 10; round++) {
       await Promise.all(
