@@ -3,12 +3,12 @@ import {
   Code,
   ConnectError,
   type ContextValues,
-  type HandlerContext,
   type Interceptor,
   type MethodImpl,
   type UnaryRequest,
   type UnaryResponse,
 } from "@connectrpc/connect";
+import { handlerContextOf, intercepted } from "./handler-context.ts";
 
 /** One unary method as the service implements it. */
 export interface UnaryMethodImpl {
@@ -50,23 +50,16 @@ export async function invokeUnary(
   const { target } = call;
   const header = new Headers();
   const trailer = new Headers();
-  const deadline = call.deadline;
-  const timeoutMs =
-    deadline === undefined ? () => undefined : () => Math.max(0, Math.round(deadline - performance.now()));
   const last = async (req: UnaryRequest): Promise<UnaryResponse> => {
-    const context: HandlerContext = {
+    const context = handlerContextOf(req, {
       method: target.method,
-      service: req.service,
-      signal: req.signal,
-      timeoutMs,
       requestMethod: call.requestMethod,
-      requestHeader: req.header,
+      protocolName: call.protocolName,
+      url: call.url,
+      deadline: call.deadline,
       responseHeader: header,
       responseTrailer: trailer,
-      protocolName: call.protocolName,
-      values: req.contextValues,
-      url: call.url,
-    };
+    });
     const output = await target.impl(req.message, context);
     return {
       stream: false,
@@ -77,8 +70,7 @@ export async function invokeUnary(
       message: create(target.method.output, output),
     };
   };
-  let next = last as Parameters<Interceptor>[0];
-  for (let i = interceptors.length - 1; i >= 0; i--) next = (interceptors[i] as Interceptor)(next);
+  const next = intercepted(interceptors, last as Parameters<Interceptor>[0]);
   const request: UnaryRequest = {
     stream: false,
     service: target.method.parent,

@@ -9,7 +9,6 @@ import {
   Code,
   ConnectError,
   type ContextValues,
-  type HandlerContext,
   type Interceptor,
   type MethodImpl,
   type StreamRequest,
@@ -17,6 +16,7 @@ import {
 } from "@connectrpc/connect";
 import { createAsyncIterable } from "@connectrpc/connect/protocol";
 import { headerGrpcStatus, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import { handlerContextOf, intercepted } from "./handler-context.ts";
 
 /** One server-streaming method as the service implements it. */
 export interface ServerStreamMethodImpl {
@@ -54,23 +54,16 @@ export async function serveServerStream(
   const { target } = call;
   const header = new Headers();
   const trailer = new Headers();
-  const deadline = call.deadline;
-  const timeoutMs =
-    deadline === undefined ? () => undefined : () => Math.max(0, Math.round(deadline - performance.now()));
   const last = async (req: StreamRequest): Promise<StreamResponse> => {
-    const context: HandlerContext = {
+    const context = handlerContextOf(req, {
       method: target.method,
-      service: req.service,
-      signal: req.signal,
-      timeoutMs,
       requestMethod: "POST",
-      requestHeader: req.header,
+      protocolName: "grpc",
+      url: call.url,
+      deadline: call.deadline,
       responseHeader: header,
       responseTrailer: trailer,
-      protocolName: "grpc",
-      values: req.contextValues,
-      url: call.url,
-    };
+    });
     let input: MessageShape<DescMessage> | undefined;
     for await (const message of req.message) input = message;
     const outputs = target.impl(input as MessageShape<DescMessage>, context);
@@ -83,8 +76,7 @@ export async function serveServerStream(
       message: completed(target.method.output, outputs),
     };
   };
-  let next = last as unknown as Parameters<Interceptor>[0];
-  for (let i = interceptors.length - 1; i >= 0; i--) next = (interceptors[i] as Interceptor)(next);
+  const next = intercepted(interceptors, last as unknown as Parameters<Interceptor>[0]);
   const request: StreamRequest = {
     stream: true,
     service: target.method.parent,
