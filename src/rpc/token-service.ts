@@ -78,13 +78,18 @@ export function createTokenService(options: {
         rpc: "WatchTokenPrices",
         async start(queue) {
           const mints = await queries.watchedMints({ mints: req.mints, symbols: req.symbols });
+          // A poll may report changes before this call resumes from `subscribe`: they are held
+          // until the first message is queued, so no change ever goes out ahead of it.
+          let early: (readonly TokenPrice[])[] | undefined = [];
           const subscription = await priceWatch.subscribe(
             mints,
-            (changed) => queue.offer(changed),
+            (changed) => (early === undefined ? queue.offer(changed) : early.push(changed)),
             (error) => queue.fail(error),
           );
           // The first message holds every current price (none, for a symbol nobody has).
           queue.offer(subscription.initial);
+          for (const changed of early) queue.offer(changed);
+          early = undefined;
           return subscription;
         },
         message: (prices) =>
