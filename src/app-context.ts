@@ -26,6 +26,10 @@ import { type Catalog, catalogSymbolLookup } from "./token/catalog.ts";
 import { createChainTokenSource } from "./token/chain-token-source.ts";
 import { createTokenQueries, type TokenQueries } from "./token/token-queries.ts";
 import type { PriceSource, TokenList, TokenSource } from "./token/token-source.ts";
+import { createMemoryWebhookStore } from "./webhooks/memory-webhook-store.ts";
+import { createWebhookEndpoints, type WebhookEndpoints } from "./webhooks/webhook-endpoints.ts";
+import { newEndpointId, newWebhookSecret } from "./webhooks/webhook-secret.ts";
+import type { WebhookStore } from "./webhooks/webhook-store.ts";
 
 /**
  * Everything the service needs at run time, built once from the configuration. It owns the
@@ -62,6 +66,10 @@ export interface AppContext {
   readonly scheduleClock: ScheduleClock;
   /** API keys: verification for the auth interceptor, management for ApiKeyService. */
   readonly apiKeys: ApiKeys;
+  /** Webhook endpoints and the outbox of deliveries (same database as the agents, or memory). */
+  readonly webhookStore: WebhookStore;
+  /** WebhookService's rules. */
+  readonly webhooks: WebhookEndpoints;
   /** "mongodb" or "memory": which agent store serves. */
   readonly storeKind: "mongodb" | "memory";
   /** The agent store's MongoDB client, for its connection pool metrics; undefined otherwise. */
@@ -101,6 +109,8 @@ export async function createAppContext(
     readonly transfers: TransferChain;
     /** The service's own key: the delegate owners approve and the fee payer of transfers. */
     readonly executorKey: SigningKey;
+    /** Hears of webhook URLs refused at registration for where they point. */
+    readonly onWebhookUrlRefused?: (reason: string) => void;
     readonly prices: PriceSource;
     readonly tokenList: TokenList;
   },
@@ -118,6 +128,7 @@ export async function createAppContext(
   let apiKeyStore: ApiKeyStore | undefined = overrides.apiKeyStore;
   let events: EventLog | undefined;
   let eventRepair: EventRepair | undefined;
+  let webhookStore: WebhookStore | undefined;
   if (overrides.agentStore !== undefined) {
     store = overrides.agentStore;
   } else if (config.mongo !== undefined) {
@@ -130,12 +141,14 @@ export async function createAppContext(
       { createMongoApiKeyStore },
       { createMongoEventLog },
       { createMongoEventRepair },
+      { createMongoWebhookStore },
     ] = await Promise.all([
       import("./agent/mongo-agent-store.ts"),
       import("./scheduler/mongo-run-store.ts"),
       import("./auth/mongo-api-key-store.ts"),
       import("./events/mongo-event-log.ts"),
       import("./events/mongo-event-repair.ts"),
+      import("./webhooks/mongo-webhook-store.ts"),
     ]);
     // The driver parses the URI when the client is made (no connection yet); what it rejects is a
     // configuration error, reported like the others and without the driver's text (it may quote
@@ -159,6 +172,11 @@ export async function createAppContext(
     });
     events = createMongoEventLog({ db: mongoStore.db, guard: mongoStore.guard });
     eventRepair = createMongoEventRepair({ db: mongoStore.db, log: events, guard: mongoStore.guard });
+    webhookStore = createMongoWebhookStore({
+      db: mongoStore.db,
+      guard: mongoStore.guard,
+      maxTimeMS: mongo.operationTimeoutMs,
+    });
     mongoClient = mongoStore.client;
     storeKind = "mongodb";
     logger.info({ mongodb: redactUri(mongo.uri), db: mongo.dbName }, "agents are stored in MongoDB");
@@ -185,6 +203,16 @@ export async function createAppContext(
   } else if (storeKind === "memory" && config.auth.adminKey === undefined) {
     logger.warn("AUTH_MODE=apikey with keys in memory and no ADMIN_API_KEY: no key exists to call with");
   }
+  const hooks = webhookStore ?? createMemoryWebhookStore();
+  const webhooks = createWebhookEndpoints({
+    store: hooks,
+    rules: config.webhooks,
+    lastEventSeq: () => eventLog.lastSeq(),
+    newId: newEndpointId,
+    newSecret: newWebhookSecret,
+    ...(parts.onWebhookUrlRefused === undefined ? {} : { onRefused: parts.onWebhookUrlRefused }),
+    ...(overrides.now === undefined ? {} : { now: overrides.now }),
+  });
   const scheduleClock = createScheduleClock({ scale: config.scheduler.timeScale });
   const mints = new Map(catalog.tokens.map((t) => [t.symbol, t.mint]));
   const mintOf = (symbol: string) => mints.get(symbol);
@@ -258,6 +286,8 @@ export async function createAppContext(
     executor,
     scheduleClock,
     apiKeys,
+    webhookStore: hooks,
+    webhooks,
     storeKind,
     mongoClient,
     async isReady() {

@@ -16,6 +16,8 @@ import type { Logger } from "./logger.ts";
 import { registerChainMetrics, registerLocalChainMetrics } from "./observability/chain-metrics.ts";
 import { createRateLimitedLog } from "./observability/rate-limited-log.ts";
 import { registerUpstreamMetrics } from "./observability/upstream-metrics.ts";
+import { registerWebhookMetrics } from "./observability/webhook-metrics.ts";
+import { agentEventJson } from "./rpc/agent-service.ts";
 import type { Scheduler } from "./scheduler/scheduler.ts";
 import { createServiceScheduler } from "./scheduler/service-scheduler.ts";
 import { type BuildOptions, build, type Server } from "./server.ts";
@@ -27,6 +29,9 @@ import { createJupiterPriceSource } from "./token/jupiter-price-source.ts";
 import { createJupiterTokenList } from "./token/jupiter-token-list.ts";
 import type { PriceSource, TokenList } from "./token/token-source.ts";
 import { createJsonUpstream } from "./upstream/json-upstream.ts";
+import type { Resolve } from "./webhooks/http-webhook-sender.ts";
+import type { WebhookLoop } from "./webhooks/webhook-loop.ts";
+import { createWebhookPipeline } from "./webhooks/webhook-pipeline.ts";
 
 /** The whole service of one process: its chain, its context, its scheduler and its server. */
 export interface Service {
@@ -35,6 +40,8 @@ export interface Service {
   /** The embedded local chain, when this process runs it (no SOLANA_RPC_URL). */
   readonly localChain: RunningLocalChain | undefined;
   readonly scheduler: Scheduler | undefined;
+  /** Webhook deliveries from the outbox (WEBHOOKS_ENABLED). */
+  readonly webhooks: WebhookLoop | undefined;
   /** The Prometheus registry /metrics serves. */
   readonly registry: Registry;
   /** Listens on the configured port, then starts the scheduler. */
@@ -46,6 +53,8 @@ export interface Service {
 export interface ServiceOverrides extends AppContextOverrides {
   /** A chain to read instead of the configured one (tests inject faults through it). */
   readonly chain?: Chain;
+  /** How webhook hosts resolve (tests point a name at an address); the system resolver by default. */
+  readonly webhookResolve?: Resolve;
 }
 
 /** Mints and metadata kept in memory, and for how long they are trusted. */
@@ -70,13 +79,22 @@ export async function createService(
   const { transfers, localChain } = made;
   const chain = overrides.chain ?? made.chain;
   let context: AppContext;
+  const webhookMetrics = registerWebhookMetrics(registry);
   try {
     const executorKey = await executorKeyOf(config, logger, localChain);
     const { prices, tokenList } = createPriceSources(config, logger, catalog, registry);
     context = await createAppContext(
       config,
       logger,
-      { chain, catalog, transfers, executorKey, prices, tokenList },
+      {
+        chain,
+        catalog,
+        transfers,
+        executorKey,
+        prices,
+        tokenList,
+        onWebhookUrlRefused: webhookMetrics.refusedAtRegistration,
+      },
       overrides,
     );
   } catch (error) {
@@ -98,6 +116,17 @@ export async function createService(
       })
     : undefined;
   const server = build(context, { ...buildOptions, metricsRegistry: registry });
+  const webhooks = config.webhooks.enabled
+    ? createWebhookPipeline({
+        settings: config.webhooks,
+        store: context.webhookStore,
+        log: context.events,
+        render: agentEventJson,
+        metrics: webhookMetrics,
+        logger,
+        ...(overrides.webhookResolve === undefined ? {} : { resolve: overrides.webhookResolve }),
+      })
+    : undefined;
   // Events past EVENT_RETENTION_HOURS go (every replica prunes; deleting twice is harmless).
   const pruneEvents = () => {
     const before = new Date(Date.now() - config.streams.eventRetentionMs);
@@ -134,10 +163,12 @@ export async function createService(
     server,
     localChain,
     scheduler,
+    webhooks,
     registry,
     async listen() {
       const address = await server.listen();
       scheduler?.start();
+      webhooks?.start();
       pruneEvents();
       pruning = setInterval(pruneEvents, EVENT_PRUNE_INTERVAL_MS).unref();
       // The first sweep covers every kept event's time (all replicas may have been down).
@@ -152,7 +183,11 @@ export async function createService(
       clearInterval(pruning);
       clearInterval(repairTimer);
       // The scheduler stops claiming at once and finishes (or releases) its runs while calls drain.
-      await Promise.all([server.close(), scheduler?.stop(config.shutdownTimeoutMs)]);
+      await Promise.all([
+        server.close(),
+        scheduler?.stop(config.shutdownTimeoutMs),
+        webhooks?.stop(config.shutdownTimeoutMs),
+      ]);
       await repairing;
       await context.destroy();
       await localChain?.close();

@@ -49,3 +49,16 @@ export interface EventLog {
   prune(before: Date): Promise<number>;
   close(): Promise<void>;
 }
+
+/** Every event type the log holds: what WatchAgentEvents streams and webhooks deliver. */
+export const AGENT_EVENT_TYPES: readonly string[] = [
+  "agent.created",
+  "agent.activated",
+  "agent.paused",
+  "agent.resumed",
+  "agent.failed",
+  "agent.deleted",
+  "run.started",
+  "run.succeeded",
+  "run.failed",
+];

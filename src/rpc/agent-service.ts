@@ -1,4 +1,4 @@
-import { create } from "@bufbuild/protobuf";
+import { create, toJson } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import {
@@ -168,6 +168,11 @@ export function createAgentService(options: {
       });
     },
   };
+}
+
+/** An event as its JSON (what webhook bodies carry in `data`), the same as streams show it. */
+export function agentEventJson(event: LoggedEvent): JsonValue {
+  return toJson(AgentEventSchema, agentEvent(event)) as JsonValue;
 }
 
 /** An event of the log as callers see it; `data` holds what its writer put there (see agent-event-type). */

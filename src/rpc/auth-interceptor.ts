@@ -41,6 +41,8 @@ interface Rule {
 const SCOPE_OF_SERVICE: Record<string, (method: DescMethod) => Scope> = {
   "token.v1.TokenService": () => "tokens:read",
   "agent.v1.AgentService": (method) => (isRead(method) ? "agents:read" : "agents:write"),
+  // Webhooks carry agent events: registering one is a change to what the owner's agents do.
+  "webhook.v1.WebhookService": (method) => (isRead(method) ? "agents:read" : "agents:write"),
   "auth.v1.ApiKeyService": () => "admin",
 };
 const HEALTH = "grpc.health.v1.Health";

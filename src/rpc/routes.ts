@@ -6,6 +6,7 @@ import { ServerReflection as ServerReflectionV1 } from "../../gen/grpc/reflectio
 import { ServerReflection as ServerReflectionV1alpha } from "../../gen/grpc/reflection/v1alpha/reflection_pb.ts";
 import { Health } from "../../gen/health/v1/health_pb.ts";
 import { TokenService } from "../../gen/token/v1/token_pb.ts";
+import { WebhookService } from "../../gen/webhook/v1/webhook_pb.ts";
 import type { AppContext } from "../app-context.ts";
 import type { AgentEventWatch } from "../events/agent-event-watch.ts";
 import type { PriceWatch } from "../token/price-watch.ts";
@@ -16,9 +17,10 @@ import type { ReadinessPoller } from "./readiness-poller.ts";
 import { createReflectionServices } from "./reflection-service.ts";
 import type { StreamSettings } from "./server-stream.ts";
 import { createTokenService } from "./token-service.ts";
+import { createWebhookService } from "./webhook-service.ts";
 
 /**
- * Every service the server answers: the contract's two, gRPC health checking and server
+ * Every service the server answers: the contract's two, webhooks, API keys, gRPC health checking and server
  * reflection. `shutdownSignal` aborts when the server begins to drain (health turns NOT_SERVING);
  * `chain` and `store` say whether the dependencies of TokenService and AgentService answer.
  */
@@ -45,17 +47,22 @@ export function createRoutes(
       createAgentService({ commands: context.agents, events: options.agentEvents, streams }),
     );
     router.service(ApiKeyService, createApiKeyService({ keys: context.apiKeys }));
+    router.service(WebhookService, createWebhookService({ endpoints: context.webhooks }));
     router.service(
       Health,
       createHealthService({
         // Token calls need the chain, agent calls the store: each keeps serving while the other's
         // dependency is down.
-        services: { [TokenService.typeName]: options.chain, [AgentService.typeName]: options.store },
+        services: {
+          [TokenService.typeName]: options.chain,
+          [AgentService.typeName]: options.store,
+          [WebhookService.typeName]: options.store,
+        },
         shutdownSignal: options.shutdownSignal,
       }),
     );
     const reflection = createReflectionServices({
-      services: [TokenService, AgentService, ApiKeyService, Health],
+      services: [TokenService, AgentService, WebhookService, ApiKeyService, Health],
       // invalid_argument errors carry a google.rpc.BadRequest; tools decode it with this file.
       files: [file_google_rpc_error_details],
     });

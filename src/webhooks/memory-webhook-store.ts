@@ -1,0 +1,164 @@
+import {
+  type AttemptClaim,
+  claimNextAttempt,
+  type DeliveryRecord,
+  type EndpointRecord,
+  type WebhookStore,
+} from "./webhook-store.ts";
+
+/** The webhook store in memory: one process, the embedded default. */
+export function createMemoryWebhookStore(): WebhookStore {
+  const endpoints = new Map<string, EndpointRecord>();
+  const deliveries = new Map<string, DeliveryRecord>();
+  const claims = new Map<string, AttemptClaim & { at: Date }>();
+  let cursor: number | undefined;
+  const ownEndpoint = (owner: string, endpointId: string) => {
+    const endpoint = endpoints.get(endpointId);
+    return endpoint?.owner === owner ? endpoint : undefined;
+  };
+  const newestFirst = <T extends { createdAt: Date }>(a: T, b: T) =>
+    b.createdAt.getTime() - a.createdAt.getTime();
+  const cancelPending = (endpointId: string) => {
+    for (const d of deliveries.values()) {
+      if (d.endpointId === endpointId && d.status === "pending") {
+        const { nextAttemptAt: _, ...rest } = d;
+        deliveries.set(d.deliveryId, { ...rest, status: "canceled" });
+      }
+    }
+  };
+  return {
+    async createEndpoint(record, maxPerOwner) {
+      let count = 0;
+      for (const e of endpoints.values()) if (e.owner === record.owner) count++;
+      if (count >= maxPerOwner) return "limit";
+      endpoints.set(record.endpointId, record);
+      return "created";
+    },
+    async getEndpoint(owner, endpointId) {
+      return ownEndpoint(owner, endpointId);
+    },
+    async endpointById(endpointId) {
+      return endpoints.get(endpointId);
+    },
+    async listEndpoints(owner, page) {
+      const all = [...endpoints.values()].filter((e) => e.owner === owner).sort(newestFirst);
+      return { endpoints: all.slice(page.offset, page.offset + page.limit), total: all.length };
+    },
+    async deleteEndpoint(owner, endpointId) {
+      if (ownEndpoint(owner, endpointId) === undefined) return false;
+      endpoints.delete(endpointId);
+      cancelPending(endpointId);
+      return true;
+    },
+    async setSecrets(owner, endpointId, secrets) {
+      const endpoint = ownEndpoint(owner, endpointId);
+      if (endpoint === undefined) return undefined;
+      const updated = { ...endpoint, secrets: [...secrets] };
+      endpoints.set(endpointId, updated);
+      return updated;
+    },
+    async setHealth(endpointId, health) {
+      const endpoint = endpoints.get(endpointId);
+      if (endpoint === undefined) return;
+      const { failingSince: _, disabledAt: __, disabledReason: ___, ...rest } = endpoint;
+      if (health.kind === "healthy") endpoints.set(endpointId, rest);
+      else if (health.kind === "failing") endpoints.set(endpointId, { ...rest, failingSince: health.since });
+      else {
+        endpoints.set(endpointId, {
+          ...rest,
+          ...(endpoint.failingSince === undefined ? {} : { failingSince: endpoint.failingSince }),
+          disabledAt: health.at,
+          disabledReason: health.reason,
+        });
+        cancelPending(endpointId);
+      }
+    },
+    async subscribers(owners) {
+      const wanted = new Set(owners);
+      return [...endpoints.values()].filter((e) => wanted.has(e.owner) && e.disabledAt === undefined);
+    },
+    async enqueue(records) {
+      let added = 0;
+      for (const d of records) {
+        if (deliveries.has(d.deliveryId)) continue;
+        deliveries.set(d.deliveryId, d);
+        added++;
+      }
+      return added;
+    },
+    async due(now, limit) {
+      const found: DeliveryRecord[] = [];
+      for (const d of deliveries.values()) {
+        if (d.status === "pending" && d.nextAttemptAt !== undefined && d.nextAttemptAt <= now) found.push(d);
+      }
+      found.sort((a, b) => (a.nextAttemptAt as Date).getTime() - (b.nextAttemptAt as Date).getTime());
+      return found.slice(0, limit);
+    },
+    claimAttempt(delivery, options) {
+      const key = (attempt: number) => `${delivery.deliveryId}:${attempt}`;
+      return claimNextAttempt(
+        {
+          async insertClaim(attempt, claim) {
+            if (claims.has(key(attempt))) return false;
+            claims.set(key(attempt), claim);
+            return true;
+          },
+          async readClaim(attempt) {
+            return claims.get(key(attempt));
+          },
+          async readDelivery() {
+            return deliveries.get(delivery.deliveryId);
+          },
+        },
+        delivery,
+        options,
+      );
+    },
+    async finishAttempt(deliveryId, attempt, outcome) {
+      const d = deliveries.get(deliveryId);
+      if (d === undefined || d.attempts >= attempt) return;
+      const { nextAttemptAt: _, lastError: __, ...rest } = d;
+      deliveries.set(deliveryId, { ...rest, ...outcome, attempts: attempt });
+    },
+    async getDelivery(owner, endpointId, deliveryId) {
+      const d = deliveries.get(deliveryId);
+      return d?.owner === owner && d.endpointId === endpointId ? d : undefined;
+    },
+    async listDeliveries(owner, endpointId, filter) {
+      const all = [...deliveries.values()]
+        .filter(
+          (d) =>
+            d.owner === owner &&
+            d.endpointId === endpointId &&
+            (filter.status === undefined || d.status === filter.status),
+        )
+        .sort((a, b) => newestFirst(a, b) || b.eventSeq - a.eventSeq);
+      return { deliveries: all.slice(filter.offset, filter.offset + filter.limit), total: all.length };
+    },
+    async resend(owner, endpointId, deliveryId, now) {
+      const d = deliveries.get(deliveryId);
+      if (d?.owner !== owner || d.endpointId !== endpointId) return undefined;
+      const resent: DeliveryRecord = { ...d, status: "pending", nextAttemptAt: now, windowStart: now };
+      deliveries.set(deliveryId, resent);
+      return resent;
+    },
+    async cursor() {
+      return cursor;
+    },
+    async advanceCursor(seq) {
+      cursor = Math.max(cursor ?? 0, seq);
+    },
+    async prune(before) {
+      let dropped = 0;
+      for (const d of deliveries.values()) {
+        if (d.status !== "pending" && d.createdAt < before) {
+          deliveries.delete(d.deliveryId);
+          for (const k of claims.keys()) if (k.startsWith(`${d.deliveryId}:`)) claims.delete(k);
+          dropped++;
+        }
+      }
+      return dropped;
+    },
+    async close() {},
+  };
+}
