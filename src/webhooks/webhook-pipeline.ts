@@ -14,8 +14,8 @@ import type { WebhookStore } from "./webhook-store.ts";
 
 /** Answers read from an endpoint, at most: the status is what counts. */
 const MAX_RESPONSE_BYTES = 64 * 1024;
-/** A claim outlives the attempt it covers by this much, so it never runs out under a live holder. */
-const LEASE_MARGIN_MS = 20_000;
+/** A claim lasts twice the attempt it covers, and a second: it never runs out under a live holder. */
+const leaseMsOf = (timeoutMs: number) => 2 * timeoutMs + 1_000;
 const USER_AGENT = "token-agent-service-webhooks/1";
 
 /**
@@ -55,7 +55,7 @@ export function createWebhookPipeline(options: {
     worker: `${hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`,
     concurrency: settings.concurrency,
     maxInFlightPerEndpoint: settings.maxInFlightPerEndpoint,
-    leaseMs: settings.timeoutMs + LEASE_MARGIN_MS,
+    leaseMs: leaseMsOf(settings.timeoutMs),
     retry: { baseMs: settings.retryBaseMs, maxMs: settings.retryMaxMs, forMs: settings.retryForMs },
     disableAfterMs: settings.disableAfterMs,
     sign: signWebhook,

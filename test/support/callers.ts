@@ -100,7 +100,7 @@ const googleProtoDir = fileURLToPath(new URL("../../node_modules/google-proto-fi
 /** An independent gRPC client: grpc-js with the contract loaded from proto/ by proto-loader. */
 export function grpcJsProtocol(baseUrl: string): Protocol {
   const definition = protoLoader.loadSync(
-    ["token/v1/token.proto", "agent/v1/agent.proto", "auth/v1/auth.proto"],
+    ["token/v1/token.proto", "agent/v1/agent.proto", "auth/v1/auth.proto", "webhook/v1/webhook.proto"],
     {
       includeDirs: [protoDir, googleProtoDir],
       keepCase: false,

@@ -5,7 +5,7 @@ import { loadConfig } from "../../src/config.ts";
 import type { RunningLocalChain } from "../../src/local-chain/start-local-chain.ts";
 import { createLogger } from "../../src/logger.ts";
 import type { Server } from "../../src/server.ts";
-import { createService, type ServiceOverrides } from "../../src/service.ts";
+import { createService, type Service, type ServiceOverrides } from "../../src/service.ts";
 
 export interface RunningServer {
   readonly baseUrl: string;
@@ -17,6 +17,8 @@ export interface RunningServer {
   readonly listener: NetServer;
   /** What the server's streams hold now (leak checks). */
   readonly streamStats: Server["streamStats"];
+  /** The webhook outbox's loop, when WEBHOOKS_ENABLED. */
+  readonly webhooks: Service["webhooks"];
   /** Every log line the server wrote, parsed. */
   readonly logs: Record<string, unknown>[];
   close(): Promise<void>;
@@ -37,6 +39,8 @@ export async function startServer(
     PORT: "0",
     LOG_LEVEL: "info",
     SCHEDULER_ENABLED: "false",
+    // As the scheduler: webhook tests turn deliveries on.
+    WEBHOOKS_ENABLED: "false",
     // Tests about other things call without keys; the auth tests turn keys on.
     AUTH_MODE: "none",
     LOCAL_SOLANA_RPC_PORT: "0",
@@ -59,6 +63,7 @@ export async function startServer(
     localChain: service.localChain,
     listener: service.server.listener,
     streamStats: () => service.server.streamStats(),
+    webhooks: service.webhooks,
     logs,
     close: () => service.close(),
   };
