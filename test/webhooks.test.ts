@@ -305,3 +305,237 @@ describe.each(STORES)("webhooks on %s", (_name, storeEnv) => {
     for (const hook of hooks) verifyWebhook(endpoint.secret, hook);
   });
 });
+
+describe("webhook safety: no way into the service's own network", () => {
+  let server: RunningServer;
+  let json: Protocol;
+  let receiver: WebhookReceiver;
+  const metric = async (stage: string, reason: string) => {
+    const text = await (await fetch(`${server.baseUrl}/metrics`)).text();
+    const line = text
+      .split("\n")
+      .find((l) => l.startsWith(`webhook_ssrf_refusals_total{reason="${reason}",stage="${stage}"}`));
+    return line === undefined ? 0 : Number(line.split(" ").at(-1));
+  };
+
+  beforeAll(async () => {
+    receiver = await startWebhookReceiver();
+    server = await startServer({
+      env: { ...FAST_WEBHOOKS, WEBHOOK_ALLOW_PRIVATE_NETWORKS: "false" },
+      overrides: {
+        // A name that resolves to a public address and a loopback one, as a rebinding attacker's
+        // DNS would answer: every address is checked, so the public one does not let it through.
+        webhookResolve: async (hostname) =>
+          hostname === "rebind.test"
+            ? [
+                { address: "93.184.215.14", family: 4 },
+                { address: "127.0.0.1", family: 4 },
+              ]
+            : (await import("node:dns")).promises.lookup(hostname, { all: true }),
+      },
+    });
+    json = createProtocols(server.baseUrl)[0] as Protocol;
+  });
+  afterAll(async () => {
+    json.close();
+    await receiver.close();
+    await server.close();
+  });
+
+  it("refuses literal private, loopback, link-local and metadata addresses at registration, and counts them", async () => {
+    const cases: [string, string][] = [
+      ["http://127.0.0.1:9/hook", "loopback"],
+      ["https://[::1]/hook", "loopback"],
+      ["http://169.254.169.254/latest/meta-data/", "linkLocal"],
+      ["https://10.1.2.3/hook", "private"],
+      ["https://[::ffff:127.0.0.1]/hook", "loopback"],
+      ["https://[fd00:ec2::254]/", "uniqueLocal"],
+      ["https://0.0.0.0/", "unspecified"],
+      ["https://224.0.0.1/", "multicast"],
+    ];
+    for (const [url, reason] of cases) {
+      const before = await metric("registration", reason);
+      const outcome = await json.call(WebhookService, "CreateWebhookEndpoint", { url });
+      expect(outcome.ok, url).toBe(false);
+      if (outcome.ok) continue;
+      expect(outcome.code).toBe(Code.InvalidArgument);
+      expect(outcome.violations[0]?.field).toBe("url");
+      expect(outcome.violations[0]?.description).toContain("must not point to a private");
+      expect(await metric("registration", reason), url).toBe(before + 1);
+    }
+  });
+
+  it("refuses at delivery a host name that resolves to a loopback address, and one that also does", async () => {
+    for (const [host, tag] of [
+      [`localhost:${receiver.port}`, "localhost"],
+      [`rebind.test:${receiver.port}`, "rebind"],
+    ] as const) {
+      const before = await metric("delivery", "loopback");
+      const data = ok(
+        await json.call(WebhookService, "CreateWebhookEndpoint", { url: `http://${host}/hooks?to=${tag}` }),
+      );
+      const endpointId = String(data.endpointId);
+      await createOverJson(server.baseUrl, SWAP);
+      const [delivery] = await until(
+        async () =>
+          ok(await json.call(WebhookService, "ListWebhookDeliveries", { endpointId })).deliveries as Record<
+            string,
+            unknown
+          >[],
+        (d) => Number(d[0]?.attempts ?? 0) >= 2,
+      );
+      expect(delivery).toMatchObject({
+        status: "pending",
+        lastResponseCode: 0,
+        lastError: "refused: the endpoint resolves to a loopback address",
+      });
+      expect(await metric("delivery", "loopback")).toBeGreaterThanOrEqual(before + 2);
+      ok(await json.call(WebhookService, "DeleteWebhookEndpoint", { endpointId }));
+    }
+    expect(receiver.received, "nothing reached the loopback receiver").toHaveLength(0);
+  });
+});
+
+describe("webhooks: redirects are answers, never followed", () => {
+  it("does not follow a redirect to an internal address, and counts it", async () => {
+    const receiver = await startWebhookReceiver();
+    const internal = await startWebhookReceiver();
+    const server = await startServer({ env: FAST_WEBHOOKS });
+    const json = createProtocols(server.baseUrl)[0] as Protocol;
+    cleanup(async () => {
+      json.close();
+      await server.close();
+      await receiver.close();
+      await internal.close();
+    });
+    receiver.answer = () => ({ status: 302, headers: { location: `${internal.url}?stolen=1` } });
+    const data = ok(await json.call(WebhookService, "CreateWebhookEndpoint", { url: receiver.url }));
+    await createOverJson(server.baseUrl, SWAP);
+    await receiver.waitFor(2);
+    const [delivery] = ok(
+      await json.call(WebhookService, "ListWebhookDeliveries", { endpointId: String(data.endpointId) }),
+    ).deliveries as Record<string, unknown>[];
+    expect(delivery).toMatchObject({
+      lastResponseCode: 302,
+      lastError: "the endpoint answered with a redirect, which is not followed",
+    });
+    expect(internal.received).toHaveLength(0);
+    const text = await (await fetch(`${server.baseUrl}/metrics`)).text();
+    expect(text).toMatch(/webhook_ssrf_refusals_total\{reason="redirect",stage="delivery"\} [1-9]/);
+  });
+});
+
+describe("WebhookService rules", () => {
+  let server: RunningServer;
+  let json: Protocol;
+
+  beforeAll(async () => {
+    server = await startServer({
+      env: {
+        WEBHOOKS_ENABLED: "true",
+        WEBHOOK_MAX_ENDPOINTS_PER_OWNER: "2",
+        AUTH_MODE: "apikey",
+        ADMIN_API_KEY: "a".repeat(40),
+      },
+    });
+    json = createProtocols(server.baseUrl)[0] as Protocol;
+  });
+  afterAll(async () => {
+    json.close();
+    await server.close();
+  });
+  const keyOf = async (owner: string, scopes: string[]) => {
+    const { key } = await server.context.apiKeys.create({ owner, scopes });
+    return { authorization: `Bearer ${key}` };
+  };
+
+  it("names the field and the rule of every invalid request", async () => {
+    const writer = await keyOf("rules", ["agents:read", "agents:write"]);
+    const invalid = async (method: string, request: Record<string, unknown>) => {
+      const outcome = await json.call(WebhookService, method, request, writer);
+      if (outcome.ok || outcome.code !== Code.InvalidArgument) throw new Error(`${method} was not refused`);
+      return outcome.violations.map((v) => `${v.field} ${v.description}`);
+    };
+    expect(await invalid("CreateWebhookEndpoint", { url: "" })).toEqual(["url is required"]);
+    expect(await invalid("CreateWebhookEndpoint", { url: "http://example.com/hook" })).toEqual([
+      "url must be an https URL",
+    ]);
+    expect(await invalid("CreateWebhookEndpoint", { url: "ftp://example.com/hook" })).toEqual([
+      "url must be an https URL",
+    ]);
+    expect(await invalid("CreateWebhookEndpoint", { url: "https://user:pw@example.com/" })).toEqual([
+      "url must not carry credentials",
+    ]);
+    expect(
+      await invalid("CreateWebhookEndpoint", { url: `https://example.com/${"a".repeat(2100)}` }),
+    ).toEqual(["url must be at most 2048 characters"]);
+    expect(await invalid("CreateWebhookEndpoint", { url: "not a url" })).toEqual([
+      "url must be an absolute URL",
+    ]);
+    const both = await invalid("CreateWebhookEndpoint", {
+      url: "https://example.com/hook",
+      eventTypes: ["agent.created", "agent.exploded"],
+      description: "d".repeat(300),
+    });
+    expect(both).toHaveLength(2);
+    expect(both[0]).toMatch(/^eventTypes must each be one of "agent.created" or .*\(got "agent.exploded"\)$/);
+    expect(both[1]).toBe("description must be at most 256 characters");
+    expect(await invalid("ListWebhookEndpoints", { limit: 101 })).toEqual([
+      "limit must be between 1 and 100 (0 or omitted means 10) but is 101",
+    ]);
+    expect(await invalid("ListWebhookDeliveries", { endpointId: "ep_x", status: "lost" })).toEqual([
+      'status must be "pending" or "delivered" or "failed" or "canceled"',
+    ]);
+    expect(await invalid("RotateWebhookSecret", {})).toEqual(["endpointId is required"]);
+  });
+
+  it("keeps each owner's endpoints to itself, with the agents scopes, and caps them per owner", async () => {
+    const alice = await keyOf("alice", ["agents:read", "agents:write"]);
+    const bob = await keyOf("bob", ["agents:read", "agents:write"]);
+    const reader = await keyOf("alice", ["agents:read"]);
+    const tokens = await keyOf("alice", ["tokens:read"]);
+    const created = ok(
+      await json.call(WebhookService, "CreateWebhookEndpoint", { url: "https://example.com/a" }, alice),
+    );
+    const endpointId = String(created.endpointId);
+    const code = (outcome: Outcome) => (outcome.ok ? 0 : outcome.code);
+    expect(
+      code(
+        await json.call(WebhookService, "CreateWebhookEndpoint", { url: "https://example.com/r" }, reader),
+      ),
+    ).toBe(Code.PermissionDenied);
+    expect(code(await json.call(WebhookService, "ListWebhookEndpoints", {}, tokens))).toBe(
+      Code.PermissionDenied,
+    );
+    expect(code(await json.call(WebhookService, "ListWebhookEndpoints", {}))).toBe(Code.Unauthenticated);
+    expect(ok(await json.call(WebhookService, "ListWebhookEndpoints", {}, reader)).total).toBe(1);
+    expect(ok(await json.call(WebhookService, "ListWebhookEndpoints", {}, bob)).total).toBe(0);
+    for (const method of ["RotateWebhookSecret", "ListWebhookDeliveries"]) {
+      expect(code(await json.call(WebhookService, method, { endpointId }, bob)), method).toBe(Code.NotFound);
+    }
+    expect(
+      code(
+        await json.call(WebhookService, "ResendWebhookDelivery", { endpointId, deliveryId: "msg_x_1" }, bob),
+      ),
+    ).toBe(Code.NotFound);
+    expect(ok(await json.call(WebhookService, "DeleteWebhookEndpoint", { endpointId }, bob)).deleted).toBe(
+      false,
+    );
+    ok(await json.call(WebhookService, "CreateWebhookEndpoint", { url: "https://example.com/b" }, alice));
+    const third = await json.call(
+      WebhookService,
+      "CreateWebhookEndpoint",
+      { url: "https://example.com/c" },
+      alice,
+    );
+    expect(code(third)).toBe(Code.ResourceExhausted);
+    expect(third.ok ? "" : third.message).toBe(
+      "an owner may have at most 2 webhook endpoints. Delete one first",
+    );
+    ok(await json.call(WebhookService, "CreateWebhookEndpoint", { url: "https://example.com/b" }, bob));
+    expect(ok(await json.call(WebhookService, "DeleteWebhookEndpoint", { endpointId }, alice)).deleted).toBe(
+      true,
+    );
+    ok(await json.call(WebhookService, "CreateWebhookEndpoint", { url: "https://example.com/c" }, alice));
+  });
+});
