@@ -8,6 +8,8 @@ import { AgentService } from "../gen/agent/v1/agent_pb.ts";
 import { ApiKeyService } from "../gen/auth/v1/auth_pb.ts";
 import { http } from "../gen/google/api/annotations_pb.ts";
 import { TokenService } from "../gen/token/v1/token_pb.ts";
+import { WebhookService } from "../gen/webhook/v1/webhook_pb.ts";
+import { ADMIN_OWNER } from "../src/auth/api-keys.ts";
 import { restBindingsOf } from "../src/rest/rest-bindings.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
 import { type RunningServer, startServer } from "./support/start-server.ts";
@@ -26,7 +28,7 @@ const document = JSON.parse(readFileSync(file, "utf8")) as {
   paths: Record<string, Record<string, Json>>;
   components: { schemas: Record<string, Json> };
 };
-const SERVICES: DescService[] = [TokenService, AgentService, ApiKeyService];
+const SERVICES: DescService[] = [TokenService, AgentService, ApiKeyService, WebhookService];
 /** Every sample call is made with the bootstrap admin key, which has every scope. */
 const ADMIN_KEY = "openapi-test-admin-key-0123456789abcdef";
 const AUTHORIZATION = { authorization: `Bearer ${ADMIN_KEY}` };
@@ -39,14 +41,18 @@ const TRANSFER = {
   schedule: "daily",
 };
 
+/** The delivery the resend sample resends. */
+const DELIVERY_ID = "msg_docs_1";
+
 /** One call that succeeds and one that fails, per operation, in the order they run. */
 interface Sample {
-  path: (agentId: string) => string;
+  /** The path, given the agent and the webhook endpoint the samples made. */
+  path: (agentId: string, endpointId: string) => string;
   body?: unknown;
   /** The status the failing call gets: from a bad parameter, a bad body or an unknown thing. */
   error: { path: string; body?: unknown; status: number };
   /** Waits until the success call can succeed (the agent active, say). */
-  ready?: (baseUrl: string, agentId: string) => Promise<void>;
+  ready?: (baseUrl: string, agentId: string, endpointId: string) => Promise<void>;
   /** A server stream: its success is an event stream, whose first event's data is this message. */
   stream?: string;
 }
@@ -140,6 +146,54 @@ const SAMPLES: Record<string, Sample> = {
     path: () => "/v1/apikeys/noSuchKey:revoke",
     body: {},
     error: { path: `/v1/apikeys/${"k".repeat(65)}:revoke`, body: {}, status: 400 },
+  },
+  WebhookService_CreateWebhookEndpoint: {
+    path: () => "/v1/webhooks/endpoints",
+    body: { url: "https://example.com/hooks", eventTypes: ["agent.created"], description: "docs" },
+    error: { path: "/v1/webhooks/endpoints", body: { url: "http://example.com/hooks" }, status: 400 },
+  },
+  WebhookService_ListWebhookEndpoints: {
+    path: () => "/v1/webhooks/endpoints?limit=5",
+    error: { path: "/v1/webhooks/endpoints?limit=500", status: 400 },
+  },
+  WebhookService_RotateWebhookSecret: {
+    path: (_, endpointId) => `/v1/webhooks/endpoints/${endpointId}:rotateSecret`,
+    body: {},
+    error: { path: "/v1/webhooks/endpoints/ep_none:rotateSecret", body: {}, status: 404 },
+  },
+  WebhookService_ResendWebhookDelivery: {
+    path: (_, endpointId) => `/v1/webhooks/endpoints/${endpointId}/deliveries/${DELIVERY_ID}:resend`,
+    body: {},
+    error: { path: "/v1/webhooks/endpoints/ep_none/deliveries/msg_none_1:resend", body: {}, status: 404 },
+    // A delivery to resend, put straight into the outbox (this server delivers nothing).
+    ready: async (_baseUrl, _agentId, endpointId) => {
+      const at = new Date();
+      await server.context.webhookStore.enqueue([
+        {
+          deliveryId: DELIVERY_ID,
+          endpointId,
+          owner: ADMIN_OWNER,
+          eventSeq: 1,
+          eventType: "agent.created",
+          eventAt: at,
+          payload: "{}",
+          createdAt: at,
+          status: "failed",
+          attempts: 3,
+          lastResponseCode: 500,
+          lastAttemptAt: at,
+          windowStart: at,
+        },
+      ]);
+    },
+  },
+  WebhookService_ListWebhookDeliveries: {
+    path: (_, endpointId) => `/v1/webhooks/endpoints/${endpointId}/deliveries?status=pending`,
+    error: { path: "/v1/webhooks/endpoints/ep_none/deliveries?status=lost", status: 400 },
+  },
+  WebhookService_DeleteWebhookEndpoint: {
+    path: (_, endpointId) => `/v1/webhooks/endpoints/${endpointId}`,
+    error: { path: "/v1/webhooks/endpoints/x?force=true", status: 400 },
   },
   // Last: by now the agents above have events (created, deleted).
   AgentService_WatchAgentEvents: {
@@ -299,11 +353,12 @@ describe("every documented operation answers as documented", () => {
       ),
     );
     let agentId = "";
+    let endpointId = "";
     for (const [id, sample] of Object.entries(SAMPLES)) {
       const { verb, op } = operations.get(id) as { verb: string; op: Json };
-      await sample.ready?.(server.baseUrl, agentId);
+      await sample.ready?.(server.baseUrl, agentId, endpointId);
       for (const [path, body, expected] of [
-        [sample.path(agentId), sample.body, 200],
+        [sample.path(agentId, endpointId), sample.body, 200],
         [sample.error.path, sample.error.body, sample.error.status],
       ] as const) {
         const response = await fetch(`${server.baseUrl}${path}`, {
@@ -328,6 +383,8 @@ describe("every documented operation answers as documented", () => {
         expect(validate(json) ? [] : validate.errors, `${id} ${path}: ${JSON.stringify(json)}`).toEqual([]);
         if (id === "AgentService_CreateAgent" && expected === 200)
           agentId = (json.data as Json).agentId as string;
+        if (id === "WebhookService_CreateWebhookEndpoint" && expected === 200)
+          endpointId = (json.data as Json).endpointId as string;
       }
     }
     expect(agentId).not.toBe("");
