@@ -62,8 +62,10 @@ export function createMemoryWebhookStore(): WebhookStore {
       if (endpoint === undefined) return;
       const { failingSince: _, disabledAt: __, disabledReason: ___, ...rest } = endpoint;
       if (health.kind === "healthy") endpoints.set(endpointId, rest);
-      else if (health.kind === "failing") endpoints.set(endpointId, { ...rest, failingSince: health.since });
-      else {
+      else if (health.kind === "failing") {
+        // The first failure since the last success sets it; later ones leave it.
+        endpoints.set(endpointId, { ...endpoint, failingSince: endpoint.failingSince ?? health.since });
+      } else {
         endpoints.set(endpointId, {
           ...rest,
           ...(endpoint.failingSince === undefined ? {} : { failingSince: endpoint.failingSince }),
