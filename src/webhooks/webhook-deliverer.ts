@@ -134,6 +134,8 @@ export function createWebhookDeliverer(options: {
     } else if (endpoint.failingSince === undefined) {
       await store.setHealth(endpoint.endpointId, { kind: "failing", since: at });
     } else if (at.getTime() - endpoint.failingSince.getTime() >= options.disableAfterMs) {
+      // Another attempt at the same endpoint may have disabled it since this one began.
+      if ((await store.endpointById(endpoint.endpointId))?.disabledAt !== undefined) return;
       await store.setHealth(endpoint.endpointId, {
         kind: "disabled",
         at,

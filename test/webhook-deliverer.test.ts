@@ -1,0 +1,158 @@
+/**
+ * The deliverer's rules over days, on a clock the test moves: the retry schedule, and an endpoint
+ * whose every delivery fails for the disable period is disabled (a success in between starts the
+ * period again). Real HTTP to a receiver on a loopback socket; the memory store.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createHttpWebhookSender } from "../src/webhooks/http-webhook-sender.ts";
+import { createMemoryWebhookStore } from "../src/webhooks/memory-webhook-store.ts";
+import { nextAttemptAt, retryDelayMs } from "../src/webhooks/retry-schedule.ts";
+import { createWebhookDeliverer } from "../src/webhooks/webhook-deliverer.ts";
+import { signWebhook } from "../src/webhooks/webhook-signer.ts";
+import type { DeliveryRecord } from "../src/webhooks/webhook-store.ts";
+import { startWebhookReceiver, type WebhookReceiver } from "./support/webhook-receiver.ts";
+
+const HOUR = 3_600_000;
+const DEFAULTS = { baseMs: 5_000, maxMs: 4 * HOUR, forMs: 24 * HOUR };
+
+describe("the retry schedule", () => {
+  it("doubles from 5 s up to 4 h, with ±20% jitter", () => {
+    const middle = Array.from({ length: 14 }, (_, i) => retryDelayMs(i + 1, DEFAULTS, () => 0.5));
+    expect(middle).toEqual([
+      5_000,
+      10_000,
+      20_000,
+      40_000,
+      80_000,
+      160_000,
+      320_000,
+      640_000,
+      1_280_000,
+      2_560_000,
+      5_120_000,
+      10_240_000,
+      4 * HOUR,
+      4 * HOUR,
+    ]);
+    expect(retryDelayMs(3, DEFAULTS, () => 0)).toBe(16_000);
+    expect(retryDelayMs(3, DEFAULTS, () => 0.999999)).toBe(24_000);
+    expect(retryDelayMs(1_000, DEFAULTS, () => 0.5)).toBe(4 * HOUR);
+  });
+
+  it("ends a day after the event: 17 attempts without jitter, and never past the window with it", () => {
+    for (const random of [() => 0.5, () => 0, () => 0.999, Math.random]) {
+      const start = new Date(0);
+      let at: Date | undefined = start;
+      let attempts = 0;
+      while (at !== undefined) {
+        attempts++;
+        expect(at.getTime()).toBeLessThanOrEqual(DEFAULTS.forMs);
+        at = nextAttemptAt(attempts, at, start, DEFAULTS, random);
+      }
+      if (random() === 0.5) expect(attempts).toBe(17);
+      expect(attempts).toBeGreaterThanOrEqual(15);
+      expect(attempts).toBeLessThanOrEqual(19);
+    }
+  });
+});
+
+describe("disabling an endpoint that keeps failing", () => {
+  let receiver: WebhookReceiver;
+  beforeAll(async () => {
+    receiver = await startWebhookReceiver();
+  });
+  afterAll(async () => receiver.close());
+
+  it("disables it after every delivery failed for the period, and cancels what was pending", async () => {
+    let clock = Date.parse("2026-11-25T00:00:00Z");
+    const now = () => new Date(clock);
+    const store = createMemoryWebhookStore();
+    const sender = createHttpWebhookSender({
+      timeoutMs: 2_000,
+      maxResponseBytes: 65_536,
+      allowPrivateNetworks: true,
+      maxSocketsPerHost: 2,
+      userAgent: "test",
+    });
+    const disabled: string[] = [];
+    const deliverer = createWebhookDeliverer({
+      store,
+      sender,
+      worker: "w",
+      concurrency: 4,
+      maxInFlightPerEndpoint: 4,
+      leaseMs: 5_000,
+      retry: DEFAULTS,
+      disableAfterMs: 72 * HOUR,
+      sign: signWebhook,
+      observer: { onDisabled: (reason) => disabled.push(reason) },
+      now,
+    });
+    await store.createEndpoint(
+      {
+        endpointId: "ep_1",
+        owner: "o",
+        url: receiver.url,
+        eventTypes: [],
+        description: "",
+        createdAt: now(),
+        fromSeq: 0,
+        secrets: [{ secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", createdAt: now() }],
+      },
+      10,
+    );
+    let seq = 0;
+    const event = async (): Promise<string> => {
+      seq++;
+      const d: DeliveryRecord = {
+        deliveryId: `msg_1_${seq}`,
+        endpointId: "ep_1",
+        owner: "o",
+        eventSeq: seq,
+        eventType: "agent.created",
+        eventAt: now(),
+        payload: `{"seq":${seq}}`,
+        createdAt: now(),
+        status: "pending",
+        attempts: 0,
+        lastResponseCode: 0,
+        nextAttemptAt: now(),
+        windowStart: now(),
+      };
+      await store.enqueue([d]);
+      await deliverer.step();
+      await deliverer.drain();
+      return d.deliveryId;
+    };
+    const endpoint = () => store.getEndpoint("o", "ep_1");
+
+    receiver.answer = () => 500;
+    await event();
+    const failingSince = (await endpoint())?.failingSince;
+    expect(failingSince).toEqual(now());
+    clock += 48 * HOUR;
+    await event();
+    // A success starts the period again.
+    receiver.answer = () => 200;
+    clock += 1 * HOUR;
+    await event();
+    expect((await endpoint())?.failingSince).toBeUndefined();
+    receiver.answer = () => 503;
+    await event();
+    clock += 71 * HOUR;
+    const pending = await event();
+    expect((await endpoint())?.disabledAt).toBeUndefined();
+    expect(disabled).toEqual([]);
+    clock += 1 * HOUR;
+    await event();
+    expect(await endpoint()).toMatchObject({
+      disabledAt: now(),
+      disabledReason: "every delivery failed for 72 hours",
+    });
+    // Two attempts failed in that round (the earlier delivery's retry was due too): one disabled it.
+    expect(disabled).toEqual(["failing"]);
+    expect((await store.getDelivery("o", "ep_1", pending))?.status).toBe("canceled");
+    expect(await store.subscribers(["o"])).toEqual([]);
+    sender.close();
+  });
+});
