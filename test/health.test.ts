@@ -19,6 +19,7 @@ import { type RunningServer, startServer } from "./support/start-server.ts";
 
 const TOKEN = "token.v1.TokenService";
 const AGENT = "agent.v1.AgentService";
+const WEBHOOK = "webhook.v1.WebhookService";
 /** How long a status may take to follow the database. Loose: not a performance assertion. */
 const FOLLOW_DEADLINE_MS = 20_000;
 
@@ -126,6 +127,8 @@ describe("Health on the in-memory store", () => {
       "": ServingStatus.SERVING,
       [TOKEN]: ServingStatus.SERVING,
       [AGENT]: ServingStatus.SERVING,
+      // Webhook endpoints live beside the agents: the same database.
+      [WEBHOOK]: ServingStatus.SERVING,
     });
   });
 
@@ -177,6 +180,7 @@ describe("Health follows the agent store (private FerretDB)", () => {
     expect(await overall.next()).toBe(ServingStatus.NOT_SERVING);
     await eventually(() => check(client, ""), ServingStatus.NOT_SERVING, "overall");
     await eventually(() => check(client, AGENT), ServingStatus.NOT_SERVING, AGENT);
+    await eventually(() => check(client, WEBHOOK), ServingStatus.NOT_SERVING, WEBHOOK);
     expect(await check(client, TOKEN)).toBe(ServingStatus.SERVING);
     expect(await readyz(s.baseUrl)).toBe(503);
 
@@ -184,6 +188,7 @@ describe("Health follows the agent store (private FerretDB)", () => {
     expect(await overall.next()).toBe(ServingStatus.SERVING);
     await eventually(() => check(client, ""), ServingStatus.SERVING, "overall");
     await eventually(() => check(client, AGENT), ServingStatus.SERVING, AGENT);
+    await eventually(() => check(client, WEBHOOK), ServingStatus.SERVING, WEBHOOK);
     await eventually(() => readyz(s.baseUrl), 200, "/readyz");
     expect(await check(client, TOKEN)).toBe(ServingStatus.SERVING);
 

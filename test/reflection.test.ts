@@ -37,6 +37,7 @@ const SERVED = [
   "grpc.reflection.v1.ServerReflection",
   "grpc.reflection.v1alpha.ServerReflection",
   "token.v1.TokenService",
+  "webhook.v1.WebhookService",
 ];
 
 const sol = loadCatalog().tokens.find((t) => t.symbol === "SOL");
