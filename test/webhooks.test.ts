@@ -11,6 +11,7 @@ import { WebhookService } from "../gen/webhook/v1/webhook_pb.ts";
 import { createOverJson, SWAP } from "./support/agent-fixtures.ts";
 import { createProtocols, type Outcome, type Protocol } from "./support/callers.ts";
 import { useCleanups } from "./support/cleanups.ts";
+import { startFerretdb } from "./support/ferretdb.ts";
 import { type RunningServer, startServer } from "./support/start-server.ts";
 import {
   FAST_WEBHOOKS,
@@ -537,5 +538,54 @@ describe("WebhookService rules", () => {
       true,
     );
     ok(await json.call(WebhookService, "CreateWebhookEndpoint", { url: "https://example.com/c" }, alice));
+  });
+});
+
+describe("webhooks while the database is away", () => {
+  it("answer unavailable fast, keep their outbox, and deliver again once it is back, without a restart", async () => {
+    const db = await startFerretdb();
+    cleanup(() => db.stop());
+    const receiver = await startWebhookReceiver();
+    cleanup(() => receiver.close());
+    const server = await startServer({
+      env: {
+        ...FAST_WEBHOOKS,
+        MONGODB_URI: db.uri,
+        MONGODB_DB: "webhook_faults",
+        MONGODB_SERVER_SELECTION_TIMEOUT_MS: "500",
+      },
+    });
+    cleanup(() => server.close());
+    const json = createProtocols(server.baseUrl)[0] as Protocol;
+    cleanup(async () => json.close());
+    const created = ok(await json.call(WebhookService, "CreateWebhookEndpoint", { url: receiver.url }));
+    await createOverJson(server.baseUrl, SWAP);
+    await receiver.waitFor(1);
+
+    await db.kill();
+    const started = Date.now();
+    const down = await json.call(WebhookService, "ListWebhookEndpoints", {});
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(down.ok ? 0 : down.code).toBe(Code.Unavailable);
+    expect(down.ok ? "" : down.message).not.toMatch(/mongo|ECONN|127\.0\.0\.1|topology|socket/i);
+    // Rounds keep failing while it is away; the log says so, at most a line a second, without URLs.
+    await new Promise((r) => setTimeout(r, 1_500));
+    const failures = server.logs.filter((l) => l.msg === "webhook deliveries: a round failed");
+    expect(failures.length).toBeGreaterThan(0);
+    expect(failures.length).toBeLessThanOrEqual(3);
+    expect(JSON.stringify(server.logs)).not.toContain(receiver.url);
+    expect(JSON.stringify(server.logs)).not.toContain("whsec_");
+
+    await db.restart();
+    // The same server serves again, and its loop delivers the next event.
+    const listed = await until(
+      () => json.call(WebhookService, "ListWebhookEndpoints", {}),
+      (o) => o.ok,
+      30_000,
+    );
+    expect((ok(listed).endpoints as Record<string, unknown>[])[0]?.endpointId).toBe(created.endpointId);
+    await createOverJson(server.baseUrl, SWAP);
+    await receiver.waitFor(2, 20_000);
+    verifyWebhook(String(created.secret), receiver.received[1] as never);
   });
 });
