@@ -10,6 +10,13 @@ import {
 export function createMemoryWebhookStore(): WebhookStore {
   const endpoints = new Map<string, EndpointRecord>();
   const deliveries = new Map<string, DeliveryRecord>();
+  /** The pending ones, so that looking for due work does not walk the whole history. */
+  const pending = new Set<string>();
+  const put = (d: DeliveryRecord) => {
+    deliveries.set(d.deliveryId, d);
+    if (d.status === "pending") pending.add(d.deliveryId);
+    else pending.delete(d.deliveryId);
+  };
   const claims = new Map<string, AttemptClaim & { at: Date }>();
   let cursor: number | undefined;
   const ownEndpoint = (owner: string, endpointId: string) => {
@@ -19,10 +26,11 @@ export function createMemoryWebhookStore(): WebhookStore {
   const newestFirst = <T extends { createdAt: Date }>(a: T, b: T) =>
     b.createdAt.getTime() - a.createdAt.getTime();
   const cancelPending = (endpointId: string) => {
-    for (const d of deliveries.values()) {
-      if (d.endpointId === endpointId && d.status === "pending") {
+    for (const id of pending) {
+      const d = deliveries.get(id) as DeliveryRecord;
+      if (d.endpointId === endpointId) {
         const { nextAttemptAt: _, ...rest } = d;
-        deliveries.set(d.deliveryId, { ...rest, status: "canceled" });
+        put({ ...rest, status: "canceled" });
       }
     }
   };
@@ -83,15 +91,16 @@ export function createMemoryWebhookStore(): WebhookStore {
       let added = 0;
       for (const d of records) {
         if (deliveries.has(d.deliveryId)) continue;
-        deliveries.set(d.deliveryId, d);
+        put(d);
         added++;
       }
       return added;
     },
     async due(now, limit) {
       const found: DeliveryRecord[] = [];
-      for (const d of deliveries.values()) {
-        if (d.status === "pending" && d.nextAttemptAt !== undefined && d.nextAttemptAt <= now) found.push(d);
+      for (const id of pending) {
+        const d = deliveries.get(id) as DeliveryRecord;
+        if (d.nextAttemptAt !== undefined && d.nextAttemptAt <= now) found.push(d);
       }
       found.sort((a, b) => (a.nextAttemptAt as Date).getTime() - (b.nextAttemptAt as Date).getTime());
       return found.slice(0, limit);
@@ -120,7 +129,7 @@ export function createMemoryWebhookStore(): WebhookStore {
       const d = deliveries.get(deliveryId);
       if (d === undefined || d.attempts >= attempt) return;
       const { nextAttemptAt: _, lastError: __, ...rest } = d;
-      deliveries.set(deliveryId, { ...rest, ...outcome, attempts: attempt });
+      put({ ...rest, ...outcome, attempts: attempt });
     },
     async getDelivery(owner, endpointId, deliveryId) {
       const d = deliveries.get(deliveryId);
@@ -141,7 +150,7 @@ export function createMemoryWebhookStore(): WebhookStore {
       const d = deliveries.get(deliveryId);
       if (d?.owner !== owner || d.endpointId !== endpointId) return undefined;
       const resent: DeliveryRecord = { ...d, status: "pending", nextAttemptAt: now, windowStart: now };
-      deliveries.set(deliveryId, resent);
+      put(resent);
       return resent;
     },
     async cursor() {
