@@ -10,6 +10,7 @@
  *   BENCH_ONLY=transfers npm run bench (only the transfer figures: 1000 agents due at once)
  *   BENCH_ONLY=prices npm run bench    (only the Jupiter figures: warm cache vs catalog, cold stampede)
  *   BENCH_ONLY=streams npm run bench   (only the stream figures: 1,000 price watchers on one process)
+ *   BENCH_ONLY=webhooks npm run bench  (only the webhook figures: deliveries per second, lag from event to delivery)
  *
  * Each server's throughput alone is printed, but the ratios come from paired runs: the service
  * and its peer share core 0 and are loaded at the same moment, each by its own generator, so
@@ -336,6 +337,7 @@ try {
   if (only === undefined || only === "transfers") await transferFigures();
   if (only === undefined || only === "prices") await priceFigures();
   if (only === undefined || only === "streams") await streamFigures();
+  if (only === undefined || only === "webhooks") await webhookFigures();
   print();
 } finally {
   for (const child of children) child.kill("SIGTERM");
@@ -751,6 +753,118 @@ async function eventLag(count: number): Promise<void> {
   } finally {
     runner.child.kill("SIGTERM");
     other.child.kill("SIGTERM");
+  }
+}
+
+/**
+ * Webhook deliveries to a fast local receiver (a node:http server in this process answering 204),
+ * on the memory store and on FerretDB, with the defaults but http and loopback allowed:
+ * - throughput: 4 endpoints, 1,000 agents created 32 at a time, so 4,000 deliveries; deliveries
+ *   per second from the first creation to the last receipt;
+ * - lag: 1 endpoint, 50 agents a second for 10 s; from each event's time (the body's timestamp)
+ *   to its receipt, p50 and p99.
+ */
+async function webhookFigures(): Promise<void> {
+  const { createServer } = await import("node:http");
+  let onHook: (body: string) => void = () => {};
+  const receiver = createServer((req, res) => {
+    let body = "";
+    req.setEncoding("utf8");
+    req.on("data", (chunk: string) => {
+      body += chunk;
+    });
+    req.on("end", () => {
+      onHook(body);
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
+  const receiverPort = (receiver.address() as { port: number }).port;
+  try {
+    for (const store of ["memory", "FerretDB"] as const) {
+      if (store === "FerretDB") ferret ??= await startFerretdb();
+      const service = await start(["node", ...startFlags, "src/main.ts"], {
+        LOG_LEVEL: "warn",
+        AUTH_MODE: "none",
+        LOCAL_SOLANA_RPC_PORT: "0",
+        SCHEDULER_ENABLED: "false",
+        WEBHOOK_ALLOW_HTTP: "true",
+        WEBHOOK_ALLOW_PRIVATE_NETWORKS: "true",
+        WEBHOOK_MAX_ENDPOINTS_PER_OWNER: "100",
+        RATE_LIMIT_WRITE_BURST: "1000000",
+        ...(store === "FerretDB"
+          ? { MONGODB_URI: (ferret as FerretdbServer).uri, MONGODB_DB: `bench_webhooks_${process.pid}` }
+          : {}),
+      });
+      const base = `http://127.0.0.1:${service.port}`;
+      const post = async (path: string, body: unknown) => {
+        const res = await fetch(`${base}${path}`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify(body),
+        });
+        return (await res.json()) as { data: { endpointId: string } };
+      };
+      try {
+        const endpoints: string[] = [];
+        for (let i = 0; i < 4; i++) {
+          endpoints.push(
+            (await post("/v1/webhooks/endpoints", { url: `http://127.0.0.1:${receiverPort}/${i}` })).data
+              .endpointId,
+          );
+        }
+        const AGENTS = 1_000;
+        let received = 0;
+        let lastAt = 0;
+        const allIn = new Promise<void>((resolve) => {
+          onHook = () => {
+            received++;
+            lastAt = performance.now();
+            if (received === AGENTS * endpoints.length) resolve();
+          };
+        });
+        const started = performance.now();
+        let next = 0;
+        await Promise.all(
+          Array.from({ length: 32 }, async () => {
+            while (next < AGENTS) {
+              next++;
+              await post("/v1/agents", SWAP);
+            }
+          }),
+        );
+        const created = performance.now();
+        await Promise.race([allIn, new Promise((resolve) => setTimeout(resolve, 120_000))]);
+        const perSecond = (received / (lastAt - started)) * 1000;
+        for (const id of endpoints.slice(1)) {
+          await fetch(`${base}/v1/webhooks/endpoints/${id}`, { method: "DELETE" });
+        }
+        const lags: number[] = [];
+        onHook = (body) => {
+          const sent = Date.parse((JSON.parse(body) as { timestamp: string }).timestamp);
+          lags.push(Date.now() - sent);
+        };
+        for (let s = 0; s < 10; s++) {
+          const tick = performance.now();
+          await Promise.all(Array.from({ length: 50 }, () => post("/v1/agents", SWAP)));
+          await new Promise((resolve) => setTimeout(resolve, Math.max(0, 1000 - (performance.now() - tick))));
+        }
+        await new Promise((resolve) => setTimeout(resolve, 2_000));
+        lags.sort((a, b) => a - b);
+        const q = (p: number) => lags[Math.min(lags.length - 1, Math.floor(p * lags.length))] ?? Number.NaN;
+        notes.push(
+          `Webhooks on ${store} (one process, WEBHOOK_POLL_INTERVAL_MS=250, WEBHOOK_CONCURRENCY=32, a receiver on loopback answering 204): ` +
+            `${received.toLocaleString("en-US")} of ${(AGENTS * endpoints.length).toLocaleString("en-US")} deliveries (${AGENTS} events × ${endpoints.length} endpoints) ` +
+            `at ${Math.round(perSecond).toLocaleString("en-US")} deliveries/s, from the first creation to the last receipt ` +
+            `(the creations alone took ${((created - started) / 1000).toFixed(1)} s); ` +
+            `at 50 events/s for 10 s, from an event to its delivery p50 ${q(0.5)} ms, p99 ${q(0.99)} ms, max ${lags.at(-1)} ms (${lags.length} deliveries)`,
+        );
+      } finally {
+        service.child.kill("SIGTERM");
+      }
+    }
+  } finally {
+    receiver.close();
   }
 }
 

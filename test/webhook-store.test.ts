@@ -80,8 +80,14 @@ describe.each(ADAPTERS)("the webhook store on %s", (_name, make) => {
   it("enqueues a delivery once per id, however often it is enqueued", async () => {
     const store = await open();
     await store.createEndpoint(endpoint("e1"), 10);
-    expect(await store.enqueue([delivery("e1", 1), delivery("e1", 2)])).toBe(2);
-    expect(await store.enqueue([delivery("e1", 2), delivery("e1", 3), delivery("e1", 1)])).toBe(1);
+    const ids = (added: readonly DeliveryRecord[]) => added.map((d) => d.deliveryId);
+    expect(ids(await store.enqueue([delivery("e1", 1), delivery("e1", 2)]))).toEqual([
+      "msg_e1_1",
+      "msg_e1_2",
+    ]);
+    expect(ids(await store.enqueue([delivery("e1", 2), delivery("e1", 3), delivery("e1", 1)]))).toEqual([
+      "msg_e1_3",
+    ]);
     const { deliveries, total } = await store.listDeliveries("alice", "e1", { limit: 10, offset: 0 });
     expect(total).toBe(3);
     expect(deliveries.map((d) => d.eventSeq)).toEqual([3, 2, 1]);

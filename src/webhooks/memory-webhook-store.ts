@@ -88,11 +88,11 @@ export function createMemoryWebhookStore(): WebhookStore {
       return [...endpoints.values()].filter((e) => wanted.has(e.owner) && e.disabledAt === undefined);
     },
     async enqueue(records) {
-      let added = 0;
+      const added: DeliveryRecord[] = [];
       for (const d of records) {
         if (deliveries.has(d.deliveryId)) continue;
         put(d);
-        added++;
+        added.push(d);
       }
       return added;
     },

@@ -1,11 +1,17 @@
 /**
  * The webhook store in MongoDB (and FerretDB): collections `webhook_endpoints`,
- * `webhook_deliveries` (the outbox), `webhook_attempt_claims` and `webhook_state` (the fan-out
- * cursor). See webhook-store.ts for the rules: every race between replicas is an insert of a
- * unique `_id`; updates are made by the one holder of a claim, or are idempotent.
+ * `webhook_deliveries` (the outbox, and the history ListWebhookDeliveries reads),
+ * `webhook_due` (one small entry per pending delivery: when it is due), `webhook_attempt_claims`
+ * and `webhook_state` (the fan-out cursor). See webhook-store.ts for the rules: every race between
+ * replicas is an insert of a unique `_id`; updates are made by the one holder of a claim, or are
+ * idempotent.
+ *
+ * FerretDB answers a query by `_id` from its primary key and scans the collection for anything
+ * else, whatever the indexes: the hot paths are `_id` lookups, and the one query they make (what
+ * is due) reads `webhook_due`, which holds the pending deliveries only, not the history.
  */
 import type { Collection, Db } from "mongodb";
-import { isDuplicateKey } from "../agent/mongo-errors.ts";
+import { DUPLICATE_KEY, isDuplicateKey } from "../agent/mongo-errors.ts";
 import {
   type AttemptClaim,
   claimNextAttempt,
@@ -60,6 +66,13 @@ interface ClaimDoc {
   leaseUntil: Date;
 }
 
+interface DueDoc {
+  /** The delivery's id. */
+  _id: string;
+  endpointId: string;
+  nextAttemptAt: Date;
+}
+
 interface StateDoc {
   _id: string;
   seq: number;
@@ -88,6 +101,7 @@ export function createMongoWebhookStore(options: MongoWebhookStoreOptions): Webh
     writeConcern: WRITE_CONCERN,
   });
   const state: Collection<StateDoc> = db.collection("webhook_state", { writeConcern: WRITE_CONCERN });
+  const dues: Collection<DueDoc> = db.collection("webhook_due", { writeConcern: WRITE_CONCERN });
 
   let indexes: Promise<void> | undefined;
   const ensureIndexes = (): Promise<void> => {
@@ -99,6 +113,8 @@ export function createMongoWebhookStore(options: MongoWebhookStoreOptions): Webh
         { name: "endpoint_createdAt_seq" },
       );
       await claims.createIndex({ deliveryId: 1 }, { name: "deliveryId" });
+      await dues.createIndex({ nextAttemptAt: 1 }, { name: "nextAttemptAt" });
+      await dues.createIndex({ endpointId: 1 }, { name: "endpointId" });
     })().catch((err: unknown) => {
       indexes = undefined;
       throw err;
@@ -110,11 +126,18 @@ export function createMongoWebhookStore(options: MongoWebhookStoreOptions): Webh
       await ensureIndexes();
       return op();
     });
-  const cancelPending = (endpointId: string) =>
-    deliveries.updateMany(
-      { endpointId, status: "pending" },
-      { $set: { status: "canceled" }, $unset: { nextAttemptAt: "" } },
-    );
+  /** The pending deliveries of an endpoint are those with a due entry. */
+  const cancelPending = async (endpointId: string) => {
+    const pending = await dues.find({ endpointId }, { projection: { _id: 1 } }).toArray();
+    for (const { _id } of pending) {
+      await deliveries.updateOne({ _id }, { $set: { status: "canceled" }, $unset: { nextAttemptAt: "" } });
+    }
+    await dues.deleteMany({ endpointId });
+  };
+  const deliveryById = async (id: string) => {
+    const doc = await deliveries.findOne({ _id: id });
+    return doc === null ? undefined : deliveryOf(doc);
+  };
   const claimId = (deliveryId: string, attempt: number) => JSON.stringify([deliveryId, attempt]);
 
   return {
@@ -187,34 +210,30 @@ export function createMongoWebhookStore(options: MongoWebhookStoreOptions): Webh
       }),
     enqueue: (records) =>
       run(async () => {
-        if (records.length === 0) return 0;
-        try {
-          const result = await deliveries.insertMany(records.map(toDeliveryDoc), { ordered: false });
-          return result.insertedCount;
-        } catch (err) {
-          // Some were enqueued already (another replica, or this one before a crash): the rest are in.
-          const result = (err as { result?: { insertedCount?: number } }).result;
-          const writeErrors = (err as { writeErrors?: unknown[] | unknown }).writeErrors;
-          const errors = Array.isArray(writeErrors)
-            ? writeErrors
-            : writeErrors === undefined
-              ? []
-              : [writeErrors];
-          if (errors.length > 0 && errors.every((e) => (e as { code?: number }).code === 11000)) {
-            return result?.insertedCount ?? records.length - errors.length;
-          }
-          if (isDuplicateKey(err) && errors.length === 0) return 0;
-          throw err;
-        }
+        if (records.length === 0) return [];
+        // Due entries first: a crash before the deliveries leaves entries whose delivery the
+        // next fan-out of the same events inserts (the cursor has not moved).
+        await insertIgnoringDuplicates(
+          dues,
+          records.map((r) => ({
+            _id: r.deliveryId,
+            endpointId: r.endpointId,
+            nextAttemptAt: r.nextAttemptAt ?? r.createdAt,
+          })),
+        );
+        const inserted = await insertIgnoringDuplicates(deliveries, records.map(toDeliveryDoc));
+        return records.filter((r) => inserted.has(r.deliveryId));
       }),
     due: (now, limit) =>
       run(async () => {
-        const docs = await deliveries
-          .find({ status: "pending", nextAttemptAt: { $lte: now } }, bounded)
+        const entries = await dues
+          .find({ nextAttemptAt: { $lte: now } }, bounded)
           .sort({ nextAttemptAt: 1 })
           .limit(limit)
           .toArray();
-        return docs.map(deliveryOf);
+        const found = await Promise.all(entries.map((e) => deliveryById(e._id)));
+        // An entry whose delivery is not there yet (a fan-out between its two inserts) waits.
+        return found.filter((d): d is DeliveryRecord => d?.status === "pending");
       }),
     claimAttempt: (delivery, claimOptions) =>
       run(() =>
@@ -237,10 +256,7 @@ export function createMongoWebhookStore(options: MongoWebhookStoreOptions): Webh
               const doc = await claims.findOne({ _id: claimId(delivery.deliveryId, attempt) });
               return doc === null ? undefined : { leaseUntil: doc.leaseUntil };
             },
-            async readDelivery() {
-              const doc = await deliveries.findOne({ _id: delivery.deliveryId });
-              return doc === null ? undefined : deliveryOf(doc);
-            },
+            readDelivery: () => deliveryById(delivery.deliveryId),
           },
           delivery,
           claimOptions,
@@ -248,21 +264,31 @@ export function createMongoWebhookStore(options: MongoWebhookStoreOptions): Webh
       ),
     finishAttempt: (deliveryId, attempt, outcome) =>
       run(async () => {
+        // Read, then written by `_id` alone (a filter on more would make FerretDB scan): only the
+        // holder of the newest attempt writes, so the check cannot race with another writer but a
+        // holder that vanished and came back, which the check stops.
+        const current = await deliveries.findOne({ _id: deliveryId }, { projection: { attempts: 1 } });
+        if (current === null || current.attempts >= attempt) return;
         const unset: Record<string, ""> = {};
         if (outcome.nextAttemptAt === undefined) unset.nextAttemptAt = "";
         if (outcome.lastError === undefined) unset.lastError = "";
         await deliveries.updateOne(
-          { _id: deliveryId, attempts: { $lt: attempt } },
+          { _id: deliveryId },
           {
             $set: { ...present(outcome), attempts: attempt },
             ...(Object.keys(unset).length === 0 ? {} : { $unset: unset }),
           },
         );
+        if (outcome.status === "pending" && outcome.nextAttemptAt !== undefined) {
+          await dues.updateOne({ _id: deliveryId }, { $set: { nextAttemptAt: outcome.nextAttemptAt } });
+        } else {
+          await dues.deleteOne({ _id: deliveryId });
+        }
       }),
     getDelivery: (owner, endpointId, deliveryId) =>
       run(async () => {
-        const doc = await deliveries.findOne({ _id: deliveryId, owner, endpointId });
-        return doc === null ? undefined : deliveryOf(doc);
+        const found = await deliveryById(deliveryId);
+        return found?.owner === owner && found.endpointId === endpointId ? found : undefined;
       }),
     listDeliveries: (owner, endpointId, filter) =>
       run(async () => {
@@ -284,12 +310,18 @@ export function createMongoWebhookStore(options: MongoWebhookStoreOptions): Webh
       }),
     resend: (owner, endpointId, deliveryId, now) =>
       run(async () => {
-        const doc = await deliveries.findOneAndUpdate(
-          { _id: deliveryId, owner, endpointId },
+        const found = await deliveryById(deliveryId);
+        if (found?.owner !== owner || found.endpointId !== endpointId) return undefined;
+        await deliveries.updateOne(
+          { _id: deliveryId },
           { $set: { status: "pending", nextAttemptAt: now, windowStart: now } },
-          { returnDocument: "after" },
         );
-        return doc === null ? undefined : deliveryOf(doc);
+        await dues.updateOne(
+          { _id: deliveryId },
+          { $set: { endpointId, nextAttemptAt: now } },
+          { upsert: true },
+        );
+        return { ...found, status: "pending" as const, nextAttemptAt: now, windowStart: now };
       }),
     cursor: () =>
       run(async () => {
@@ -323,6 +355,30 @@ export function createMongoWebhookStore(options: MongoWebhookStoreOptions): Webh
       }),
     async close() {},
   };
+}
+
+/** Inserts documents, passing over those whose `_id` exists: the ids of those inserted. */
+async function insertIgnoringDuplicates<T extends { _id: string }>(
+  collection: Collection<T>,
+  docs: readonly T[],
+): Promise<Set<string>> {
+  const ids = docs.map((d) => d._id);
+  try {
+    // biome-ignore lint/suspicious/noExplicitAny: the driver's OptionalUnlessRequiredId cannot see through T.
+    await collection.insertMany(docs as any[], { ordered: false });
+    return new Set(ids);
+  } catch (err) {
+    const writeErrors = (err as { writeErrors?: unknown }).writeErrors;
+    const errors = (
+      Array.isArray(writeErrors) ? writeErrors : writeErrors === undefined ? [] : [writeErrors]
+    ) as {
+      code?: number;
+      index?: number;
+    }[];
+    if (errors.length === 0 || errors.some((e) => e.code !== DUPLICATE_KEY)) throw err;
+    const failed = new Set(errors.map((e) => e.index));
+    return new Set(ids.filter((_, i) => !failed.has(i)));
+  }
 }
 
 /** Deliveries dropped per prune; the next prune takes the rest. */

@@ -32,6 +32,8 @@ export interface DeliveryObserver {
 export interface WebhookDeliverer {
   /** Claims due deliveries up to the free capacity and starts their attempts. */
   step(): Promise<void>;
+  /** Starts the first attempts at deliveries just enqueued, as far as there is room (the rest wait to be due). */
+  offer(deliveries: readonly DeliveryRecord[]): Promise<void>;
   inFlight(): number;
   /** Resolves when the attempts in flight now have ended. */
   drain(): Promise<void>;
@@ -160,24 +162,28 @@ export function createWebhookDeliverer(options: {
     running.set(id, work);
   };
 
+  const takeUpTo = async (deliveries: readonly DeliveryRecord[]) => {
+    for (const delivery of deliveries) {
+      if (running.size >= options.concurrency) break;
+      if (running.has(delivery.deliveryId)) continue;
+      if ((perEndpoint.get(delivery.endpointId) ?? 0) >= options.maxInFlightPerEndpoint) continue;
+      const n = await store.claimAttempt(delivery, {
+        worker: options.worker,
+        now: now(),
+        leaseMs: options.leaseMs,
+      });
+      if (n !== undefined) start(delivery, n);
+    }
+  };
+
   return {
     async step() {
       const free = options.concurrency - running.size;
       if (free <= 0) return;
       // More than the free places: some may be held elsewhere or be over their endpoint's bound.
-      const due = await store.due(now(), free * 2);
-      for (const delivery of due) {
-        if (running.size >= options.concurrency) break;
-        if (running.has(delivery.deliveryId)) continue;
-        if ((perEndpoint.get(delivery.endpointId) ?? 0) >= options.maxInFlightPerEndpoint) continue;
-        const n = await store.claimAttempt(delivery, {
-          worker: options.worker,
-          now: now(),
-          leaseMs: options.leaseMs,
-        });
-        if (n !== undefined) start(delivery, n);
-      }
+      await takeUpTo(await store.due(now(), free * 2));
     },
+    offer: takeUpTo,
     inFlight: () => running.size,
     async drain() {
       await Promise.all(running.values());

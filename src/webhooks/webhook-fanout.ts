@@ -2,8 +2,11 @@ import type { EventLog, LoggedEvent } from "../events/event-log.ts";
 import type { DeliveryRecord, EndpointRecord, WebhookStore } from "./webhook-store.ts";
 
 export interface WebhookFanout {
-  /** Enqueues the deliveries of the next page of events; `more`: another page is waiting. */
-  step(): Promise<{ enqueued: number; more: boolean }>;
+  /**
+   * Enqueues the deliveries of the next page of events: `fresh` are those this call enqueued
+   * (another replica may have enqueued the rest); `more`: another page is waiting.
+   */
+  step(): Promise<{ fresh: readonly DeliveryRecord[]; more: boolean }>;
 }
 
 /** The id of an event's delivery to an endpoint, and the `webhook-id` of its every attempt. */
@@ -39,11 +42,11 @@ export function createWebhookFanout(options: {
       const cursor = await store.cursor();
       if (cursor === undefined) {
         await store.advanceCursor(await log.lastSeq());
-        return { enqueued: 0, more: false };
+        return { fresh: [], more: false };
       }
       const events = await log.after(cursor, pageSize);
       const last = events.at(-1);
-      if (last === undefined) return { enqueued: 0, more: false };
+      if (last === undefined) return { fresh: [], more: false };
       const endpoints = await store.subscribers([...new Set(events.map((e) => e.owner))]);
       const created = now();
       const deliveries: DeliveryRecord[] = [];
@@ -73,9 +76,9 @@ export function createWebhookFanout(options: {
           });
         }
       }
-      const enqueued = await store.enqueue(deliveries);
+      const fresh = await store.enqueue(deliveries);
       await store.advanceCursor(last.seq);
-      return { enqueued, more: events.length === pageSize };
+      return { fresh, more: events.length === pageSize };
     },
   };
 }

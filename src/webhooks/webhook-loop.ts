@@ -31,7 +31,9 @@ export function createWebhookLoop(options: {
 
   const runRound = async () => {
     for (let pages = 0; pages < MAX_PAGES_PER_ROUND; pages++) {
-      const { more } = await fanout.step();
+      const { fresh, more } = await fanout.step();
+      // What this process just enqueued goes out at once; then whatever else is due.
+      await deliverer.offer(fresh);
       await deliverer.step();
       if (!more) break;
     }

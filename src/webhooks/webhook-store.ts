@@ -105,8 +105,8 @@ export interface WebhookStore {
   setHealth(endpointId: string, health: EndpointHealth): Promise<void>;
   /** The enabled endpoints of these owners (for fanning events out). */
   subscribers(owners: readonly string[]): Promise<readonly EndpointRecord[]>;
-  /** Adds deliveries, once per `deliveryId`; resolves with how many were new. */
-  enqueue(deliveries: readonly DeliveryRecord[]): Promise<number>;
+  /** Adds deliveries, once per `deliveryId`; resolves with those that were new. */
+  enqueue(deliveries: readonly DeliveryRecord[]): Promise<readonly DeliveryRecord[]>;
   /** Pending deliveries due at `now`, the longest waiting first. */
   due(now: Date, limit: number): Promise<readonly DeliveryRecord[]>;
   /**
