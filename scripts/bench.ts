@@ -781,7 +781,10 @@ async function webhookFigures(): Promise<void> {
   await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
   const receiverPort = (receiver.address() as { port: number }).port;
   try {
-    for (const store of ["memory", "FerretDB"] as const) {
+    for (const store of (process.env.BENCH_WEBHOOK_STORES ?? "memory,FerretDB").split(",") as (
+      | "memory"
+      | "FerretDB"
+    )[]) {
       if (store === "FerretDB") ferret ??= await startFerretdb();
       const service = await start(["node", ...startFlags, "src/main.ts"], {
         LOG_LEVEL: "warn",

@@ -297,6 +297,7 @@ export async function createAppContext(
     isStoreReady,
     isChainReady,
     async destroy() {
+      await hooks.close();
       await runs.close();
       await store.close();
     },

@@ -94,7 +94,7 @@ describe.each(ADAPTERS)("the webhook store on %s", (_name, make) => {
     expect(deliveries[0]).toEqual(delivery("e1", 3));
   });
 
-  it("gives each attempt to one claimer, takes over an abandoned claim, and drops an outcome older than one recorded", async () => {
+  it("gives each attempt to one claimer, takes over an abandoned claim, drops a stale retry, and keeps the first end", async () => {
     const store = await open();
     await store.createEndpoint(endpoint("e1"), 10);
     await store.enqueue([delivery("e1", 1)]);
@@ -109,18 +109,19 @@ describe.each(ADAPTERS)("the webhook store on %s", (_name, make) => {
     expect(await store.claimAttempt(due as DeliveryRecord, claimOptions(500, "w3"))).toBeUndefined();
     // The holder vanished: once its lease and the skew allowance are over, attempt 2 is taken.
     expect(await store.claimAttempt(due as DeliveryRecord, claimOptions(2_500, "w3"))).toBe(2);
-    await store.finishAttempt("msg_e1_1", 2, {
+    const claimed = due as DeliveryRecord;
+    await store.finishAttempt(claimed, 2, {
       status: "pending",
       lastResponseCode: 500,
       lastAttemptAt: at(2_500),
       nextAttemptAt: at(3_000),
     });
-    // The vanished holder comes back and records attempt 1: too late, it is dropped.
-    await store.finishAttempt("msg_e1_1", 1, {
-      status: "delivered",
-      lastResponseCode: 200,
+    // The vanished holder comes back and records attempt 1 as a retry: too late, it is dropped.
+    await store.finishAttempt(claimed, 1, {
+      status: "pending",
+      lastResponseCode: 503,
       lastAttemptAt: at(0),
-      deliveredAt: at(10),
+      nextAttemptAt: at(1_000),
     });
     const stored = await store.getDelivery("alice", "e1", "msg_e1_1");
     expect(stored).toMatchObject({
@@ -131,14 +132,20 @@ describe.each(ADAPTERS)("the webhook store on %s", (_name, make) => {
     });
     // Not due yet; then due, and a claimer that read it before attempt 2 was recorded gets nothing.
     expect(await store.due(at(2_900), 10)).toEqual([]);
-    expect(await store.claimAttempt(due as DeliveryRecord, claimOptions(3_000))).toBeUndefined();
+    expect(await store.claimAttempt(claimed, claimOptions(3_000))).toBeUndefined();
     const [again] = await store.due(at(3_000), 10);
     expect(await store.claimAttempt(again as DeliveryRecord, claimOptions(3_000))).toBe(3);
-    await store.finishAttempt("msg_e1_1", 3, {
+    await store.finishAttempt(again as DeliveryRecord, 3, {
       status: "delivered",
       lastResponseCode: 204,
       lastAttemptAt: at(3_000),
       deliveredAt: at(3_010),
+    });
+    // The first end stays: a late one from the vanished holder changes nothing.
+    await store.finishAttempt(claimed, 1, {
+      status: "failed",
+      lastResponseCode: 410,
+      lastAttemptAt: at(0),
     });
     const done = await store.getDelivery("alice", "e1", "msg_e1_1");
     expect(done).toMatchObject({ status: "delivered", attempts: 3, lastResponseCode: 204 });
@@ -201,7 +208,7 @@ describe.each(ADAPTERS)("the webhook store on %s", (_name, make) => {
     await store.enqueue([delivery("e1", 1), delivery("e1", 2)]);
     const [first] = await store.due(at(0), 1);
     const n = await store.claimAttempt(first as DeliveryRecord, claimOptions(0));
-    await store.finishAttempt(first?.deliveryId as string, n as number, {
+    await store.finishAttempt(first as DeliveryRecord, n as number, {
       status: "delivered",
       lastResponseCode: 200,
       lastAttemptAt: at(0),

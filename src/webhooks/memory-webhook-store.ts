@@ -125,11 +125,12 @@ export function createMemoryWebhookStore(): WebhookStore {
         options,
       );
     },
-    async finishAttempt(deliveryId, attempt, outcome) {
-      const d = deliveries.get(deliveryId);
-      if (d === undefined || d.attempts >= attempt) return;
+    async finishAttempt(delivery, attempt, outcome) {
+      const d = deliveries.get(delivery.deliveryId);
+      if (d === undefined || d.status !== "pending") return;
+      if (outcome.status === "pending" && d.attempts >= attempt) return;
       const { nextAttemptAt: _, lastError: __, ...rest } = d;
-      put({ ...rest, ...outcome, attempts: attempt });
+      put({ ...rest, ...outcome, attempts: Math.max(attempt, d.attempts) });
     },
     async getDelivery(owner, endpointId, deliveryId) {
       const d = deliveries.get(deliveryId);

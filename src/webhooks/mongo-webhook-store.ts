@@ -1,14 +1,15 @@
 /**
  * The webhook store in MongoDB (and FerretDB): collections `webhook_endpoints`,
- * `webhook_deliveries` (the outbox, and the history ListWebhookDeliveries reads),
- * `webhook_due` (one small entry per pending delivery: when it is due), `webhook_attempt_claims`
- * and `webhook_state` (the fan-out cursor). See webhook-store.ts for the rules: every race between
- * replicas is an insert of a unique `_id`; updates are made by the one holder of a claim, or are
- * idempotent.
+ * `webhook_outbox` (the pending deliveries), `webhook_deliveries` (the finished ones: delivered,
+ * failed or canceled), `webhook_attempt_claims` and `webhook_state` (the fan-out cursor). See
+ * webhook-store.ts for the rules: every race between replicas is an insert of a unique `_id`;
+ * updates are made by the one holder of a claim, or are idempotent.
  *
- * FerretDB answers a query by `_id` from its primary key and scans the collection for anything
- * else, whatever the indexes: the hot paths are `_id` lookups, and the one query they make (what
- * is due) reads `webhook_due`, which holds the pending deliveries only, not the history.
+ * FerretDB answers a query by `_id` from its primary key, but scans the collection for every other
+ * query and for every update and delete, whatever the indexes. So the outbox holds only what is
+ * pending, and a delivery that ends moves to the history by an insert (cheap at any size); its
+ * outbox document goes in batches, one delete for many. Where a delivery is in both (the batch
+ * not yet flushed, a process gone before it), the history wins. On MongoDB the indexes serve it all.
  */
 import type { Collection, Db } from "mongodb";
 import { DUPLICATE_KEY, isDuplicateKey } from "../agent/mongo-errors.ts";
@@ -66,13 +67,6 @@ interface ClaimDoc {
   leaseUntil: Date;
 }
 
-interface DueDoc {
-  /** The delivery's id. */
-  _id: string;
-  endpointId: string;
-  nextAttemptAt: Date;
-}
-
 interface StateDoc {
   _id: string;
   seq: number;
@@ -94,27 +88,30 @@ export function createMongoWebhookStore(options: MongoWebhookStoreOptions): Webh
   const endpoints: Collection<EndpointDoc> = db.collection("webhook_endpoints", {
     writeConcern: WRITE_CONCERN,
   });
-  const deliveries: Collection<DeliveryDoc> = db.collection("webhook_deliveries", {
+  const outbox: Collection<DeliveryDoc> = db.collection("webhook_outbox", { writeConcern: WRITE_CONCERN });
+  const history: Collection<DeliveryDoc> = db.collection("webhook_deliveries", {
     writeConcern: WRITE_CONCERN,
   });
   const claims: Collection<ClaimDoc> = db.collection("webhook_attempt_claims", {
     writeConcern: WRITE_CONCERN,
   });
   const state: Collection<StateDoc> = db.collection("webhook_state", { writeConcern: WRITE_CONCERN });
-  const dues: Collection<DueDoc> = db.collection("webhook_due", { writeConcern: WRITE_CONCERN });
 
   let indexes: Promise<void> | undefined;
   const ensureIndexes = (): Promise<void> => {
     indexes ??= (async () => {
       await endpoints.createIndex({ owner: 1, createdAt: -1 }, { name: "owner_createdAt" });
-      await deliveries.createIndex({ status: 1, nextAttemptAt: 1 }, { name: "status_nextAttemptAt" });
-      await deliveries.createIndex(
+      await outbox.createIndex({ nextAttemptAt: 1 }, { name: "nextAttemptAt" });
+      await outbox.createIndex(
         { endpointId: 1, createdAt: -1, eventSeq: -1 },
         { name: "endpoint_createdAt_seq" },
       );
+      await history.createIndex(
+        { endpointId: 1, createdAt: -1, eventSeq: -1 },
+        { name: "endpoint_createdAt_seq" },
+      );
+      await history.createIndex({ createdAt: 1 }, { name: "createdAt" });
       await claims.createIndex({ deliveryId: 1 }, { name: "deliveryId" });
-      await dues.createIndex({ nextAttemptAt: 1 }, { name: "nextAttemptAt" });
-      await dues.createIndex({ endpointId: 1 }, { name: "endpointId" });
     })().catch((err: unknown) => {
       indexes = undefined;
       throw err;
@@ -126,17 +123,46 @@ export function createMongoWebhookStore(options: MongoWebhookStoreOptions): Webh
       await ensureIndexes();
       return op();
     });
-  /** The pending deliveries of an endpoint are those with a due entry. */
-  const cancelPending = async (endpointId: string) => {
-    const pending = await dues.find({ endpointId }, { projection: { _id: 1 } }).toArray();
-    for (const { _id } of pending) {
-      await deliveries.updateOne({ _id }, { $set: { status: "canceled" }, $unset: { nextAttemptAt: "" } });
+  /** Outbox documents of deliveries that moved to the history, deleted in one go. */
+  const moved = new Set<string>();
+  const flushMoved = async () => {
+    if (moved.size === 0) return;
+    const ids = [...moved];
+    moved.clear();
+    try {
+      await outbox.deleteMany({ _id: { $in: ids } });
+    } catch (err) {
+      for (const id of ids) moved.add(id);
+      throw err;
     }
-    await dues.deleteMany({ endpointId });
   };
-  const deliveryById = async (id: string) => {
-    const doc = await deliveries.findOne({ _id: id });
+  /** Ends a delivery: into the history (once), out of the outbox (in the next batch). */
+  const settle = async (doc: DeliveryDoc) => {
+    await insertIgnoringDuplicates(history, [doc]);
+    moved.add(doc._id);
+  };
+  /** A delivery as callers see it: the history wins over a leftover outbox copy. */
+  const deliveryById = async (id: string): Promise<DeliveryRecord | undefined> => {
+    const doc = (await history.findOne({ _id: id })) ?? (await outbox.findOne({ _id: id }));
     return doc === null ? undefined : deliveryOf(doc);
+  };
+  /**
+   * A pending delivery, for attempts: the outbox alone, as the history is large and FerretDB
+   * would scan it. An outbox copy left by a process that died between moving a delivery to the
+   * history and deleting the copy can be attempted once more: at least once, as promised.
+   */
+  const pendingById = async (id: string): Promise<DeliveryRecord | undefined> => {
+    if (moved.has(id)) return undefined;
+    const doc = await outbox.findOne({ _id: id });
+    return doc === null ? undefined : deliveryOf(doc);
+  };
+  const cancelPending = async (endpointId: string) => {
+    const pending = await outbox.find({ endpointId }).toArray();
+    for (const doc of pending) {
+      const { nextAttemptAt: _, ...rest } = doc;
+      await settle({ ...rest, status: "canceled" });
+    }
+    await flushMoved();
   };
   const claimId = (deliveryId: string, attempt: number) => JSON.stringify([deliveryId, attempt]);
 
@@ -211,29 +237,18 @@ export function createMongoWebhookStore(options: MongoWebhookStoreOptions): Webh
     enqueue: (records) =>
       run(async () => {
         if (records.length === 0) return [];
-        // Due entries first: a crash before the deliveries leaves entries whose delivery the
-        // next fan-out of the same events inserts (the cursor has not moved).
-        await insertIgnoringDuplicates(
-          dues,
-          records.map((r) => ({
-            _id: r.deliveryId,
-            endpointId: r.endpointId,
-            nextAttemptAt: r.nextAttemptAt ?? r.createdAt,
-          })),
-        );
-        const inserted = await insertIgnoringDuplicates(deliveries, records.map(toDeliveryDoc));
+        const inserted = await insertIgnoringDuplicates(outbox, records.map(toDeliveryDoc));
         return records.filter((r) => inserted.has(r.deliveryId));
       }),
     due: (now, limit) =>
       run(async () => {
-        const entries = await dues
+        await flushMoved();
+        const docs = await outbox
           .find({ nextAttemptAt: { $lte: now } }, bounded)
           .sort({ nextAttemptAt: 1 })
           .limit(limit)
           .toArray();
-        const found = await Promise.all(entries.map((e) => deliveryById(e._id)));
-        // An entry whose delivery is not there yet (a fan-out between its two inserts) waits.
-        return found.filter((d): d is DeliveryRecord => d?.status === "pending");
+        return docs.filter((doc) => !moved.has(doc._id)).map(deliveryOf);
       }),
     claimAttempt: (delivery, claimOptions) =>
       run(() =>
@@ -256,33 +271,23 @@ export function createMongoWebhookStore(options: MongoWebhookStoreOptions): Webh
               const doc = await claims.findOne({ _id: claimId(delivery.deliveryId, attempt) });
               return doc === null ? undefined : { leaseUntil: doc.leaseUntil };
             },
-            readDelivery: () => deliveryById(delivery.deliveryId),
+            readDelivery: () => pendingById(delivery.deliveryId),
           },
           delivery,
           claimOptions,
         ),
       ),
-    finishAttempt: (deliveryId, attempt, outcome) =>
+    finishAttempt: (delivery, attempt, outcome) =>
       run(async () => {
-        // Read, then written by `_id` alone (a filter on more would make FerretDB scan): only the
-        // holder of the newest attempt writes, so the check cannot race with another writer but a
-        // holder that vanished and came back, which the check stops.
-        const current = await deliveries.findOne({ _id: deliveryId }, { projection: { attempts: 1 } });
-        if (current === null || current.attempts >= attempt) return;
-        const unset: Record<string, ""> = {};
-        if (outcome.nextAttemptAt === undefined) unset.nextAttemptAt = "";
-        if (outcome.lastError === undefined) unset.lastError = "";
-        await deliveries.updateOne(
-          { _id: deliveryId },
-          {
-            $set: { ...present(outcome), attempts: attempt },
-            ...(Object.keys(unset).length === 0 ? {} : { $unset: unset }),
-          },
-        );
-        if (outcome.status === "pending" && outcome.nextAttemptAt !== undefined) {
-          await dues.updateOne({ _id: deliveryId }, { $set: { nextAttemptAt: outcome.nextAttemptAt } });
+        const { nextAttemptAt: _, lastError: __, ...rest } = delivery;
+        const next = toDeliveryDoc({ ...rest, ...outcome, attempts: attempt });
+        if (outcome.status === "pending") {
+          // A retry rewrites the outbox copy, unless a later attempt was recorded (a holder that
+          // vanished and came back).
+          await outbox.replaceOne({ _id: delivery.deliveryId, attempts: { $lt: attempt } }, next);
         } else {
-          await dues.deleteOne({ _id: deliveryId });
+          // An end moves it to the history by an insert: the first end recorded stays.
+          await settle(next);
         }
       }),
     getDelivery: (owner, endpointId, deliveryId) =>
@@ -292,36 +297,37 @@ export function createMongoWebhookStore(options: MongoWebhookStoreOptions): Webh
       }),
     listDeliveries: (owner, endpointId, filter) =>
       run(async () => {
-        const query = {
-          endpointId,
-          owner,
-          ...(filter.status === undefined ? {} : { status: filter.status }),
-        };
-        const [docs, total] = await Promise.all([
-          deliveries
-            .find(query, bounded)
-            .sort({ createdAt: -1, eventSeq: -1 })
-            .skip(filter.offset)
-            .limit(filter.limit)
-            .toArray(),
-          deliveries.countDocuments(query, bounded),
+        // Newest first over both collections: each gives its first offset + limit, merged.
+        const wanted = filter.offset + filter.limit;
+        const query = { endpointId, owner };
+        const finished = filter.status === undefined ? query : { ...query, status: filter.status };
+        const fromOutbox = filter.status === undefined || filter.status === "pending";
+        const fromHistory = filter.status !== "pending";
+        const newest = { createdAt: -1, eventSeq: -1 } as const;
+        const [pendingDocs, endedDocs, pendingTotal, endedTotal] = await Promise.all([
+          fromOutbox ? outbox.find(query, bounded).sort(newest).limit(wanted).toArray() : [],
+          fromHistory ? history.find(finished, bounded).sort(newest).limit(wanted).toArray() : [],
+          fromOutbox ? outbox.countDocuments(query, bounded) : 0,
+          fromHistory ? history.countDocuments(finished, bounded) : 0,
         ]);
-        return { deliveries: docs.map(deliveryOf), total };
+        const ended = new Set(endedDocs.map((d) => d._id));
+        const merged = [...endedDocs, ...pendingDocs.filter((d) => !ended.has(d._id))]
+          .map(deliveryOf)
+          .sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime() || b.eventSeq - a.eventSeq);
+        // A delivery in both (its outbox copy not yet deleted) is counted once.
+        const inBoth = pendingDocs.length - (merged.length - endedDocs.length);
+        return { deliveries: merged.slice(filter.offset, wanted), total: pendingTotal + endedTotal - inBoth };
       }),
     resend: (owner, endpointId, deliveryId, now) =>
       run(async () => {
         const found = await deliveryById(deliveryId);
         if (found?.owner !== owner || found.endpointId !== endpointId) return undefined;
-        await deliveries.updateOne(
-          { _id: deliveryId },
-          { $set: { status: "pending", nextAttemptAt: now, windowStart: now } },
-        );
-        await dues.updateOne(
-          { _id: deliveryId },
-          { $set: { endpointId, nextAttemptAt: now } },
-          { upsert: true },
-        );
-        return { ...found, status: "pending" as const, nextAttemptAt: now, windowStart: now };
+        const resent: DeliveryRecord = { ...found, status: "pending", nextAttemptAt: now, windowStart: now };
+        moved.delete(deliveryId);
+        await outbox.replaceOne({ _id: deliveryId }, toDeliveryDoc(resent), { upsert: true });
+        // Out of the history (rare, and a scan on FerretDB), so the outbox copy is the one.
+        await history.deleteOne({ _id: deliveryId });
+        return resent;
       }),
     cursor: () =>
       run(async () => {
@@ -340,20 +346,20 @@ export function createMongoWebhookStore(options: MongoWebhookStoreOptions): Webh
       }),
     prune: (before) =>
       run(async () => {
-        const old = await deliveries
-          .find(
-            { status: { $ne: "pending" }, createdAt: { $lt: before } },
-            { ...bounded, projection: { _id: 1 } },
-          )
+        await flushMoved();
+        const old = await history
+          .find({ createdAt: { $lt: before } }, { ...bounded, projection: { _id: 1 } })
           .limit(PRUNE_BATCH)
           .toArray();
         if (old.length === 0) return 0;
         const ids = old.map((d) => d._id);
         await claims.deleteMany({ deliveryId: { $in: ids } });
-        const { deletedCount } = await deliveries.deleteMany({ _id: { $in: ids } });
+        const { deletedCount } = await history.deleteMany({ _id: { $in: ids } });
         return deletedCount;
       }),
-    async close() {},
+    close: async () => {
+      await run(flushMoved).catch(() => {});
+    },
   };
 }
 

@@ -59,7 +59,7 @@ export function createWebhookDeliverer(options: {
   readonly disableAfterMs: number;
   readonly sign: (id: string, at: Date, body: string, secrets: readonly EndpointSecret[]) => SignedHeaders;
   readonly observer?: DeliveryObserver;
-  /** An attempt ended, so there is room for another (the loop looks for due work at once). */
+  /** An attempt ended and no candidate is left to take: the loop looks for due work at once. */
   readonly onFree?: () => void;
   readonly now?: () => Date;
   readonly random?: () => number;
@@ -69,6 +69,7 @@ export function createWebhookDeliverer(options: {
   const now = options.now ?? (() => new Date());
   const random = options.random ?? Math.random;
   const running = new Map<string, Promise<void>>();
+  let afterAttempt = () => {};
   const perEndpoint = new Map<string, number>();
 
   const settle = (delivery: DeliveryRecord, status: "delivered" | "failed" | "canceled", at: Date) =>
@@ -78,7 +79,7 @@ export function createWebhookDeliverer(options: {
     const endpoint = await store.endpointById(delivery.endpointId);
     const at = now();
     if (endpoint === undefined || endpoint.disabledAt !== undefined) {
-      await store.finishAttempt(delivery.deliveryId, n, {
+      await store.finishAttempt(delivery, n, {
         status: "canceled",
         lastResponseCode: delivery.lastResponseCode,
         lastError: endpoint === undefined ? "the endpoint was deleted" : "the endpoint is disabled",
@@ -117,7 +118,7 @@ export function createWebhookDeliverer(options: {
         ...errorOf(sent, result),
       };
     }
-    await store.finishAttempt(delivery.deliveryId, n, outcome);
+    await store.finishAttempt(delivery, n, outcome);
     if (outcome.status !== "pending") settle(delivery, outcome.status as "delivered" | "failed", ended);
     await updateHealth(endpoint, result, ended);
   }
@@ -157,33 +158,64 @@ export function createWebhookDeliverer(options: {
         const left = (perEndpoint.get(delivery.endpointId) ?? 1) - 1;
         if (left === 0) perEndpoint.delete(delivery.endpointId);
         else perEndpoint.set(delivery.endpointId, left);
-        options.onFree?.();
+        afterAttempt();
       });
     running.set(id, work);
   };
 
-  const takeUpTo = async (deliveries: readonly DeliveryRecord[]) => {
-    for (const delivery of deliveries) {
-      if (running.size >= options.concurrency) break;
-      if (running.has(delivery.deliveryId)) continue;
-      if ((perEndpoint.get(delivery.endpointId) ?? 0) >= options.maxInFlightPerEndpoint) continue;
-      const n = await store.claimAttempt(delivery, {
-        worker: options.worker,
-        now: now(),
-        leaseMs: options.leaseMs,
-      });
-      if (n !== undefined) start(delivery, n);
+  /**
+   * Deliveries to attempt next, oldest first: those just enqueued here, and those the last look
+   * at the outbox found due. An attempt that ends takes the next one from here, so a busy process
+   * asks the store what is due once per `concurrency` attempts, not once per attempt. A candidate
+   * that moved on meanwhile (another replica attempted it) is simply not claimed.
+   */
+  const ready = new Map<string, DeliveryRecord>();
+  const maxReady = options.concurrency * 8;
+  let filling = false;
+  const fill = async () => {
+    if (filling) return;
+    filling = true;
+    try {
+      for (const [id, delivery] of ready) {
+        if (running.size >= options.concurrency) break;
+        if ((perEndpoint.get(delivery.endpointId) ?? 0) >= options.maxInFlightPerEndpoint) continue;
+        ready.delete(id);
+        if (running.has(id)) continue;
+        const n = await store.claimAttempt(delivery, {
+          worker: options.worker,
+          now: now(),
+          leaseMs: options.leaseMs,
+        });
+        if (n !== undefined) start(delivery, n);
+      }
+    } finally {
+      filling = false;
     }
+  };
+  const add = (deliveries: readonly DeliveryRecord[]) => {
+    for (const d of deliveries) {
+      if (ready.size >= maxReady) break;
+      if (!running.has(d.deliveryId)) ready.set(d.deliveryId, d);
+    }
+  };
+  afterAttempt = () => {
+    fill()
+      .catch((error: unknown) => observer.onError?.(error))
+      .finally(() => {
+        // Nothing left to take: the loop looks at the outbox again.
+        if (ready.size === 0) options.onFree?.();
+      });
   };
 
   return {
     async step() {
-      const free = options.concurrency - running.size;
-      if (free <= 0) return;
-      // More than the free places: some may be held elsewhere or be over their endpoint's bound.
-      await takeUpTo(await store.due(now(), free * 2));
+      if (ready.size < options.concurrency) add(await store.due(now(), options.concurrency * 4));
+      await fill();
     },
-    offer: takeUpTo,
+    async offer(deliveries) {
+      add(deliveries);
+      await fill();
+    },
     inFlight: () => running.size,
     async drain() {
       await Promise.all(running.values());

@@ -117,8 +117,12 @@ export interface WebhookStore {
     delivery: DeliveryRecord,
     options: { worker: string; now: Date; leaseMs: number },
   ): Promise<number | undefined>;
-  /** Records attempt n; an outcome for an attempt older than one recorded is dropped. */
-  finishAttempt(deliveryId: string, attempt: number, outcome: AttemptOutcome): Promise<void>;
+  /**
+   * Records attempt n at `delivery` (as claimed). An outcome that keeps the delivery pending is
+   * dropped when a later attempt was recorded; one that ends it (delivered, failed, canceled)
+   * ends it unless it has ended already: a 2xx is the truth whenever it arrived.
+   */
+  finishAttempt(delivery: DeliveryRecord, attempt: number, outcome: AttemptOutcome): Promise<void>;
   getDelivery(owner: string, endpointId: string, deliveryId: string): Promise<DeliveryRecord | undefined>;
   listDeliveries(
     owner: string,
