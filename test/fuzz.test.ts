@@ -1,5 +1,5 @@
 /**
- * A short, seeded fuzz over every RPC of the contract and every protocol, through raw HTTP/1.1
+ * A short, seeded fuzz over every RPC of the contract (webhooks included) and every protocol, through raw HTTP/1.1
  * and HTTP/2 requests (so malformed frames, bodies and headers get through, as a hostile client
  * would send them). It fails on any 5xx or gRPC INTERNAL/UNKNOWN, on any answer over a size bound,
  * on a call left unanswered, and on heap growth after a forced garbage collection. The 5xx
@@ -23,6 +23,7 @@ import {
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { AgentService } from "../gen/agent/v1/agent_pb.ts";
 import { TokenService } from "../gen/token/v1/token_pb.ts";
+import { WebhookService } from "../gen/webhook/v1/webhook_pb.ts";
 import { grpcFrame as frame } from "./support/grpc-frame.ts";
 import { prng } from "./support/prng.ts";
 import { type RunningServer, startServer } from "./support/start-server.ts";
@@ -39,7 +40,7 @@ const MAX_HEAP_GROWTH_BYTES = 32 * 1024 * 1024;
 /** Connect's HTTP statuses for unimplemented and deadline_exceeded (see the file comment). */
 const PROTOCOL_5XX = new Set([501, 504]);
 
-const METHODS: DescMethod[] = [...TokenService.methods, ...AgentService.methods];
+const METHODS: DescMethod[] = [...TokenService.methods, ...AgentService.methods, ...WebhookService.methods];
 /** Paths of server streams, which answer with a first message and then stay open. */
 const STREAMING_PATHS = new Set(
   METHODS.filter((m) => m.methodKind === "server_streaming").map((m) => `/${m.parent.typeName}/${m.name}`),
