@@ -85,6 +85,15 @@ describe.each(STORES)("webhooks on %s", (_name, storeEnv) => {
     ok(await json.call(WebhookService, "ListWebhookDeliveries", { endpointId, limit: 100 }))
       .deliveries as Record<string, unknown>[];
   const hooksFor = (tag: string) => receiver.received.filter((h) => h.path.endsWith(`?to=${tag}`));
+  /** Until the test ends, the receiver answers this tag's webhooks with `status(n)` for the n-th one. */
+  const answerTag = (tag: string, status: (n: number) => number) => {
+    const previous = receiver.answer;
+    let n = 0;
+    receiver.answer = (hook, index) => (hook.path.endsWith(tag) ? status(n++) : previous(hook, index));
+    cleanup(async () => {
+      receiver.answer = previous;
+    });
+  };
   const newAgent = async () => {
     const created = await createOverJson(server.baseUrl, SWAP);
     return String((created.json.data as Record<string, unknown>).agentId);
@@ -132,12 +141,7 @@ describe.each(STORES)("webhooks on %s", (_name, storeEnv) => {
 
   it("retries a receiver that answers 500 ten times and then 200, with the same webhook-id, and is done", async () => {
     const tag = randomBytes(4).toString("hex");
-    const previous = receiver.answer;
-    let failures = 0;
-    receiver.answer = (hook) => (hook.path.endsWith(tag) && failures++ < 10 ? 500 : 200);
-    cleanup(async () => {
-      receiver.answer = previous;
-    });
+    answerTag(tag, (n) => (n < 10 ? 500 : 200));
     const endpoint = await register({ url: `${receiver.url}?to=${tag}` });
     await newAgent();
     const [delivery] = await until(
@@ -156,11 +160,7 @@ describe.each(STORES)("webhooks on %s", (_name, storeEnv) => {
 
   it("a 410 answer disables the endpoint: its listing says so, later events are not sent, and resending is refused", async () => {
     const tag = randomBytes(4).toString("hex");
-    const previous = receiver.answer;
-    receiver.answer = (hook) => (hook.path.endsWith(tag) ? 410 : previous(hook, 0));
-    cleanup(async () => {
-      receiver.answer = previous;
-    });
+    answerTag(tag, () => 410);
     const endpoint = await register({ url: `${receiver.url}?to=${tag}` });
     await newAgent();
     const [delivery] = await until(
@@ -248,11 +248,7 @@ describe.each(STORES)("webhooks on %s", (_name, storeEnv) => {
 
   it("deleting an endpoint cancels its pending deliveries: nothing more is sent", async () => {
     const tag = randomBytes(4).toString("hex");
-    const previous = receiver.answer;
-    receiver.answer = (hook) => (hook.path.endsWith(tag) ? 503 : previous(hook, 0));
-    cleanup(async () => {
-      receiver.answer = previous;
-    });
+    answerTag(tag, () => 503);
     const endpoint = await register({ url: `${receiver.url}?to=${tag}` });
     await newAgent();
     await until(

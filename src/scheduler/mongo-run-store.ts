@@ -6,6 +6,7 @@
 import type { Collection, Db } from "mongodb";
 import type { JsonObject } from "../agent/agent-store.ts";
 import { isDuplicateKey } from "../agent/mongo-errors.ts";
+import { indexedRun } from "../agent/mongo-indexed-run.ts";
 import {
   CLOCK_SKEW_ALLOWANCE_MS,
   type Lease,
@@ -88,26 +89,14 @@ export function createMongoRunStore(options: MongoRunStoreOptions): RunStore {
   const runKey = (slot: SlotRef, attempt: number | "settled") =>
     JSON.stringify([slot.agentId, slot.scheduledAt.getTime(), attempt]);
 
-  let indexes: Promise<void> | undefined;
-  const ensureIndexes = (): Promise<void> => {
-    indexes ??= (async () => {
-      await claims.createIndex({ agentId: 1, scheduledAt: 1, generation: -1 }, { name: "slot_generation" });
-      await runs.createIndex(
-        { owner: 1, agentId: 1, scheduledAt: -1, attempt: -1 },
-        { name: "owner_agent_slot_attempt" },
-      );
-      await sent.createIndex({ agentId: 1, scheduledAt: 1 }, { name: "agent_slot" });
-    })().catch((err: unknown) => {
-      indexes = undefined;
-      throw err;
-    });
-    return indexes;
-  };
-  const run = <T>(op: () => Promise<T>): Promise<T> =>
-    guard(async () => {
-      await ensureIndexes();
-      return op();
-    });
+  const run = indexedRun(guard, async () => {
+    await claims.createIndex({ agentId: 1, scheduledAt: 1, generation: -1 }, { name: "slot_generation" });
+    await runs.createIndex(
+      { owner: 1, agentId: 1, scheduledAt: -1, attempt: -1 },
+      { name: "owner_agent_slot_attempt" },
+    );
+    await sent.createIndex({ agentId: 1, scheduledAt: 1 }, { name: "agent_slot" });
+  });
 
   /**
    * The newest lease generation of a slot, found by `_id` from generation 0 up: point lookups that

@@ -13,6 +13,7 @@
  */
 import type { Collection, Db } from "mongodb";
 import { DUPLICATE_KEY, isDuplicateKey } from "../agent/mongo-errors.ts";
+import { indexedRun } from "../agent/mongo-indexed-run.ts";
 import {
   type AttemptClaim,
   claimNextAttempt,
@@ -97,32 +98,20 @@ export function createMongoWebhookStore(options: MongoWebhookStoreOptions): Webh
   });
   const state: Collection<StateDoc> = db.collection("webhook_state", { writeConcern: WRITE_CONCERN });
 
-  let indexes: Promise<void> | undefined;
-  const ensureIndexes = (): Promise<void> => {
-    indexes ??= (async () => {
-      await endpoints.createIndex({ owner: 1, createdAt: -1 }, { name: "owner_createdAt" });
-      await outbox.createIndex({ nextAttemptAt: 1 }, { name: "nextAttemptAt" });
-      await outbox.createIndex(
-        { endpointId: 1, createdAt: -1, eventSeq: -1 },
-        { name: "endpoint_createdAt_seq" },
-      );
-      await history.createIndex(
-        { endpointId: 1, createdAt: -1, eventSeq: -1 },
-        { name: "endpoint_createdAt_seq" },
-      );
-      await history.createIndex({ createdAt: 1 }, { name: "createdAt" });
-      await claims.createIndex({ deliveryId: 1 }, { name: "deliveryId" });
-    })().catch((err: unknown) => {
-      indexes = undefined;
-      throw err;
-    });
-    return indexes;
-  };
-  const run = <T>(op: () => Promise<T>): Promise<T> =>
-    guard(async () => {
-      await ensureIndexes();
-      return op();
-    });
+  const run = indexedRun(guard, async () => {
+    await endpoints.createIndex({ owner: 1, createdAt: -1 }, { name: "owner_createdAt" });
+    await outbox.createIndex({ nextAttemptAt: 1 }, { name: "nextAttemptAt" });
+    await outbox.createIndex(
+      { endpointId: 1, createdAt: -1, eventSeq: -1 },
+      { name: "endpoint_createdAt_seq" },
+    );
+    await history.createIndex(
+      { endpointId: 1, createdAt: -1, eventSeq: -1 },
+      { name: "endpoint_createdAt_seq" },
+    );
+    await history.createIndex({ createdAt: 1 }, { name: "createdAt" });
+    await claims.createIndex({ deliveryId: 1 }, { name: "deliveryId" });
+  });
   /** Outbox documents of deliveries that moved to the history, deleted in one go. */
   const moved = new Set<string>();
   const flushMoved = async () => {
