@@ -191,6 +191,18 @@ describe.each(ADAPTERS)("the webhook store on %s", (_name, make) => {
     expect((await store.endpointById("a1"))?.secrets).toEqual(secrets);
   });
 
+  it("knows the earliest place an enabled endpoint listens from", async () => {
+    const store = await open();
+    expect(await store.earliestSubscription()).toBeUndefined();
+    await store.createEndpoint({ ...endpoint("e1"), fromSeq: 7 }, 10);
+    await store.createEndpoint({ ...endpoint("e2", "bob"), fromSeq: 3 }, 10);
+    expect(await store.earliestSubscription()).toBe(3);
+    await store.setHealth("e2", { kind: "disabled", at: T0, reason: "gone" });
+    expect(await store.earliestSubscription()).toBe(7);
+    await store.deleteEndpoint("alice", "e1");
+    expect(await store.earliestSubscription()).toBeUndefined();
+  });
+
   it("moves the fan-out cursor forward only", async () => {
     const store = await open();
     expect(await store.cursor()).toBeUndefined();

@@ -83,6 +83,13 @@ export function createMemoryWebhookStore(): WebhookStore {
         cancelPending(endpointId);
       }
     },
+    async earliestSubscription() {
+      let earliest: number | undefined;
+      for (const e of endpoints.values()) {
+        if (e.disabledAt === undefined) earliest = Math.min(earliest ?? e.fromSeq, e.fromSeq);
+      }
+      return earliest;
+    },
     async subscribers(owners) {
       const wanted = new Set(owners);
       return [...endpoints.values()].filter((e) => wanted.has(e.owner) && e.disabledAt === undefined);

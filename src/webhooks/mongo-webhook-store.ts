@@ -216,6 +216,15 @@ export function createMongoWebhookStore(options: MongoWebhookStoreOptions): Webh
           await cancelPending(endpointId);
         }
       }),
+    earliestSubscription: () =>
+      run(async () => {
+        const [earliest] = await endpoints
+          .find({ disabledAt: { $exists: false } }, { ...bounded, projection: { fromSeq: 1 } })
+          .sort({ fromSeq: 1 })
+          .limit(1)
+          .toArray();
+        return earliest?.fromSeq;
+      }),
     subscribers: (owners) =>
       run(async () => {
         const docs = await endpoints

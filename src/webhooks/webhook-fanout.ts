@@ -39,10 +39,18 @@ export function createWebhookFanout(options: {
     (endpoint.eventTypes.length === 0 || endpoint.eventTypes.includes(event.type));
   return {
     async step() {
-      const cursor = await store.cursor();
+      let cursor = await store.cursor();
       if (cursor === undefined) {
         await store.advanceCursor(await log.lastSeq());
         return { fresh: [], more: false };
+      }
+      // With no endpoint listening, the log is not read at all (on FerretDB a read scans it);
+      // events before the earliest endpoint's start are nobody's, so the cursor skips them.
+      const earliest = await store.earliestSubscription();
+      if (earliest === undefined) return { fresh: [], more: false };
+      if (earliest > cursor) {
+        await store.advanceCursor(earliest);
+        cursor = earliest;
       }
       const events = await log.after(cursor, pageSize);
       const last = events.at(-1);

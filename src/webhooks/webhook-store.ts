@@ -103,6 +103,11 @@ export interface WebhookStore {
   ): Promise<EndpointRecord | undefined>;
   /** Records the endpoint's health; disabling also cancels its pending deliveries. */
   setHealth(endpointId: string, health: EndpointHealth): Promise<void>;
+  /**
+   * The earliest place in the event log an enabled endpoint wants events after (the smallest
+   * `fromSeq`), or undefined when no endpoint is enabled: then no event needs reading.
+   */
+  earliestSubscription(): Promise<number | undefined>;
   /** The enabled endpoints of these owners (for fanning events out). */
   subscribers(owners: readonly string[]): Promise<readonly EndpointRecord[]>;
   /** Adds deliveries, once per `deliveryId`; resolves with those that were new. */
