@@ -168,9 +168,16 @@ describe.each(STORES)("webhooks on %s", (_name, storeEnv) => {
       (d) => d[0]?.status === "failed",
     );
     expect(delivery).toMatchObject({ attempts: 1, lastResponseCode: 410 });
-    const listed = ok(await json.call(WebhookService, "ListWebhookEndpoints", { limit: 100 }));
-    const mine = (listed.endpoints as Record<string, unknown>[]).find(
-      (e) => e.endpointId === endpoint.endpointId,
+    // The delivery is recorded first, then the endpoint disabled (the other order would cancel it).
+    const mine = await until(
+      async () =>
+        (
+          ok(await json.call(WebhookService, "ListWebhookEndpoints", { limit: 100 })).endpoints as Record<
+            string,
+            unknown
+          >[]
+        ).find((e) => e.endpointId === endpoint.endpointId),
+      (e) => e?.status === "disabled",
     );
     expect(mine).toMatchObject({ status: "disabled", disabledReason: "the endpoint answered 410 Gone" });
     await newAgent();
