@@ -1,6 +1,17 @@
 # syntax=docker/dockerfile:1
-# Multi-stage: install production dependencies in one stage, copy only what runs into the final
-# image. Node 24 runs the TypeScript sources directly (type stripping), so there is no build step.
+# Multi-stage: compile the sources to JavaScript in one stage (Node could run the TypeScript, but
+# its type stripper costs every process about 17 MB and a third of its start), install production
+# dependencies in another, and copy only what runs into the final image.
+
+FROM node:24-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
+# Every dependency, TypeScript included; no install scripts (the build below is the one needed).
+RUN npm ci --ignore-scripts
+COPY scripts/build.ts ./scripts/build.ts
+COPY src ./src
+COPY gen ./gen
+RUN node scripts/build.ts
 
 FROM node:24-slim AS deps
 WORKDIR /app
@@ -17,13 +28,15 @@ ENV NODE_ENV=production \
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
 COPY package.json ./
+COPY --from=build /app/dist ./dist
+# The sources stay for the keys command, which Node runs as TypeScript:
+# `node scripts/keys.ts create --owner NAME` makes API keys in the configured MongoDB.
 COPY gen ./gen
 COPY src ./src
-# `node scripts/keys.ts create --owner NAME` makes API keys in the configured MongoDB.
 COPY scripts/keys.ts ./scripts/keys.ts
 # The embedded local chain's genesis (used when SOLANA_RPC_URL is unset), built once into the
 # image so a container starts in well under a second instead of building it (about 3 s).
-RUN node src/local-chain/prepare-genesis.ts
+RUN node dist/src/local-chain/prepare-genesis.js
 # The image's unprivileged user; nothing in /app needs to be writable (LOCAL_SOLANA_STATE, if set,
 # should name a file on a mounted volume).
 USER node
@@ -32,4 +45,4 @@ EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 # Exec form: node runs as PID 1 and receives SIGTERM itself, so shutdown is graceful.
-CMD ["node", "--max-semi-space-size=4", "--max-old-space-size=512", "src/main.ts"]
+CMD ["node", "--max-semi-space-size=4", "--max-old-space-size=512", "dist/src/main.js"]

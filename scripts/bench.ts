@@ -26,7 +26,7 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import * as http2 from "node:http2";
 import { cpus, tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, relative } from "node:path";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { createClient, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
@@ -39,7 +39,7 @@ import { writeExecutorKeypair } from "../test/support/executor-keypair.ts";
 import { startFakeJupiter } from "../test/support/fake-jupiter.ts";
 import { type FerretdbServer, startFerretdb } from "../test/support/ferretdb.ts";
 import { freePort, waitForPort } from "../test/support/ports.ts";
-import { npmStartFlags } from "./bench/start-flags.ts";
+import { npmStartFlags, npmStartScript } from "./bench/start-flags.ts";
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -68,6 +68,9 @@ for (const tool of ["wrk", "h2load"]) {
 }
 
 const startFlags = npmStartFlags(root);
+/** What `npm start` runs: the compiled service (built now if a source is newer). */
+const mainScript = npmStartScript(root);
+const localChainScript = npmStartScript(root, "local-chain/main");
 /**
  * The peers run with the service's heap flags: the same runtime, so that a ratio compares the
  * work of a call. With Node's defaults V8 sizes the young generation from the machine's memory:
@@ -120,7 +123,7 @@ let executorAddress: string | undefined;
 
 try {
   if (only === undefined || only === "unary") {
-    const service = await start(["node", ...startFlags, "src/main.ts"], {
+    const service = await start(["node", ...startFlags, mainScript], {
       LOG_LEVEL: logLevel,
       AUTH_MODE: "none",
       LOCAL_SOLANA_RPC_PORT: "0",
@@ -266,7 +269,7 @@ try {
     ferret = await startFerretdb();
     const db = `bench_${process.pid}`;
     const ferretUri = ferret.uri;
-    const withMongo = await start(["node", ...startFlags, "src/main.ts"], {
+    const withMongo = await start(["node", ...startFlags, mainScript], {
       LOG_LEVEL: logLevel,
       AUTH_MODE: "none",
       SCHEDULER_ENABLED: "false",
@@ -378,7 +381,7 @@ async function chainFigures(): Promise<void> {
     ["cold (SOLANA_TRANSACTION_CACHE=0)", "0"],
     ["warm (the default cache)", "5000"],
   ] as const) {
-    const service = await start(["node", ...startFlags, "src/main.ts"], {
+    const service = await start(["node", ...startFlags, mainScript], {
       LOG_LEVEL: logLevel,
       AUTH_MODE: "none",
       LOCAL_SOLANA_RPC_PORT: "0",
@@ -442,8 +445,8 @@ async function priceFigures(): Promise<void> {
   }
   try {
     const env = { LOG_LEVEL: logLevel, AUTH_MODE: "none", LOCAL_SOLANA_RPC_PORT: "0" };
-    const catalogService = await start(["node", ...startFlags, "src/main.ts"], env);
-    const jupiterService = await start(["node", ...startFlags, "src/main.ts"], {
+    const catalogService = await start(["node", ...startFlags, mainScript], env);
+    const jupiterService = await start(["node", ...startFlags, mainScript], {
       ...env,
       JUPITER_API_URL: fake.url,
     });
@@ -471,7 +474,7 @@ async function priceFigures(): Promise<void> {
     jupiterService.child.kill("SIGTERM");
 
     // Cold: a new service, 1000 concurrent calls for 60 mints it has never priced.
-    const cold = await start(["node", ...startFlags, "src/main.ts"], { ...env, JUPITER_API_URL: fake.url });
+    const cold = await start(["node", ...startFlags, mainScript], { ...env, JUPITER_API_URL: fake.url });
     const mints = catalogTokens.map((t) => t.mint);
     const decoder = getAddressDecoder();
     while (mints.length < 60) mints.push(decoder.decode(randomBytes(32)));
@@ -502,7 +505,7 @@ async function priceFigures(): Promise<void> {
 /** `npm run local-chain` on a free port, as replicas share one. */
 async function startLocalChainProcess(): Promise<{ chainPort: number; chainProcess: ChildProcess }> {
   const chainPort = await freePort();
-  const chainProcess = spawn(process.execPath, [...startFlags, "src/local-chain/main.ts"], {
+  const chainProcess = spawn(process.execPath, [...startFlags, localChainScript], {
     cwd: root,
     env: { ...process.env, LOCAL_SOLANA_RPC_PORT: String(chainPort), LOG_LEVEL: "warn" },
     stdio: "ignore",
@@ -577,7 +580,7 @@ async function transferFigures(): Promise<void> {
     for (const concurrency of [16, 64]) {
       const dbName = `bench_transfers_${concurrency}`;
       await client.db(dbName).dropDatabase();
-      const maker = await start(["node", ...startFlags, "src/main.ts"], {
+      const maker = await start(["node", ...startFlags, mainScript], {
         ...common,
         MONGODB_DB: dbName,
         SCHEDULER_ENABLED: "false",
@@ -598,7 +601,7 @@ async function transferFigures(): Promise<void> {
         );
       }
       maker.child.kill("SIGTERM");
-      const runner = await start(["node", ...startFlags, "src/main.ts"], {
+      const runner = await start(["node", ...startFlags, mainScript], {
         ...common,
         MONGODB_DB: dbName,
         SCHEDULER_CONCURRENCY: String(concurrency),
@@ -664,7 +667,7 @@ async function streamFigures(): Promise<void> {
     STREAM_MAX_PER_KEY: "5000",
     HTTP2_MAX_CONCURRENT_STREAMS: "1000",
   };
-  const service = await start(["node", ...startFlags, "src/main.ts"], env);
+  const service = await start(["node", ...startFlags, mainScript], env);
   const ours = await watchLoad(service, TICK_MS, SUBSCRIBERS);
   service.child.kill("SIGTERM");
   const peer = await start(
@@ -716,8 +719,8 @@ async function eventLag(count: number): Promise<void> {
     SCHEDULER_POLL_INTERVAL_MS: "100",
     SCHEDULER_CONCURRENCY: "64",
   };
-  const runner = await start(["node", ...startFlags, "src/main.ts"], common);
-  const other = await start(["node", ...startFlags, "src/main.ts"], {
+  const runner = await start(["node", ...startFlags, mainScript], common);
+  const other = await start(["node", ...startFlags, mainScript], {
     ...common,
     SCHEDULER_ENABLED: "false",
   });
@@ -786,7 +789,7 @@ async function webhookFigures(): Promise<void> {
       | "FerretDB"
     )[]) {
       if (store === "FerretDB") ferret ??= await startFerretdb();
-      const service = await start(["node", ...startFlags, "src/main.ts"], {
+      const service = await start(["node", ...startFlags, mainScript], {
         LOG_LEVEL: "warn",
         AUTH_MODE: "none",
         LOCAL_SOLANA_RPC_PORT: "0",
@@ -942,7 +945,7 @@ function processCpuMs(pid: number): number {
 async function timeToFirstAnswer(env: Record<string, string>): Promise<number> {
   const port = await freePort();
   const started = performance.now();
-  const child = spawn(process.execPath, [...startFlags, "src/main.ts"], {
+  const child = spawn(process.execPath, [...startFlags, mainScript], {
     cwd: root,
     env: {
       ...process.env,
@@ -978,7 +981,7 @@ function print(): void {
     `\n${cpu}, ${cpus().length} cores, Node ${process.version}; ${seconds} s per run, ratios the median of ${rounds} paired rounds;`,
   );
   console.log(
-    `service: node ${startFlags.join(" ")} src/main.ts (LOG_LEVEL=${logLevel}), pinned to core 0; load on core 1\n`,
+    `service: node ${startFlags.join(" ")} ${relative(root, mainScript)} (LOG_LEVEL=${logLevel}), pinned to core 0; load on core 1\n`,
   );
   console.log("| scenario | req/s alone | compared with | ratio (paired rounds) | goal | |");
   console.log("|---|---:|---|---:|---:|---|");

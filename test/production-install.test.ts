@@ -18,8 +18,13 @@ let child: ChildProcess | undefined;
 
 beforeAll(async () => {
   scratch = mkdtempSync(join(tmpdir(), "prod-install-"));
+  // The compiled tree the image's build stage makes (npm ci made it here; rebuilt if stale).
+  await promisify(execFile)(process.execPath, ["scripts/build.ts", "--if-stale"], {
+    cwd: root,
+    timeout: 120_000,
+  });
   // Exactly what the Dockerfile copies.
-  for (const entry of ["package.json", "package-lock.json", "src", "gen", "scripts/keys.ts"]) {
+  for (const entry of ["package.json", "package-lock.json", "dist", "src", "gen", "scripts/keys.ts"]) {
     cpSync(join(root, entry), join(scratch, entry), { recursive: true });
   }
   await promisify(execFile)("npm", ["ci", "--omit=dev", "--ignore-scripts", "--no-audit", "--no-fund"], {
@@ -29,7 +34,7 @@ beforeAll(async () => {
   // As the Dockerfile does: TypeScript comes in as @solana/kit's optional peer, and nothing runs it.
   rmSync(join(scratch, "node_modules", "typescript"), { recursive: true, force: true });
   // As the Dockerfile does after copying the sources: the local chain's genesis, built once.
-  await promisify(execFile)(process.execPath, ["src/local-chain/prepare-genesis.ts"], {
+  await promisify(execFile)(process.execPath, ["dist/src/local-chain/prepare-genesis.js"], {
     cwd: scratch,
     timeout: 60_000,
   });
@@ -59,7 +64,8 @@ describe("production install", () => {
   });
 
   it("starts, serves a call, and stops cleanly on SIGTERM", async () => {
-    const proc = spawn(process.execPath, ["src/main.ts"], {
+    // The image's command: the compiled service.
+    const proc = spawn(process.execPath, ["dist/src/main.js"], {
       cwd: scratch,
       env: {
         PATH: process.env.PATH,

@@ -22,7 +22,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "n
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort, waitForPort } from "../../test/support/ports.ts";
-import { npmStartFlags } from "./start-flags.ts";
+import { npmStartFlags, npmStartScript } from "./start-flags.ts";
 
 const kind = process.argv[2] ?? "service";
 const seconds = Number(process.env.BENCH_SECONDS ?? 8);
@@ -54,7 +54,7 @@ const peer = (...args: string[]) => [
 let serverArgs: string[];
 const grpc = kind === "service-grpc" || kind === "grpcjs";
 if (kind === "service" || kind === "service-grpc" || kind === "service-proto") {
-  serverArgs = [...startFlags, "src/main.ts"];
+  serverArgs = [...startFlags, npmStartScript(root)];
 } else if (kind === "grpcjs") {
   serverArgs = peer("grpcjs", String(port));
 } else if (kind === "plain") {

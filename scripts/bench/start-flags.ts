@@ -1,8 +1,23 @@
+import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 
 /** The node flags `npm start` runs the service with, so benchmarks measure what users run. */
 export function npmStartFlags(root: string): string[] {
+  return startCommand(root).filter((word) => word.startsWith("--"));
+}
+
+/**
+ * The script `npm start` runs (the compiled dist/src/main.js), built first if a source is newer,
+ * as `npm start` itself does; `name` picks another compiled entry point of the same tree.
+ */
+export function npmStartScript(root: string, name: "main" | "local-chain/main" = "main"): string {
+  execFileSync(process.execPath, [join(root, "scripts/build.ts"), "--if-stale"], { stdio: "inherit" });
+  const script = startCommand(root).find((word) => word.endsWith(".js")) as string;
+  return script.replace(/main\.js$/, `${name}.js`);
+}
+
+function startCommand(root: string): string[] {
   const scripts = JSON.parse(readFileSync(join(root, "package.json"), "utf8")).scripts as { start: string };
-  return scripts.start.split(/\s+/).filter((word) => word.startsWith("--"));
+  return scripts.start.split(/\s+/);
 }

@@ -2,8 +2,7 @@ import { createHash } from "node:crypto";
 import { mkdir } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { dirname, join } from "node:path";
 import type { RpcTransport } from "@solana/kit";
 import type { Catalog } from "../token/catalog.ts";
 import { createBlockClock } from "./block-clock.ts";
@@ -209,6 +208,11 @@ function genesisKey(catalog: Catalog): string {
     .slice(0, 16);
 }
 
+/**
+ * node_modules/.cache/token-agent-service of the install that holds LiteSVM: the same directory
+ * whether this runs from the sources or from the compiled dist/.
+ */
 export function defaultCacheDir(): string {
-  return fileURLToPath(new URL("../../node_modules/.cache/token-agent-service/", import.meta.url));
+  const litesvm = createRequire(import.meta.url).resolve("litesvm/package.json");
+  return join(dirname(dirname(litesvm)), ".cache", "token-agent-service");
 }
