@@ -12,10 +12,6 @@ import {
   type Signature,
 } from "@solana/kit";
 import { getMintDecoder as getClassicMintDecoder, TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
-import {
-  getMintDecoder as getToken2022MintDecoder,
-  TOKEN_2022_PROGRAM_ADDRESS,
-} from "@solana-program/token-2022";
 import type { SolanaCommitment } from "../config.ts";
 import { UnavailableError } from "../domain/errors.ts";
 import type {
@@ -26,6 +22,7 @@ import type {
   SignatureInfo,
   TokenBalance,
 } from "./chain.ts";
+import { TOKEN_2022_PROGRAM_ADDRESS } from "./token-programs.ts";
 
 /** Metaplex Token Metadata: the program that owns most SPL tokens' name, symbol and uri. */
 export const METAPLEX_PROGRAM_ADDRESS = address("metaqbxxUerdq28cj1RbAWkYQm3ybzjb6a8bt518x1s");
@@ -63,7 +60,7 @@ export function createKitChain(options: { transport: RpcTransport; commitment: S
       guardChainRead(signal, async () => {
         const account = await accountData(address(mint), signal);
         if (account === undefined) return undefined;
-        return mintFromAccount(mint, account.owner, account.data);
+        return await mintFromAccount(mint, account.owner, account.data);
       }),
 
     getMetaplexMetadata: (mint, signal) =>
@@ -161,12 +158,22 @@ export function createKitChain(options: { transport: RpcTransport; commitment: S
   };
 }
 
+/**
+ * @solana-program/token-2022, loaded on the first Token-2022 mint read: its codecs are half a
+ * megabyte of code, which a process that reads no such mint need not carry.
+ */
+let token2022: Promise<typeof import("@solana-program/token-2022")> | undefined;
+const loadToken2022 = () => {
+  token2022 ??= import("@solana-program/token-2022");
+  return token2022;
+};
+
 /** A mint from its account, or undefined when the account is not one. */
-export function mintFromAccount(
+export async function mintFromAccount(
   at: string,
   owner: string,
   data: ReadonlyUint8Array,
-): MintAccount | undefined {
+): Promise<MintAccount | undefined> {
   try {
     if (owner === TOKEN_PROGRAM_ADDRESS) {
       if (data.length !== MINT_SIZE) return undefined;
@@ -185,7 +192,7 @@ export function mintFromAccount(
         data.length === MINT_SIZE ||
         (data.length > ACCOUNT_TYPE_OFFSET && data[ACCOUNT_TYPE_OFFSET] === ACCOUNT_TYPE_MINT);
       if (!isMint) return undefined;
-      const mint = getToken2022MintDecoder().decode(data);
+      const mint = (await loadToken2022()).getMintDecoder().decode(data);
       if (!mint.isInitialized) return undefined;
       const extensions = mint.extensions.__option === "Some" ? mint.extensions.value : [];
       const found = extensions.find((e) => e.__kind === "TokenMetadata");

@@ -21,9 +21,9 @@ import {
   getTransferCheckedInstruction,
   TOKEN_PROGRAM_ADDRESS,
 } from "@solana-program/token";
-import { TOKEN_2022_PROGRAM_ADDRESS } from "@solana-program/token-2022";
 import type { TokenProgram } from "./chain.ts";
 import type { SigningKey } from "./ed25519-key.ts";
+import { TOKEN_2022_PROGRAM_ADDRESS } from "./token-programs.ts";
 
 /** A recent blockhash and the last block height a transaction made with it can land at. */
 export interface Lifetime {
