@@ -11,6 +11,7 @@
  *   BENCH_ONLY=prices npm run bench    (only the Jupiter figures: warm cache vs catalog, cold stampede)
  *   BENCH_ONLY=streams npm run bench   (only the stream figures: 1,000 price watchers on one process)
  *   BENCH_ONLY=webhooks npm run bench  (only the webhook figures: deliveries per second, lag from event to delivery)
+ *   BENCH_ONLY=process npm run bench   (only start time and idle memory, with a cluster and with the embedded chain)
  *
  * Each server's throughput alone is printed, but the ratios come from paired runs: the service
  * and its peer share core 0 and are loaded at the same moment, each by its own generator, so
@@ -341,6 +342,7 @@ try {
   if (only === undefined || only === "prices") await priceFigures();
   if (only === undefined || only === "streams") await streamFigures();
   if (only === undefined || only === "webhooks") await webhookFigures();
+  if (only === undefined || only === "process") await processFigures();
   print();
 } finally {
   for (const child of children) child.kill("SIGTERM");
@@ -760,6 +762,39 @@ async function eventLag(count: number): Promise<void> {
 }
 
 /**
+ * What `npm start` costs before any load: the time from spawning the process to its first answer,
+ * and its RSS 3 s later, idle, with SOLANA_RPC_URL (as production runs; the chain in a process of
+ * its own) and with the embedded local chain. Three starts each, the median reported.
+ */
+async function processFigures(): Promise<void> {
+  const measure = async (env: Record<string, string>) => {
+    const runs: { ms: number; idleMb: number }[] = [];
+    for (let i = 0; i < 3; i++) runs.push(await timeToFirstAnswer(env, 3_000));
+    return {
+      ms: medianOf(runs.map((r) => r.ms)),
+      idleMb: medianOf(runs.map((r) => r.idleMb)),
+      all: runs.map((r) => `${r.ms.toFixed(0)} ms/${r.idleMb.toFixed(0)} MB`).join(", "),
+    };
+  };
+  const { chainPort, chainProcess } = await startLocalChainProcess();
+  const cluster = await measure({
+    SOLANA_RPC_URL: `http://127.0.0.1:${chainPort}`,
+    EXECUTOR_KEYPAIR: executorKeypair(),
+  });
+  chainProcess.kill("SIGTERM");
+  const embedded = await measure({});
+  const verdict = (value: number, goal: number) => (value <= goal ? "met" : "MISSED");
+  notes.push(
+    `npm start with SOLANA_RPC_URL: first answer ${cluster.ms.toFixed(0)} ms (goal ≤ 1000: ${verdict(cluster.ms, 1000)}), ` +
+      `idle RSS ${cluster.idleMb.toFixed(0)} MB (goal ≤ 80: ${verdict(cluster.idleMb, 80)}); runs: ${cluster.all}`,
+  );
+  notes.push(
+    `npm start with the embedded local chain: first answer ${embedded.ms.toFixed(0)} ms (goal ≤ 2000: ${verdict(embedded.ms, 2000)}), ` +
+      `idle RSS ${embedded.idleMb.toFixed(0)} MB (goal ≤ 130: ${verdict(embedded.idleMb, 130)}); runs: ${embedded.all}`,
+  );
+}
+
+/**
  * Webhook deliveries to a fast local receiver (a node:http server in this process answering 204),
  * on the memory store and on FerretDB, with the defaults but http and loopback allowed:
  * - throughput: 4 endpoints, 1,000 agents created 32 at a time, so 4,000 deliveries; deliveries
@@ -942,7 +977,16 @@ function processCpuMs(pid: number): number {
 }
 
 /** Wall time from spawning `npm start`'s command to its first answered GetTokenPrices. */
-async function timeToFirstAnswer(env: Record<string, string>): Promise<number> {
+async function timeToFirstAnswer(env: Record<string, string>): Promise<number>;
+async function timeToFirstAnswer(
+  env: Record<string, string>,
+  idleAfterMs: number,
+): Promise<{ ms: number; idleMb: number }>;
+/** Spawns what `npm start` runs and times its first answer; with `idleAfterMs`, also its RSS that long after. */
+async function timeToFirstAnswer(
+  env: Record<string, string>,
+  idleAfterMs?: number,
+): Promise<number | { ms: number; idleMb: number }> {
   const port = await freePort();
   const started = performance.now();
   const child = spawn(process.execPath, [...startFlags, mainScript], {
@@ -963,7 +1007,13 @@ async function timeToFirstAnswer(env: Record<string, string>): Promise<number> {
     for (;;) {
       try {
         const res = await fetch(`http://127.0.0.1:${port}/v1/tokens/prices`);
-        if (res.ok) return performance.now() - started;
+        if (res.ok) {
+          const ms = performance.now() - started;
+          if (idleAfterMs === undefined) return ms;
+          await new Promise((r) => setTimeout(r, idleAfterMs));
+          const status = readFileSync(`/proc/${child.pid}/status`, "utf8");
+          return { ms, idleMb: Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? Number.NaN) / 1024 };
+        }
       } catch {
         // not listening yet
       }
