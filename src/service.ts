@@ -8,7 +8,7 @@ import type { SigningKey } from "./chain/ed25519-key.ts";
 import { generateExecutorKey, loadExecutorKey } from "./chain/executor-key.ts";
 import { createHttpTransport } from "./chain/http-transport.ts";
 import { createKitChain } from "./chain/kit-chain.ts";
-import { createKitTransferChain } from "./chain/kit-transfer-chain.ts";
+import { createLazyTransferChain } from "./chain/lazy-transfer-chain.ts";
 import { createResilientTransport } from "./chain/resilient-transport.ts";
 import { type Config, redactRpcUrl } from "./config.ts";
 import type { RunningLocalChain } from "./local-chain/start-local-chain.ts";
@@ -237,7 +237,12 @@ async function createChain(
     onRequest: registerChainMetrics(registry),
   });
   const kit = createKitChain({ transport: resilient, commitment: solana.commitment });
-  const transfers = createKitTransferChain({ transport: resilient, commitment: solana.commitment });
+  const transfers = createLazyTransferChain(async () =>
+    (await import("./chain/kit-transfer-chain.ts")).createKitTransferChain({
+      transport: resilient,
+      commitment: solana.commitment,
+    }),
+  );
   const chain = createCachedChain({
     chain: kit,
     maxTransactions: solana.transactionCache,

@@ -1,7 +1,6 @@
 import type { Approvals } from "../agent/approvals.ts";
 import { UnavailableError } from "../domain/errors.ts";
 import type { Chain, TransferChain } from "./chain.ts";
-import { approvalTransaction } from "./token-transactions.ts";
 
 /**
  * Approvals on the chain: the token's mint read (cached) for its program and decimals, a recent
@@ -27,6 +26,8 @@ export function createChainApprovals(options: {
       }
       const token = { mint, program: account.program, decimals: account.decimals };
       const lifetime = await transfers.getLatestBlockhash(signal);
+      // Loaded on the first approval: the builders bring @solana/kit whole (17 MB in a process).
+      const { approvalTransaction } = await import("./token-transactions.ts");
       const { transaction, tokenAccount } = await approvalTransaction({
         owner,
         delegate: executor,

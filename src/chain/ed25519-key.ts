@@ -1,6 +1,6 @@
 import { createPrivateKey, createPublicKey, type KeyObject, sign } from "node:crypto";
 import { inspect } from "node:util";
-import { type Address, getAddressDecoder } from "@solana/kit";
+import { type Address, getAddressDecoder } from "@solana/addresses";
 
 /**
  * An Ed25519 signing key for Solana transactions, on Node's own crypto (synchronous, and a few

@@ -1,17 +1,11 @@
-import {
-  type Address,
-  address,
-  type Base64EncodedBytes,
-  createSolanaRpcFromTransport,
-  getAddressEncoder,
-  getBase64Encoder,
-  getProgramDerivedAddress,
-  isSolanaError,
-  type ReadonlyUint8Array,
-  type RpcTransport,
-  type Signature,
-} from "@solana/kit";
-import { getMintDecoder as getClassicMintDecoder, TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
+import { type Address, address, getAddressEncoder, getProgramDerivedAddress } from "@solana/addresses";
+import type { ReadonlyUint8Array } from "@solana/codecs-core";
+import { getBase64Encoder } from "@solana/codecs-strings";
+import { isSolanaError } from "@solana/errors";
+import type { Signature } from "@solana/keys";
+import { createSolanaRpcFromTransport } from "@solana/rpc";
+import type { RpcTransport } from "@solana/rpc-spec";
+import type { Base64EncodedBytes } from "@solana/rpc-types";
 import type { SolanaCommitment } from "../config.ts";
 import { UnavailableError } from "../domain/errors.ts";
 import type {
@@ -22,7 +16,7 @@ import type {
   SignatureInfo,
   TokenBalance,
 } from "./chain.ts";
-import { TOKEN_2022_PROGRAM_ADDRESS } from "./token-programs.ts";
+import { TOKEN_2022_PROGRAM_ADDRESS, TOKEN_PROGRAM_ADDRESS } from "./token-programs.ts";
 
 /** Metaplex Token Metadata: the program that owns most SPL tokens' name, symbol and uri. */
 export const METAPLEX_PROGRAM_ADDRESS = address("metaqbxxUerdq28cj1RbAWkYQm3ybzjb6a8bt518x1s");
@@ -159,9 +153,15 @@ export function createKitChain(options: { transport: RpcTransport; commitment: S
 }
 
 /**
- * @solana-program/token-2022, loaded on the first Token-2022 mint read: its codecs are half a
- * megabyte of code, which a process that reads no such mint need not carry.
+ * The token programs' codecs, loaded on the first mint read: @solana-program/token imports all of
+ * @solana/kit (17 MB in a process) and token-2022 is half a megabyte of code more, which a process
+ * that has not read a mint yet need not carry (this adapter otherwise uses kit's packages one by one).
  */
+let token: Promise<typeof import("@solana-program/token")> | undefined;
+const loadToken = () => {
+  token ??= import("@solana-program/token");
+  return token;
+};
 let token2022: Promise<typeof import("@solana-program/token-2022")> | undefined;
 const loadToken2022 = () => {
   token2022 ??= import("@solana-program/token-2022");
@@ -177,7 +177,7 @@ export async function mintFromAccount(
   try {
     if (owner === TOKEN_PROGRAM_ADDRESS) {
       if (data.length !== MINT_SIZE) return undefined;
-      const mint = getClassicMintDecoder().decode(data);
+      const mint = (await loadToken()).getMintDecoder().decode(data);
       if (!mint.isInitialized) return undefined;
       return {
         address: at,

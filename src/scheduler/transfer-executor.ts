@@ -2,17 +2,19 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { JsonObject } from "../agent/agent-store.ts";
 import type { Chain, TransferChain } from "../chain/chain.ts";
 import type { SigningKey } from "../chain/ed25519-key.ts";
-import {
-  associatedTokenAccount,
-  delegatedTransferTransaction,
-  type TokenRef,
-} from "../chain/token-transactions.ts";
+import type { TokenRef } from "../chain/token-transactions.ts";
 import { baseUnits } from "../domain/base-units.ts";
 import { UnavailableError } from "../domain/errors.ts";
 import type { PriceSource } from "../token/token-source.ts";
 import { tokenTransactionFromChain, uiAmount } from "../token/token-transaction-from-chain.ts";
 import type { Execution, ExecutionResult, Executor } from "./executor.ts";
 import type { SentTransaction } from "./run-store.ts";
+
+/**
+ * The transaction builders, loaded on the first transfer: they bring @solana/kit whole (17 MB in
+ * a process), which a process that runs no transfer need not carry.
+ */
+const loadTokenTransactions = () => import("../chain/token-transactions.ts");
 
 export interface TransferCaps {
   /** Largest value one run may move, in US dollars at the price source's price. */
@@ -144,6 +146,7 @@ export function createTransferExecutor(options: TransferExecutorOptions): Execut
         `moving ${usd.toFixed(2)} USD more would pass the cap of ${caps.perDayUsd} USD per day (${movedToday.toFixed(2)} USD moved today)`,
       );
     }
+    const { associatedTokenAccount, delegatedTransferTransaction } = await loadTokenTransactions();
     const sourceAccount = await associatedTokenAccount(source, token);
     const state = await transfers.getTokenAccount(sourceAccount, signal);
     if (state === undefined) return final(`the source wallet has no ${symbol} account`);
