@@ -3,8 +3,9 @@
  * fencing of a holder that lost its lease, at most one settling run per slot, and the history.
  */
 import { describe, expect, it } from "vitest";
+import { CLOCK_SKEW_ALLOWANCE_MS } from "../src/domain/clock-skew.ts";
 import type { Lease, RunRecord, RunStore, SlotRef } from "../src/scheduler/run-store.ts";
-import { CLOCK_SKEW_ALLOWANCE_MS, runIdOf } from "../src/scheduler/run-store.ts";
+import { runIdOf } from "../src/scheduler/run-store.ts";
 
 export interface RunStoreFixture {
   readonly store: RunStore;

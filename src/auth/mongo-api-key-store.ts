@@ -1,5 +1,6 @@
 import type { Collection, Db } from "mongodb";
 import { isDuplicateKey } from "../agent/mongo-errors.ts";
+import { indexedRun } from "../agent/mongo-indexed-run.ts";
 import { type ApiKeyRecord, isScope } from "./api-key.ts";
 import type { ApiKeyStore } from "./api-key-store.ts";
 
@@ -32,23 +33,10 @@ export function createMongoApiKeyStore(options: MongoApiKeyStoreOptions): ApiKey
   const { db, guard } = options;
   const keys: Collection<ApiKeyDoc> = db.collection<ApiKeyDoc>("api_keys");
   const bounded = options.maxTimeMS === undefined ? {} : { maxTimeMS: options.maxTimeMS };
-  let indexes: Promise<void> | undefined;
-  const ensureIndexes = () => {
-    indexes ??= keys
-      .createIndex({ hash: 1 }, { unique: true, name: "hash_unique" })
-      .then(() => keys.createIndex({ owner: 1, createdAt: -1 }, { name: "owner_createdAt" }))
-      .then(() => undefined)
-      .catch((error: unknown) => {
-        indexes = undefined;
-        throw error;
-      });
-    return indexes;
-  };
-  const run = <T>(op: () => Promise<T>) =>
-    guard(async () => {
-      await ensureIndexes();
-      return op();
-    });
+  const run = indexedRun(guard, async () => {
+    await keys.createIndex({ hash: 1 }, { unique: true, name: "hash_unique" });
+    await keys.createIndex({ owner: 1, createdAt: -1 }, { name: "owner_createdAt" });
+  });
 
   return {
     insert(record) {

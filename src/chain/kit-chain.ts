@@ -157,16 +157,8 @@ export function createKitChain(options: { transport: RpcTransport; commitment: S
  * @solana/kit (17 MB in a process) and token-2022 is half a megabyte of code more, which a process
  * that has not read a mint yet need not carry (this adapter otherwise uses kit's packages one by one).
  */
-let token: Promise<typeof import("@solana-program/token")> | undefined;
-const loadToken = () => {
-  token ??= import("@solana-program/token");
-  return token;
-};
-let token2022: Promise<typeof import("@solana-program/token-2022")> | undefined;
-const loadToken2022 = () => {
-  token2022 ??= import("@solana-program/token-2022");
-  return token2022;
-};
+const loadToken = () => import("@solana-program/token");
+const loadToken2022 = () => import("@solana-program/token-2022");
 
 /** A mint from its account, or undefined when the account is not one. */
 export async function mintFromAccount(

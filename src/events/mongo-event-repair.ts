@@ -1,4 +1,5 @@
 import type { Collection, Db, Document } from "mongodb";
+import { indexedRun } from "../agent/mongo-indexed-run.ts";
 import type { RunRecord } from "../scheduler/run-store.ts";
 import { createdEvent, deletedEvent, statusEvent } from "./announcing-agent-store.ts";
 import type { EventLog, NewEvent } from "./event-log.ts";
@@ -47,19 +48,12 @@ export function createMongoEventRepair(options: {
   const versions: Collection<Document> = db.collection(`${prefix}agent_versions`);
   const tombstones: Collection<Document> = db.collection(`${prefix}agent_tombstones`);
   const runs: Collection<Document> = db.collection(`${prefix}agent_runs`);
-  let indexes: Promise<void> | undefined;
-  const ensureIndexes = () => {
-    indexes ??= (async () => {
-      await versions.createIndex({ claimedAt: 1 }, { name: "claimedAt" });
-      await agents.createIndex({ createdAt: 1 }, { name: "createdAt" });
-      await tombstones.createIndex({ deletedAt: 1 }, { name: "deletedAt" });
-      await runs.createIndex({ finishedAt: 1 }, { name: "finishedAt" });
-    })().catch((err: unknown) => {
-      indexes = undefined;
-      throw err;
-    });
-    return indexes;
-  };
+  const run = indexedRun(guard, async () => {
+    await versions.createIndex({ claimedAt: 1 }, { name: "claimedAt" });
+    await agents.createIndex({ createdAt: 1 }, { name: "createdAt" });
+    await tombstones.createIndex({ deletedAt: 1 }, { name: "deletedAt" });
+    await runs.createIndex({ finishedAt: 1 }, { name: "finishedAt" });
+  });
 
   /** Appends the candidates whose key is not logged yet, in the order given. */
   const appendMissing = async (candidates: readonly NewEvent[]): Promise<number> => {
@@ -147,8 +141,7 @@ export function createMongoEventRepair(options: {
 
   return {
     repair: (since) =>
-      guard(async () => {
-        await ensureIndexes();
+      run(async () => {
         // Creations before the changes of the same agents, deletions last.
         let appended = 0;
         for (const kind of [creations, statusChanges, runEvents, deletions]) {

@@ -3,8 +3,8 @@
  * same contract suite as the MongoDB adapter. It keeps the same generation rules so behaviour
  * matches exactly.
  */
+import { CLOCK_SKEW_ALLOWANCE_MS } from "../domain/clock-skew.ts";
 import {
-  CLOCK_SKEW_ALLOWANCE_MS,
   type Lease,
   newestRunFirst,
   type RecordResult,

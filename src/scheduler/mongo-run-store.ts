@@ -3,19 +3,13 @@
  * decision two replicas can race on is an insert of a unique `_id`; the only update is a holder
  * extending its own lease document, which nobody else writes.
  */
+
 import type { Collection, Db } from "mongodb";
 import type { JsonObject } from "../agent/agent-store.ts";
 import { isDuplicateKey } from "../agent/mongo-errors.ts";
 import { indexedRun } from "../agent/mongo-indexed-run.ts";
-import {
-  CLOCK_SKEW_ALLOWANCE_MS,
-  type Lease,
-  type RecordResult,
-  type RunOutcome,
-  type RunRecord,
-  type RunStore,
-  type SlotRef,
-} from "./run-store.ts";
+import { CLOCK_SKEW_ALLOWANCE_MS } from "../domain/clock-skew.ts";
+import type { Lease, RecordResult, RunOutcome, RunRecord, RunStore, SlotRef } from "./run-store.ts";
 
 const WRITE_CONCERN = { w: "majority" } as const;
 

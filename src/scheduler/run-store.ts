@@ -117,9 +117,6 @@ export interface RunStore {
   close(): Promise<void>;
 }
 
-/** Take-overs wait this long past a lease's end, so a holder whose clock runs a little slow is not cut off. */
-export const CLOCK_SKEW_ALLOWANCE_MS = 1_000;
-
 /** The run id of an attempt: agent, slot (epoch ms) and attempt, URL-safe. */
 export function runIdOf(slot: SlotRef, attempt: number): string {
   return `${slot.agentId}.${slot.scheduledAt.getTime().toString(36)}.${attempt}`;

@@ -17,7 +17,8 @@ export function createMemoryWebhookStore(): WebhookStore {
     if (d.status === "pending") pending.add(d.deliveryId);
     else pending.delete(d.deliveryId);
   };
-  const claims = new Map<string, AttemptClaim & { at: Date }>();
+  /** Claims by delivery, then attempt. */
+  const claims = new Map<string, Map<number, AttemptClaim>>();
   let cursor: number | undefined;
   const ownEndpoint = (owner: string, endpointId: string) => {
     const endpoint = endpoints.get(endpointId);
@@ -113,16 +114,21 @@ export function createMemoryWebhookStore(): WebhookStore {
       return found.slice(0, limit);
     },
     claimAttempt(delivery, options) {
-      const key = (attempt: number) => `${delivery.deliveryId}:${attempt}`;
+      const ofDelivery = () => {
+        const attempts = claims.get(delivery.deliveryId) ?? new Map<number, AttemptClaim>();
+        claims.set(delivery.deliveryId, attempts);
+        return attempts;
+      };
       return claimNextAttempt(
         {
           async insertClaim(attempt, claim) {
-            if (claims.has(key(attempt))) return false;
-            claims.set(key(attempt), claim);
+            const attempts = ofDelivery();
+            if (attempts.has(attempt)) return false;
+            attempts.set(attempt, claim);
             return true;
           },
           async readClaim(attempt) {
-            return claims.get(key(attempt));
+            return claims.get(delivery.deliveryId)?.get(attempt);
           },
           async readDelivery() {
             return deliveries.get(delivery.deliveryId);
@@ -172,7 +178,7 @@ export function createMemoryWebhookStore(): WebhookStore {
       for (const d of deliveries.values()) {
         if (d.status !== "pending" && d.createdAt < before) {
           deliveries.delete(d.deliveryId);
-          for (const k of claims.keys()) if (k.startsWith(`${d.deliveryId}:`)) claims.delete(k);
+          claims.delete(d.deliveryId);
           dropped++;
         }
       }

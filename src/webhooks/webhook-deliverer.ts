@@ -69,7 +69,6 @@ export function createWebhookDeliverer(options: {
   const now = options.now ?? (() => new Date());
   const random = options.random ?? Math.random;
   const running = new Map<string, Promise<void>>();
-  let afterAttempt = () => {};
   const perEndpoint = new Map<string, number>();
 
   const settle = (delivery: DeliveryRecord, status: "delivered" | "failed" | "canceled", at: Date) =>
@@ -198,7 +197,8 @@ export function createWebhookDeliverer(options: {
       if (!running.has(d.deliveryId)) ready.set(d.deliveryId, d);
     }
   };
-  afterAttempt = () => {
+  /** An attempt ended: the next candidate takes its place (`start` calls this once it has ended). */
+  const afterAttempt = () => {
     fill()
       .catch((error: unknown) => observer.onError?.(error))
       .finally(() => {

@@ -1,3 +1,5 @@
+import { CLOCK_SKEW_ALLOWANCE_MS } from "../domain/clock-skew.ts";
+
 /**
  * The webhook store port: endpoints, and the outbox of deliveries. Several replicas share it, on
  * MongoDB and FerretDB alike, so whatever two replicas could race on is decided by an insert of a
@@ -150,9 +152,6 @@ export interface WebhookStore {
   close(): Promise<void>;
 }
 
-/** Claims taken over this long after their lease ended, so a holder whose clock runs slow is not cut off. */
-export const CLAIM_SKEW_ALLOWANCE_MS = 1_000;
-
 /** A claim on one attempt at a delivery. */
 export interface AttemptClaim {
   readonly leaseUntil: Date;
@@ -192,7 +191,7 @@ export async function claimNextAttempt(
       return undefined;
     }
     const claim = await ops.readClaim(attempt);
-    if (claim !== undefined && claim.leaseUntil.getTime() + CLAIM_SKEW_ALLOWANCE_MS > now.getTime()) {
+    if (claim !== undefined && claim.leaseUntil.getTime() + CLOCK_SKEW_ALLOWANCE_MS > now.getTime()) {
       return undefined;
     }
   }
