@@ -156,3 +156,183 @@ describe("disabling an endpoint that keeps failing", () => {
     sender.close();
   });
 });
+
+describe("the sender's bounds", () => {
+  it("gives up on an endpoint that does not answer within the timeout", async () => {
+    const { createServer } = await import("node:http");
+    const held: import("node:http").ServerResponse[] = [];
+    const server = createServer((_req, res) => held.push(res));
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const port = (server.address() as { port: number }).port;
+    const sender = createHttpWebhookSender({
+      timeoutMs: 300,
+      maxResponseBytes: 65_536,
+      allowPrivateNetworks: true,
+      maxSocketsPerHost: 2,
+      userAgent: "test",
+    });
+    try {
+      const started = performance.now();
+      const result = await sender.send({ url: `http://127.0.0.1:${port}/`, headers: {}, body: "{}" });
+      expect(result).toEqual({ kind: "failed", error: "no answer within 300 ms" });
+      expect(performance.now() - started).toBeLessThan(5_000);
+    } finally {
+      sender.close();
+      for (const res of held) res.destroy();
+      server.closeAllConnections();
+      server.close();
+    }
+  });
+
+  it("reads an answer only up to its bound: an endless body still gives its status", async () => {
+    const { createServer } = await import("node:http");
+    let written = 0;
+    const server = createServer((_req, res) => {
+      res.writeHead(202);
+      const chunk = Buffer.alloc(16 * 1024, 97);
+      // Never ends on its own: the sender must stop reading.
+      const pump = () => {
+        while (!res.destroyed && res.write(chunk)) written += chunk.length;
+        if (!res.destroyed) res.once("drain", pump);
+      };
+      pump();
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const port = (server.address() as { port: number }).port;
+    const sender = createHttpWebhookSender({
+      timeoutMs: 5_000,
+      maxResponseBytes: 65_536,
+      allowPrivateNetworks: true,
+      maxSocketsPerHost: 2,
+      userAgent: "test",
+    });
+    try {
+      const result = await sender.send({ url: `http://127.0.0.1:${port}/`, headers: {}, body: "{}" });
+      expect(result).toEqual({ kind: "answered", status: 202 });
+    } finally {
+      sender.close();
+      server.closeAllConnections();
+      server.close();
+    }
+    expect(written).toBeLessThan(64 * 1024 * 1024);
+  });
+});
+
+describe("signatures during a rotation", () => {
+  it("signs with every secret in force, and stops signing with a replaced one once it expires", () => {
+    const at = new Date("2026-11-25T12:00:00Z");
+    const current = { secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", createdAt: at };
+    const replaced = {
+      secret: "whsec_c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0",
+      createdAt: new Date(0),
+      expiresAt: new Date(at.getTime() + 1_000),
+    };
+    const during = signWebhook("msg_1", at, "{}", [current, replaced]);
+    expect(during["webhook-signature"].split(" ")).toHaveLength(2);
+    const after = signWebhook("msg_1", new Date(at.getTime() + 1_000), "{}", [current, replaced]);
+    expect(after["webhook-signature"].split(" ")).toHaveLength(1);
+    expect(after["webhook-signature"]).toMatch(/^v1,[A-Za-z0-9+/]+=*$/);
+    expect(after["webhook-timestamp"]).toBe(String(at.getTime() / 1000 + 1));
+  });
+});
+
+describe("attempts in flight per endpoint", () => {
+  it("never has more than maxInFlightPerEndpoint attempts at one endpoint, while another endpoint is served", async () => {
+    const receiver = await startWebhookReceiver();
+    let open = 0;
+    let most = 0;
+    const releases: (() => void)[] = [];
+    const { createServer } = await import("node:http");
+    const slow = createServer((req, res) => {
+      open++;
+      most = Math.max(most, open);
+      req.resume();
+      releases.push(() => {
+        open--;
+        res.writeHead(200).end();
+      });
+    });
+    await new Promise<void>((resolve) => slow.listen(0, "127.0.0.1", resolve));
+    const slowPort = (slow.address() as { port: number }).port;
+    const store = createMemoryWebhookStore();
+    const sender = createHttpWebhookSender({
+      timeoutMs: 10_000,
+      maxResponseBytes: 65_536,
+      allowPrivateNetworks: true,
+      maxSocketsPerHost: 8,
+      userAgent: "test",
+    });
+    const deliverer = createWebhookDeliverer({
+      store,
+      sender,
+      worker: "w",
+      concurrency: 16,
+      maxInFlightPerEndpoint: 2,
+      leaseMs: 30_000,
+      retry: DEFAULTS,
+      disableAfterMs: 72 * HOUR,
+      sign: signWebhook,
+    });
+    const secrets = [{ secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", createdAt: new Date() }];
+    for (const [id, url] of [
+      ["ep_slow", `http://127.0.0.1:${slowPort}/`],
+      ["ep_fast", receiver.url],
+    ] as const) {
+      await store.createEndpoint(
+        {
+          endpointId: id,
+          owner: "o",
+          url,
+          eventTypes: [],
+          description: "",
+          createdAt: new Date(),
+          fromSeq: 0,
+          secrets,
+        },
+        10,
+      );
+    }
+    const delivery = (endpointId: string, seq: number): DeliveryRecord => ({
+      deliveryId: `${endpointId}_${seq}`,
+      endpointId,
+      owner: "o",
+      eventSeq: seq,
+      eventType: "agent.created",
+      eventAt: new Date(),
+      payload: "{}",
+      createdAt: new Date(),
+      status: "pending",
+      attempts: 0,
+      lastResponseCode: 0,
+      nextAttemptAt: new Date(),
+      windowStart: new Date(),
+    });
+    try {
+      const all = [
+        ...Array.from({ length: 10 }, (_, i) => delivery("ep_slow", i)),
+        ...Array.from({ length: 5 }, (_, i) => delivery("ep_fast", i)),
+      ];
+      await deliverer.offer(await store.enqueue(all));
+      await receiver.waitFor(5);
+      for (let i = 0; i < 100 && open < 2; i++) await new Promise((r) => setTimeout(r, 10));
+      expect(open).toBe(2);
+      // Released one at a time, the rest follow, never more than two at once.
+      while (
+        (await store.listDeliveries("o", "ep_slow", { status: "delivered", limit: 100, offset: 0 })).total <
+        10
+      ) {
+        releases.shift()?.();
+        await deliverer.step();
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      expect(most).toBe(2);
+    } finally {
+      for (const release of releases) release();
+      await deliverer.drain();
+      sender.close();
+      slow.closeAllConnections();
+      slow.close();
+      await receiver.close();
+    }
+  });
+});

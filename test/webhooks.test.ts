@@ -592,3 +592,13 @@ describe("webhooks while the database is away", () => {
     verifyWebhook(String(created.secret), receiver.received[1] as never);
   });
 });
+
+describe("webhooks at shutdown", () => {
+  it("stop their poll timer and leave no attempt in flight once the server has closed", async () => {
+    const server = await startServer({ env: FAST_WEBHOOKS });
+    const loop = server.webhooks;
+    expect(loop?.stats().timer).toBe(true);
+    await server.close();
+    expect(loop?.stats()).toEqual({ timer: false, inFlight: 0 });
+  });
+});
