@@ -26,9 +26,15 @@ async function takeEvents(
 ): Promise<LoggedEvent[]> {
   const seen: LoggedEvent[] = [];
   const signal = AbortSignal.timeout(ms);
-  while (seen.length < count) {
-    const item = await queue.take(1_000, signal);
-    if (item !== IDLE) seen.push(item);
+  try {
+    while (seen.length < count) {
+      const item = await queue.take(1_000, signal);
+      if (item !== IDLE) seen.push(item);
+    }
+  } catch (error) {
+    // Say what came, so a gap can be told from a slow log.
+    const seqs = seen.map((e) => e.seq).join(",");
+    throw new Error(`${seen.length} of ${count} events came within ${ms} ms: ${seqs}`, { cause: error });
   }
   return seen;
 }
@@ -54,14 +60,18 @@ describe.each(adapters)("event feed (%s)", (_name, make) => {
       starts.flatMap((after) =>
         OWNERS.map(async (owner) => {
           const queue = createSubscriberQueue<LoggedEvent>({ capacity: 10_000 });
-          const from = after ?? (await reader.lastSeq());
+          const newestBefore = await reader.lastSeq();
           const watch = await feed.watch({
             filter: { owner },
             ...(after === undefined ? {} : { after }),
             queue,
           });
           cleanup(async () => watch.close());
-          return { owner, from, queue };
+          // "From now on" starts after the newest event at the call, which writers keep moving:
+          // the watch says where it started, and that is no earlier than the call.
+          if (after === undefined) expect(watch.from).toBeGreaterThanOrEqual(newestBefore);
+          else expect(watch.from).toBe(after);
+          return { owner, from: watch.from, queue };
         }),
       ),
     );

@@ -13,6 +13,8 @@ export interface WatchRequest {
 }
 
 export interface EventWatch {
+  /** The sequence number the watch starts after: the cursor given, or the newest event at the start. */
+  readonly from: number;
   /** Stops delivering and releases everything the watch holds. */
   close(): void;
 }
@@ -193,7 +195,7 @@ export function createEventFeed(options: {
         request.queue.fail(error);
         close(w);
       });
-      return { close: () => close(w) };
+      return { from: pos, close: () => close(w) };
     },
     stats: () => ({ watches: watchers.size, live: liveCount, timer: timer !== undefined }),
     close() {
