@@ -23,6 +23,7 @@ import {
   file_google_protobuf_timestamp,
   file_google_protobuf_wrappers,
   FieldDescriptorProto_Label as Label,
+  TimestampSchema,
   FieldDescriptorProto_Type as Type,
 } from "@bufbuild/protobuf/wkt";
 import { describe, expect, it } from "vitest";
@@ -31,7 +32,7 @@ import { file_auth_v1_auth } from "../gen/auth/v1/auth_pb.ts";
 import { file_connectrpc_conformance_v1_service } from "../gen/connectrpc/conformance/v1/service_pb.ts";
 import { file_grpc_reflection_v1_reflection } from "../gen/grpc/reflection/v1/reflection_pb.ts";
 import { file_health_v1_health } from "../gen/health/v1/health_pb.ts";
-import { file_token_v1_token } from "../gen/token/v1/token_pb.ts";
+import { file_token_v1_token, TokenPriceSchema } from "../gen/token/v1/token_pb.ts";
 import { createBinaryEncoder } from "../src/lean/binary-encoder.ts";
 import { createJsonEncoder } from "../src/lean/json-encoder.ts";
 
@@ -471,5 +472,35 @@ describe("the lean path's message encoders", () => {
     expect(binary?.(unknown)).toBeUndefined();
     // A message of another type.
     expect(binary?.(create(file_token_v1_token.messages[0] as DescMessage))).toBeUndefined();
+  });
+
+  it("write each Timestamp as its own, when one follows another that shares its seconds or nanos", () => {
+    const encode = createJsonEncoder(TokenPriceSchema, { alwaysEmitImplicit: true });
+    const at = (seconds: bigint, nanos: number) =>
+      create(TokenPriceSchema, { mint: "m", asOf: create(TimestampSchema, { seconds, nanos }) });
+    // Repeats, then one field changing at a time, then back: a remembered time must never stand in
+    // for another.
+    const times = [
+      at(1_700_000_000n, 0),
+      at(1_700_000_000n, 0),
+      at(1_700_000_000n, 5_000_000),
+      at(1_700_000_001n, 5_000_000),
+      at(1_700_000_001n, 123_456_789),
+      at(1_700_000_000n, 0),
+    ];
+    for (const [i, price] of times.entries()) {
+      const mine = encode?.(price);
+      expect(mine, `time ${i}`).toBeDefined();
+      expect(Buffer.from(mine as Uint8Array).toString("utf8"), `time ${i}`).toBe(
+        toJsonString(TokenPriceSchema, price, { alwaysEmitImplicit: true }),
+      );
+    }
+    // Out of range: left to toJsonString, whose error stands; the remembered time is not written.
+    const far = at(999_999_999_999n, 0);
+    expect(encode?.(far)).toBeUndefined();
+    expect(() => toJsonString(TokenPriceSchema, far)).toThrow(/must be from 0001-01-01/);
+    expect(Buffer.from(encode?.(times[0] as never) as Uint8Array).toString("utf8")).toBe(
+      toJsonString(TokenPriceSchema, times[0] as never, { alwaysEmitImplicit: true }),
+    );
   });
 });
