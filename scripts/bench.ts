@@ -11,7 +11,8 @@
  *   BENCH_ONLY=prices npm run bench    (only the Jupiter figures: warm cache vs catalog, cold stampede)
  *   BENCH_ONLY=streams npm run bench   (only the stream figures: 1,000 price watchers on one process)
  *   BENCH_ONLY=webhooks npm run bench  (only the webhook figures: deliveries per second, lag from event to delivery)
- *   BENCH_ONLY=process npm run bench   (only start time and idle memory, with a cluster and with the embedded chain)
+ *   BENCH_ONLY=process npm run bench   (only start time, idle memory and peak memory under the issue's two loads,
+ *                                       against a baseline commit: BENCH_BASELINE, default f23ce64)
  *
  * Each server's throughput alone is printed, but the ratios come from paired runs: the service
  * and its peer share core 0 and are loaded at the same moment, each by its own generator, so
@@ -781,6 +782,7 @@ async function processFigures(): Promise<void> {
     SOLANA_RPC_URL: `http://127.0.0.1:${chainPort}`,
     EXECUTOR_KEYPAIR: executorKeypair(),
   });
+  const loads = await loadFigures(chainPort);
   chainProcess.kill("SIGTERM");
   const embedded = await measure({});
   const verdict = (value: number, goal: number) => (value <= goal ? "met" : "MISSED");
@@ -792,6 +794,141 @@ async function processFigures(): Promise<void> {
     `npm start with the embedded local chain: first answer ${embedded.ms.toFixed(0)} ms (goal ≤ 2000: ${verdict(embedded.ms, 2000)}), ` +
       `idle RSS ${embedded.idleMb.toFixed(0)} MB (goal ≤ 130: ${verdict(embedded.idleMb, 130)}); runs: ${embedded.all}`,
   );
+  for (const line of loads) notes.push(line);
+}
+
+/**
+ * The issue's two loads on the service as production runs it (SOLANA_RPC_URL to the local chain in
+ * its own process, catalog prices, memory store, info-level call log): gRPC from h2load, 64
+ * connections × 32 streams, and Connect JSON over HTTP/1.1 from `h2load --h1`, 256 connections
+ * (the issue measured that shape with autocannon; h2load is the C generator the bench already
+ * uses, and wrk stalled some of 256 connections for seconds). Every load gets a fresh process, so
+ * each peak RSS (VmHWM) is that load's own. BENCH_BASELINE names a commit (default f23ce64, where
+ * the issue measured "today"): the same loads run against its `npm start` from a worktree, in
+ * turn with the service, so that throughput is compared within one run. BENCH_BASELINE=none skips it.
+ */
+async function loadFigures(chainPort: number): Promise<string[]> {
+  const loadSeconds = Number(process.env.BENCH_LOAD_SECONDS ?? 10);
+  const env = {
+    LOG_LEVEL: "info",
+    AUTH_MODE: "none",
+    SOLANA_RPC_URL: `http://127.0.0.1:${chainPort}`,
+    EXECUTOR_KEYPAIR: executorKeypair(),
+  };
+  const path = "/token.v1.TokenService/GetTokenPrices";
+  const shapes = {
+    gRPC: (port: number) =>
+      pinned(1, [
+        "h2load",
+        "-c64",
+        "-m32",
+        "-D",
+        String(loadSeconds),
+        "-d",
+        files.grpc,
+        "-H",
+        "content-type: application/grpc",
+        "-H",
+        "te: trailers",
+        `http://127.0.0.1:${port}${path}`,
+      ]),
+    "Connect JSON": (port: number) =>
+      pinned(1, [
+        "h2load",
+        "--h1",
+        "-c256",
+        "-D",
+        String(loadSeconds),
+        "-d",
+        files.json,
+        "-H",
+        "content-type: application/json",
+        `http://127.0.0.1:${port}${path}`,
+      ]),
+  } as const;
+  type Shape = keyof typeof shapes;
+  const targets: { name: string; argv: string[]; cwd: string }[] = [
+    { name: "service", argv: ["node", ...startFlags, mainScript], cwd: root },
+  ];
+  const baseline = baselineTree(process.env.BENCH_BASELINE ?? "f23ce64");
+  if (baseline !== undefined) targets.push(baseline);
+  const figures = new Map<string, { rps: number[]; peakMb: number[]; mean: number[]; failed: number }>();
+  try {
+    for (let round = 0; round < rounds; round++) {
+      for (const shape of Object.keys(shapes) as Shape[]) {
+        for (const target of targets) {
+          const server = await start(target.argv, env, target.cwd);
+          const out = await output(shapes[shape](server.port));
+          const peakMb = peakRssMb(server.pid);
+          server.child.kill("SIGTERM");
+          const key = `${target.name} ${shape}`;
+          const f = figures.get(key) ?? { rps: [], peakMb: [], mean: [], failed: 0 };
+          f.rps.push(Number(/finished in [\d.]+\w+, ([\d.]+) req\/s/.exec(out)?.[1] ?? Number.NaN));
+          f.failed +=
+            Number(/(\d+) failed/.exec(out)?.[1] ?? 0) + Number(/(\d+) errored/.exec(out)?.[1] ?? 0);
+          const mean = /time for request:\s+\S+\s+\S+\s+([\d.]+)(ms|us|s)/.exec(out);
+          f.mean.push(
+            mean === null
+              ? Number.NaN
+              : Number(mean[1]) * ({ us: 0.001, ms: 1, s: 1000 }[mean[2] as "ms"] ?? 1),
+          );
+          f.peakMb.push(peakMb);
+          figures.set(key, f);
+        }
+      }
+    }
+  } finally {
+    if (baseline !== undefined) baseline.remove();
+  }
+  const lines: string[] = [];
+  for (const shape of Object.keys(shapes) as Shape[]) {
+    const mine = figures.get(`service ${shape}`);
+    if (mine === undefined) continue;
+    const peak = Math.max(...mine.peakMb);
+    const rps = medianOf(mine.rps);
+    const base = figures.get(`baseline ${shape}`);
+    const against =
+      base === undefined
+        ? "no baseline in this run"
+        : `baseline ${baseline?.label} ${medianOf(base.rps).toFixed(0)} req/s, peak ${Math.max(...base.peakMb).toFixed(0)} MB; ` +
+          `throughput no lower: ${rps >= medianOf(base.rps) ? "met" : "MISSED"} (${(rps / medianOf(base.rps)).toFixed(2)}×)`;
+    lines.push(
+      `${shape} load (${shape === "gRPC" ? "h2load 64 connections × 32 streams" : "h2load --h1, 256 connections"}, ` +
+        `${loadSeconds} s, SOLANA_RPC_URL): ${rps.toFixed(0)} req/s (${mine.rps.map((r) => r.toFixed(0)).join(", ")}), ` +
+        `mean ${medianOf(mine.mean).toFixed(1)} ms, peak RSS ${peak.toFixed(0)} MB (goal ≤ 150: ${peak <= 150 ? "met" : "MISSED"})` +
+        `${mine.failed > 0 ? `, ${mine.failed} failed` : ""}; ${against}`,
+    );
+  }
+  return lines;
+}
+
+/**
+ * A worktree of `rev` beside this one, sharing its node_modules, with its own `npm start` command
+ * (built first when its start runs compiled files); undefined for "none" or a commit this clone
+ * does not have.
+ */
+function baselineTree(
+  rev: string,
+): { name: string; label: string; argv: string[]; cwd: string; remove: () => void } | undefined {
+  if (rev === "none") return undefined;
+  const dir = join(work, "baseline");
+  try {
+    execFileSync("git", ["worktree", "add", "--detach", dir, rev], { cwd: root, stdio: "ignore" });
+  } catch {
+    console.warn(`BENCH_BASELINE=${rev}: no such commit here, so no baseline`);
+    return undefined;
+  }
+  const remove = () =>
+    execFileSync("git", ["worktree", "remove", "--force", dir], { cwd: root, stdio: "ignore" });
+  execFileSync("ln", ["-s", join(root, "node_modules"), join(dir, "node_modules")]);
+  const scripts = JSON.parse(readFileSync(join(dir, "package.json"), "utf8")).scripts as Record<
+    string,
+    string
+  >;
+  if (scripts.prestart !== undefined)
+    execFileSync("sh", ["-c", scripts.prestart], { cwd: dir, stdio: "inherit" });
+  const words = (scripts.start as string).split(/\s+/);
+  return { name: "baseline", label: rev, argv: words, cwd: dir, remove };
 }
 
 /**
@@ -1159,13 +1296,14 @@ function peakRssMb(pid: number): number {
 async function start(
   argv: string[],
   env: Record<string, string> = {},
+  cwd = root,
 ): Promise<{ port: number; pid: number; child: ChildProcess }> {
   const port = await freePort();
   const args = argv.map((a) => (a === "PORT" ? String(port) : a));
   // taskset execs the command, so the child's pid is the server's own.
   const command = pinned(0, [args[0] === "node" ? process.execPath : (args[0] as string), ...args.slice(1)]);
   const child = spawn(command[0] as string, command.slice(1), {
-    cwd: root,
+    cwd,
     env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", ...env },
     stdio: "ignore",
   });
