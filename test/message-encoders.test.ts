@@ -32,7 +32,11 @@ import { file_auth_v1_auth } from "../gen/auth/v1/auth_pb.ts";
 import { file_connectrpc_conformance_v1_service } from "../gen/connectrpc/conformance/v1/service_pb.ts";
 import { file_grpc_reflection_v1_reflection } from "../gen/grpc/reflection/v1/reflection_pb.ts";
 import { file_health_v1_health } from "../gen/health/v1/health_pb.ts";
-import { file_token_v1_token, TokenPriceSchema } from "../gen/token/v1/token_pb.ts";
+import {
+  file_token_v1_token,
+  GetTokenPricesResponseSchema,
+  TokenPriceSchema,
+} from "../gen/token/v1/token_pb.ts";
 import { createBinaryEncoder } from "../src/lean/binary-encoder.ts";
 import { createJsonEncoder } from "../src/lean/json-encoder.ts";
 
@@ -472,6 +476,34 @@ describe("the lean path's message encoders", () => {
     expect(binary?.(unknown)).toBeUndefined();
     // A message of another type.
     expect(binary?.(create(file_token_v1_token.messages[0] as DescMessage))).toBeUndefined();
+  });
+
+  it("write a deeply frozen entry's remembered bytes, and anything that can change anew", () => {
+    const encode = createJsonEncoder(GetTokenPricesResponseSchema, { alwaysEmitImplicit: true });
+    const entry = (mint: string) =>
+      create(TokenPriceSchema, {
+        mint,
+        price: 1.5,
+        asOf: create(TimestampSchema, { seconds: 1_700_000_000n }),
+      });
+    const deepFreeze = <T extends object>(value: T): T => {
+      for (const inner of Object.values(value))
+        if (inner !== null && typeof inner === "object") deepFreeze(inner);
+      return Object.freeze(value);
+    };
+    const frozen = deepFreeze(entry("frozen"));
+    const open = entry("open");
+    // Frozen on the outside only: its Timestamp can still change.
+    const shallow = Object.freeze(entry("shallow"));
+    const answer = create(GetTokenPricesResponseSchema, { success: true, data: [frozen, open, shallow] });
+    const text = () => Buffer.from(encode?.(answer) as Uint8Array).toString("utf8");
+    const expected = () => toJsonString(GetTokenPricesResponseSchema, answer, { alwaysEmitImplicit: true });
+    expect(text()).toBe(expected());
+    expect(text()).toBe(expected());
+    open.price = 2.5;
+    (shallow.asOf as { seconds: bigint }).seconds = 1_800_000_000n;
+    expect(text()).toContain('"mint":"open","symbol":"","price":2.5');
+    expect(text()).toBe(expected());
   });
 
   it("write each Timestamp as its own, when one follows another that shares its seconds or nanos", () => {

@@ -230,12 +230,31 @@ function messageValue(
     };
   }
   const write = compileMessage(desc, opts, compiled);
+  // Bytes of messages that cannot change (deeply frozen): one the service hands out again and
+  // again, such as a cached price entry, is written once per encoder, not once per answer.
+  const remembered = new WeakMap<object, Buffer>();
   return (w, value) => {
     // An unset message value is written as an empty message (protobuf-es's toMessage); leave
     // anything that is not a message object to toJsonString.
     if (value === null || typeof value !== "object") throw FALLBACK;
+    const known = remembered.get(value);
+    if (known !== undefined) {
+      w.raw(known);
+      return;
+    }
+    const start = w.pos;
     write(w, value as Fields);
+    if (deeplyFrozen(value)) remembered.set(value, Buffer.from(w.buf.subarray(start, w.pos)));
   };
+}
+
+/** Whether nothing reachable from `value` can change: it and every object inside it are frozen. */
+export function deeplyFrozen(value: object): boolean {
+  if (!Object.isFrozen(value)) return false;
+  for (const inner of Object.values(value)) {
+    if (inner !== null && typeof inner === "object" && !deeplyFrozen(inner)) return false;
+  }
+  return true;
 }
 
 /**

@@ -101,14 +101,25 @@ export function createTokenService(options: {
 }
 
 /** Memoises `convert` per domain object, so static data is converted once, not on every call. */
-function messageCache<T extends object, M>(convert: (value: T) => M): (value: T) => M {
+function messageCache<T extends object, M extends object>(convert: (value: T) => M): (value: T) => M {
   const cache = new WeakMap<T, M>();
   return (value) => {
     let message = cache.get(value);
     if (message === undefined) {
-      message = convert(value);
+      // Frozen, deeply: a message shared by every answer must not change under any of them, and
+      // the lean path writes a frozen message's bytes once (see json-encoder.ts).
+      message = deepFreeze(convert(value));
       cache.set(value, message);
     }
     return message;
   };
+}
+
+/** Freezes `value` and every object inside it; typed arrays (bytes) stay as they are. */
+function deepFreeze<M extends object>(value: M): M {
+  if (ArrayBuffer.isView(value)) return value;
+  for (const inner of Object.values(value)) {
+    if (inner !== null && typeof inner === "object") deepFreeze(inner);
+  }
+  return Object.freeze(value);
 }
