@@ -38,6 +38,7 @@ import {
   TokenPriceSchema,
 } from "../gen/token/v1/token_pb.ts";
 import { createBinaryEncoder } from "../src/lean/binary-encoder.ts";
+import { deepFreeze } from "../src/lean/deep-freeze.ts";
 import { createJsonEncoder } from "../src/lean/json-encoder.ts";
 
 /** A proto3 file with every scalar, singular, optional, repeated (packed or not), oneof and map. */
@@ -486,24 +487,25 @@ describe("the lean path's message encoders", () => {
         price: 1.5,
         asOf: create(TimestampSchema, { seconds: 1_700_000_000n }),
       });
-    const deepFreeze = <T extends object>(value: T): T => {
-      for (const inner of Object.values(value))
-        if (inner !== null && typeof inner === "object") deepFreeze(inner);
-      return Object.freeze(value);
-    };
     const frozen = deepFreeze(entry("frozen"));
     const open = entry("open");
     // Frozen on the outside only: its Timestamp can still change.
     const shallow = Object.freeze(entry("shallow"));
     const answer = create(GetTokenPricesResponseSchema, { success: true, data: [frozen, open, shallow] });
+    const binary = createBinaryEncoder(GetTokenPricesResponseSchema);
     const text = () => Buffer.from(encode?.(answer) as Uint8Array).toString("utf8");
     const expected = () => toJsonString(GetTokenPricesResponseSchema, answer, { alwaysEmitImplicit: true });
-    expect(text()).toBe(expected());
-    expect(text()).toBe(expected());
+    const bytes = () => Buffer.from(binary?.(answer) as Uint8Array).toString("hex");
+    const expectedBytes = () => Buffer.from(toBinary(GetTokenPricesResponseSchema, answer)).toString("hex");
+    for (let i = 0; i < 2; i++) {
+      expect(text()).toBe(expected());
+      expect(bytes()).toBe(expectedBytes());
+    }
     open.price = 2.5;
     (shallow.asOf as { seconds: bigint }).seconds = 1_800_000_000n;
     expect(text()).toContain('"mint":"open","symbol":"","price":2.5');
     expect(text()).toBe(expected());
+    expect(bytes()).toBe(expectedBytes());
   });
 
   it("write each Timestamp as its own, when one follows another that shares its seconds or nanos", () => {

@@ -8,6 +8,7 @@ import {
 } from "@bufbuild/protobuf";
 import { base64Encode } from "@bufbuild/protobuf/wire";
 import { isWrapperDesc } from "@bufbuild/protobuf/wkt";
+import { deeplyFrozen } from "./deep-freeze.ts";
 import { childMessageOf, everyField } from "./every-field.ts";
 import { IMPLICIT, LEGACY_REQUIRED, zeroTest } from "./field-presence.ts";
 import { ScratchBuffer } from "./scratch-buffer.ts";
@@ -246,15 +247,6 @@ function messageValue(
     write(w, value as Fields);
     if (deeplyFrozen(value)) remembered.set(value, Buffer.from(w.buf.subarray(start, w.pos)));
   };
-}
-
-/** Whether nothing reachable from `value` can change: it and every object inside it are frozen. */
-export function deeplyFrozen(value: object): boolean {
-  if (!Object.isFrozen(value)) return false;
-  for (const inner of Object.values(value)) {
-    if (inner !== null && typeof inner === "object" && !deeplyFrozen(inner)) return false;
-  }
-  return true;
 }
 
 /**

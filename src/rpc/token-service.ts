@@ -12,6 +12,7 @@ import {
   type WatchTokenPricesResponse,
   WatchTokenPricesResponseSchema,
 } from "../../gen/token/v1/token_pb.ts";
+import { deepFreeze } from "../lean/deep-freeze.ts";
 import type { PriceWatch } from "../token/price-watch.ts";
 import type { TokenQueries } from "../token/token-queries.ts";
 import type { TokenMetadata, TokenPrice, TokenTransaction } from "../token/token-source.ts";
@@ -113,13 +114,4 @@ function messageCache<T extends object, M extends object>(convert: (value: T) =>
     }
     return message;
   };
-}
-
-/** Freezes `value` and every object inside it; typed arrays (bytes) stay as they are. */
-function deepFreeze<M extends object>(value: M): M {
-  if (ArrayBuffer.isView(value)) return value;
-  for (const inner of Object.values(value)) {
-    if (inner !== null && typeof inner === "object") deepFreeze(inner);
-  }
-  return Object.freeze(value);
 }
