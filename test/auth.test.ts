@@ -181,6 +181,27 @@ describe.each(Object.keys(STORES) as Store[])("API keys, with agents and keys on
     }
   });
 
+  it("answers GetExecutor without a key, on every protocol and over REST: the executor's address is public", async () => {
+    const reader = await makeKeyDirectly(server, "reader", ["tokens:read"]);
+    const addresses = new Set<unknown>();
+    for (const protocol of protocols) {
+      for (const headers of [{}, bearer(reader.key), bearer("tas_made_up_key")] as Record<string, string>[]) {
+        const outcome = await protocol.call(AgentService, "GetExecutor", {}, headers);
+        expect(codeOf(outcome), `${protocol.name} ${JSON.stringify(headers)}`).toBe("ok");
+        addresses.add(dataOf(outcome).address);
+      }
+    }
+    const rest = await fetch(`${server.baseUrl}/v1/executor`);
+    expect(rest.status).toBe(200);
+    addresses.add(((await rest.json()) as { data: { address: string } }).data.address);
+    // One executor, a base58 address, whoever asks; the next method still needs a key.
+    expect(addresses.size).toBe(1);
+    expect([...addresses][0]).toMatch(/^[1-9A-HJ-NP-Za-km-z]{32,44}$/);
+    expect(codeOf(await (protocols[0] as Protocol).call(AgentService, "ListAgents", {}))).toBe(
+      "Unauthenticated",
+    );
+  });
+
   it("needs no key for health, reflection, probes and metrics", async () => {
     for (const protocol of protocols.filter((p) => !p.name.startsWith("grpc-js"))) {
       expect(codeOf(await protocol.call(Health, "Check", { service: "" }))).toBe("ok");
