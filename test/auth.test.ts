@@ -223,10 +223,21 @@ describe.each(Object.keys(STORES) as Store[])("API keys, with agents and keys on
       );
       const asBob = (method: string, request: Record<string, unknown>) =>
         protocol.call(AgentService, method, request, bearer(bob.key));
+      // PrepareApproval is the owner's: alice gets her approval transaction.
+      const approval = dataOf(
+        await protocol.call(
+          AgentService,
+          "PrepareApproval",
+          { agentId: id, allowance: 1 },
+          bearer(alice.key),
+        ),
+      );
+      expect(approval.owner, protocol.name).toBe((transfer(2).config as { source: string }).source);
       // Each refusal reads exactly as for an id that exists nowhere.
-      for (const method of ["GetAgent", "PauseAgent", "ResumeAgent", "ListAgentRuns"]) {
-        const across = await asBob(method, { agentId: id });
-        const unknown = await asBob(method, { agentId: unknownId });
+      for (const method of ["GetAgent", "PauseAgent", "ResumeAgent", "ListAgentRuns", "PrepareApproval"]) {
+        const extra = method === "PrepareApproval" ? { allowance: 1 } : {};
+        const across = await asBob(method, { agentId: id, ...extra });
+        const unknown = await asBob(method, { agentId: unknownId, ...extra });
         expect(codeOf(across), `${protocol.name} ${method}`).toBe("NotFound");
         expect(codeOf(unknown)).toBe("NotFound");
         if (!across.ok && !unknown.ok) expect(across.message.replace(id, unknownId)).toBe(unknown.message);
