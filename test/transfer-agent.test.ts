@@ -35,6 +35,8 @@ const ENV = {
   SCHEDULER_POLL_INTERVAL_MS: "100",
   SCHEDULER_RETRY_BASE_MS: "100",
   SCHEDULER_MAX_CONSECUTIVE_FAILURES: "2",
+  // The default cap per run (1000 USD) and a cap per day one run of 600 USD fits under, two do not.
+  TRANSFER_MAX_USD_PER_DAY: "1000",
 };
 
 const STORES: [string, () => Record<string, string>][] = [
@@ -316,6 +318,44 @@ describe.each(STORES)("a transfer agent on the %s store moves real tokens", (sto
       expect(run?.error, c.name).toMatch(c.reason);
       await ok("DELETE", `/v1/agents/${agentId}`);
     }
+  });
+
+  it("fails the run that would pass the cap per day, with both figures, after the day's runs under it", async () => {
+    const executor = (await ok("GET", "/v1/executor")).address as string;
+    const source = (await generateKeyPairSigner()).address;
+    const funded = await chain.raw("surfnet_setTokenAccount", [
+      source,
+      USDC,
+      { amount: 5_000_000_000, delegate: executor, delegatedAmount: 5_000_000_000 },
+    ]);
+    expect(funded.error).toBeUndefined();
+    const created = await ok("POST", "/v1/agents", {
+      type: "transfer",
+      config: { source, destination, amount: 600, token: "USDC", schedule: "hourly" },
+    });
+    const agentId = created.agentId as string;
+    const runs = await until(
+      async () => {
+        const all = await runsOf(agentId);
+        return all.some((r) => r.outcome === "failed") ? all : undefined;
+      },
+      5 * SLOT_MS + 10_000,
+      "a run refused by the cap per day",
+    );
+    await ok("DELETE", `/v1/agents/${agentId}`);
+    const byTime = [...runs].sort((a, b) => String(a.scheduledAt).localeCompare(String(b.scheduledAt)));
+    const failedAt = byTime.findIndex((r) => r.outcome === "failed");
+    const failed = byTime[failedAt] as Json;
+    expect(failed).toMatchObject({ attempt: 1 });
+    expect(failed.error).toMatch(
+      /moving 600\.00 USD more would pass the cap of 1000 USD per day \(600\.00 USD moved today\)/,
+    );
+    // The day is the slot's UTC day in schedule time, which may turn between two slots here: of
+    // the refused run's day, exactly one earlier run moved its 600 USD (USDC at the catalog's $1).
+    const day = (run: Json) => String(run.scheduledAt).slice(0, 10);
+    const earlier = byTime.slice(0, failedAt).filter((r) => day(r) === day(failed));
+    expect(earlier.map((r) => r.outcome)).toEqual(["succeeded"]);
+    expect((earlier[0]?.result as Json).usdValue).toBe(600);
   });
 
   it("refuses what it cannot do, with reasons", async () => {
