@@ -223,7 +223,6 @@ function messageValue(
   opts: Options,
   compiled: Map<DescMessage, WriteMessage>,
 ): WriteValue {
-  if (desc.typeName === "google.protobuf.Timestamp") return timestampValue(desc, opts);
   if (hasOwnJson(desc)) {
     return (w, value) => {
       if (value === null || typeof value !== "object") throw FALLBACK;
@@ -246,27 +245,6 @@ function messageValue(
     const start = w.pos;
     write(w, value as Fields);
     if (deeplyFrozen(value)) remembered.set(value, Buffer.from(w.buf.subarray(start, w.pos)));
-  };
-}
-
-/**
- * A Timestamp as toJson writes it, remembering the last one: the entries of an answer mostly share
- * one time (a price list's `asOf`), and formatting it for each entry was most of a JSON answer's
- * cost. The bytes still come from toJson, so its rules and errors stay in one place.
- */
-function timestampValue(desc: DescMessage, opts: Options): WriteValue {
-  let seconds: unknown;
-  let nanos: unknown;
-  let bytes: Buffer | undefined;
-  return (w, value) => {
-    if (value === null || typeof value !== "object") throw FALLBACK;
-    const t = value as { seconds?: unknown; nanos?: unknown };
-    if (bytes === undefined || t.seconds !== seconds || t.nanos !== nanos) {
-      bytes = Buffer.from(JSON.stringify(toJson(desc, value as never, opts.write)));
-      seconds = t.seconds;
-      nanos = t.nanos;
-    }
-    w.raw(bytes);
   };
 }
 
