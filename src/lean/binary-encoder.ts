@@ -1,6 +1,6 @@
 import { type DescField, type DescMessage, protoInt64, ScalarType } from "@bufbuild/protobuf";
 import { isWrapperDesc } from "@bufbuild/protobuf/wkt";
-import { deeplyFrozen } from "./deep-freeze.ts";
+import { rememberFrozen } from "./deep-freeze.ts";
 import { childMessageOf, everyField } from "./every-field.ts";
 import { IMPLICIT, LEGACY_REQUIRED, zeroTest } from "./field-presence.ts";
 import { ScratchBuffer } from "./scratch-buffer.ts";
@@ -297,22 +297,17 @@ function singularValue(field: DescField, compiled: Map<DescMessage, WriteMessage
 function messageValue(no: number, write: WriteMessage): WriteValue {
   const tag = ((no << 3) | WIRE_LENGTH_DELIMITED) >>> 0;
   // A deeply frozen message's field (tag, length and body) is written once (see deep-freeze.ts).
-  const remembered = new WeakMap<object, Buffer>();
-  return (w, value) => {
-    // An unset message value is written as an empty message (protobuf-es's toMessage); leave
-    // anything that is not a message object to toBinary.
-    if (value === null || typeof value !== "object") throw FALLBACK;
-    const known = remembered.get(value);
-    if (known !== undefined) {
-      w.raw(known);
-      return;
-    }
-    const begin = w.pos;
+  const field = rememberFrozen<Writer>((w, value) => {
     w.uint32(tag);
     const start = w.fork();
     write(w, value as Fields);
     w.join(start);
-    if (deeplyFrozen(value)) remembered.set(value, Buffer.from(w.buf.subarray(begin, w.pos)));
+  });
+  return (w, value) => {
+    // An unset message value is written as an empty message (protobuf-es's toMessage); leave
+    // anything that is not a message object to toBinary.
+    if (value === null || typeof value !== "object") throw FALLBACK;
+    field(w, value);
   };
 }
 

@@ -8,7 +8,7 @@ import {
 } from "@bufbuild/protobuf";
 import { base64Encode } from "@bufbuild/protobuf/wire";
 import { isWrapperDesc } from "@bufbuild/protobuf/wkt";
-import { deeplyFrozen } from "./deep-freeze.ts";
+import { rememberFrozen } from "./deep-freeze.ts";
 import { childMessageOf, everyField } from "./every-field.ts";
 import { IMPLICIT, LEGACY_REQUIRED, zeroTest } from "./field-presence.ts";
 import { ScratchBuffer } from "./scratch-buffer.ts";
@@ -229,22 +229,14 @@ function messageValue(
       w.utf8(JSON.stringify(toJson(desc, value as never, opts.write)));
     };
   }
-  const write = compileMessage(desc, opts, compiled);
-  // Bytes of messages that cannot change (deeply frozen): one the service hands out again and
-  // again, such as a cached price entry, is written once per encoder, not once per answer.
-  const remembered = new WeakMap<object, Buffer>();
+  const compiledWrite = compileMessage(desc, opts, compiled);
+  // A cached price entry, handed out again and again, is written once per encoder.
+  const write = rememberFrozen<ScratchBuffer>((w, value) => compiledWrite(w, value as Fields));
   return (w, value) => {
     // An unset message value is written as an empty message (protobuf-es's toMessage); leave
     // anything that is not a message object to toJsonString.
     if (value === null || typeof value !== "object") throw FALLBACK;
-    const known = remembered.get(value);
-    if (known !== undefined) {
-      w.raw(known);
-      return;
-    }
-    const start = w.pos;
-    write(w, value as Fields);
-    if (deeplyFrozen(value)) remembered.set(value, Buffer.from(w.buf.subarray(start, w.pos)));
+    write(w, value);
   };
 }
 

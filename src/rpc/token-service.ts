@@ -108,7 +108,7 @@ function messageCache<T extends object, M extends object>(convert: (value: T) =>
     let message = cache.get(value);
     if (message === undefined) {
       // Frozen, deeply: a message shared by every answer must not change under any of them, and
-      // the lean path writes a frozen message's bytes once (see json-encoder.ts).
+      // the lean path writes a frozen message's bytes once (see deep-freeze.ts).
       message = deepFreeze(convert(value));
       cache.set(value, message);
     }
