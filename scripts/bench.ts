@@ -863,15 +863,10 @@ async function loadFigures(chainPort: number): Promise<string[]> {
           server.child.kill("SIGTERM");
           const key = `${target.name} ${shape}`;
           const f = figures.get(key) ?? { rps: [], peakMb: [], mean: [], failed: 0 };
-          f.rps.push(Number(/finished in [\d.]+\w+, ([\d.]+) req\/s/.exec(out)?.[1] ?? Number.NaN));
-          f.failed +=
-            Number(/(\d+) failed/.exec(out)?.[1] ?? 0) + Number(/(\d+) errored/.exec(out)?.[1] ?? 0);
-          const mean = /time for request:\s+\S+\s+\S+\s+([\d.]+)(ms|us|s)/.exec(out);
-          f.mean.push(
-            mean === null
-              ? Number.NaN
-              : Number(mean[1]) * ({ us: 0.001, ms: 1, s: 1000 }[mean[2] as "ms"] ?? 1),
-          );
+          const read = h2loadFigures(out);
+          f.rps.push(read.rps);
+          f.failed += read.failed;
+          f.mean.push(read.meanMs);
           f.peakMb.push(peakMb);
           figures.set(key, f);
         }
@@ -1216,11 +1211,22 @@ function h2load(target: string, headers: string[], body: string): Load {
     (duration) =>
       pinned(1, ["h2load", "-c4", "-m32", "-D", String(duration), "-d", body, ...headers, target]),
     (out) => {
-      const failed = Number(/(\d+) failed/.exec(out)?.[1] ?? 0);
-      if (failed > 0) console.warn(`h2load: ${failed} failed requests against ${target}`);
-      return Number(/finished in [\d.]+\w+, ([\d.]+) req\/s/.exec(out)?.[1] ?? Number.NaN);
+      const { rps, failed } = h2loadFigures(out);
+      if (failed > 0) console.warn(`h2load: ${failed} failed or errored requests against ${target}`);
+      return rps;
     },
   );
+}
+
+/** What an h2load run printed: requests per second, requests failed or errored, mean time per request. */
+function h2loadFigures(out: string): { rps: number; failed: number; meanMs: number } {
+  const mean = /time for request:\s+\S+\s+\S+\s+([\d.]+)(ms|us|s)/.exec(out);
+  return {
+    rps: Number(/finished in [\d.]+\w+, ([\d.]+) req\/s/.exec(out)?.[1] ?? Number.NaN),
+    failed: Number(/(\d+) failed/.exec(out)?.[1] ?? 0) + Number(/(\d+) errored/.exec(out)?.[1] ?? 0),
+    meanMs:
+      mean === null ? Number.NaN : Number(mean[1]) * ({ us: 0.001, ms: 1, s: 1000 }[mean[2] as "ms"] ?? 1),
+  };
 }
 
 function load(argv: (duration: number) => string[], parse: (out: string) => number): Load {
