@@ -1,5 +1,5 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { cpSync, existsSync, mkdtempSync, rmSync } from "node:fs";
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
@@ -34,7 +34,7 @@ beforeAll(async () => {
   // As the Dockerfile does: TypeScript comes in as @solana/kit's optional peer, and nothing runs it.
   rmSync(join(scratch, "node_modules", "typescript"), { recursive: true, force: true });
   // As the Dockerfile does after copying the sources: the local chain's genesis, built once.
-  await promisify(execFile)(process.execPath, ["dist/src/local-chain/prepare-genesis.js"], {
+  await promisify(execFile)(process.execPath, ["dist/src/prepare-genesis.js"], {
     cwd: scratch,
     timeout: 60_000,
   });
@@ -63,9 +63,17 @@ describe("production install", () => {
     expect((result as { stderr: string }).stderr).toContain("npm run keys -- create --owner NAME");
   });
 
+  it("runs what npm start runs (the image's command is the same)", () => {
+    const start = (
+      JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { scripts: { start: string } }
+    ).scripts.start;
+    expect(imageCommand()).toEqual(start.split(/\s+/));
+  });
+
   it("starts, serves a call, and stops cleanly on SIGTERM", async () => {
-    // The image's command: the compiled service.
-    const proc = spawn(process.execPath, ["dist/src/main.js"], {
+    // The image's command: the bundled service, with its node flags.
+    const [, ...args] = imageCommand();
+    const proc = spawn(process.execPath, args, {
       cwd: scratch,
       env: {
         PATH: process.env.PATH,
@@ -106,3 +114,11 @@ describe("production install", () => {
     expect(await exit).toBe(0);
   });
 });
+
+/** The Dockerfile's CMD (exec form): the words the image runs. */
+function imageCommand(): string[] {
+  const cmd = readFileSync(join(root, "Dockerfile"), "utf8")
+    .split("\n")
+    .find((line) => line.startsWith("CMD "));
+  return JSON.parse((cmd as string).slice(4)) as string[];
+}

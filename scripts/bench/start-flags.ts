@@ -11,7 +11,7 @@ export function npmStartFlags(root: string): string[] {
  * The script `npm start` runs (the compiled dist/src/main.js), built first if a source is newer,
  * as `npm start` itself does; `name` picks another compiled entry point of the same tree.
  */
-export function npmStartScript(root: string, name: "main" | "local-chain/main" = "main"): string {
+export function npmStartScript(root: string, name: "main" | "local-chain" = "main"): string {
   execFileSync(process.execPath, [join(root, "scripts/build.ts"), "--if-stale"], { stdio: "inherit" });
   const script = startCommand(root).find((word) => word.endsWith(".js")) as string;
   return script.replace(/main\.js$/, `${name}.js`);
