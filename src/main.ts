@@ -1,5 +1,7 @@
+import type { Registry } from "prom-client";
 import { ConfigError } from "./config.ts";
-import { createLogger } from "./logger.ts";
+import { createIdleHeapRelease, type IdleHeapRelease } from "./idle-heap-release.ts";
+import { createLogger, type Logger } from "./logger.ts";
 import { loadConfigOrExit, stopOnSignals } from "./process-lifecycle.ts";
 import type { TransferHooks } from "./scheduler/transfer-executor.ts";
 import { createService, LocalChainPortInUseError } from "./service.ts";
@@ -53,10 +55,45 @@ async function main(): Promise<void> {
     `serving gRPC, gRPC-Web and Connect on port ${address.port}`,
   );
 
-  stopOnSignals(logger, () => service.close(), {
-    stopping: "shutting down: finishing calls in flight",
-    stopped: "stopped",
+  const release = idleHeapRelease(service.registry, logger);
+  stopOnSignals(
+    logger,
+    () => {
+      release?.stop();
+      return service.close();
+    },
+    {
+      stopping: "shutting down: finishing calls in flight",
+      stopped: "stopped",
+    },
+  );
+}
+
+/**
+ * Gives memory back whenever the process goes quiet after work (see idle-heap-release.ts), with
+ * the collector `--expose-gc` makes global: `npm start` and the image pass it.
+ */
+function idleHeapRelease(registry: Registry, logger: Logger): IdleHeapRelease | undefined {
+  const gc = globalThis.gc;
+  if (gc === undefined) {
+    logger.debug("idle memory is not given back: node runs without --expose-gc");
+    return undefined;
+  }
+  const release = createIdleHeapRelease({
+    collect: () => gc({ type: "major", execution: "sync", flavor: "last-resort" }),
+    registry,
+    onRelease: ({ ms, rssBefore, rssAfter }) =>
+      logger.debug(
+        {
+          ms: Math.round(ms),
+          rss_before_mb: Math.round(rssBefore / 1048576),
+          rss_after_mb: Math.round(rssAfter / 1048576),
+        },
+        "idle: memory given back",
+      ),
   });
+  release.start();
+  return release;
 }
 
 /**

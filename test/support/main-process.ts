@@ -31,10 +31,10 @@ export const LOCAL_CHAIN_MAIN = fileURLToPath(new URL("../../src/local-chain/mai
 
 /**
  * Spawns main.ts (or `script`) with exactly `env` on top of a minimal environment (PATH and HOME
- * only), so no MONGODB_URI or other setting of the test run leaks in.
+ * only), so no MONGODB_URI or other setting of the test run leaks in; `nodeFlags` go to node.
  */
-export function spawnMain(env: Record<string, string>, script = MAIN): MainProcess {
-  const child = spawn(process.execPath, [script], {
+export function spawnMain(env: Record<string, string>, script = MAIN, nodeFlags: string[] = []): MainProcess {
+  const child = spawn(process.execPath, [...nodeFlags, script], {
     cwd: PROJECT_ROOT,
     // Keys are off unless a test turns them on: AUTH_MODE defaults to apikey with MONGODB_URI.
     // The embedded local chain takes any free port, so that processes started side by side (and
@@ -117,8 +117,11 @@ export function spawnMain(env: Record<string, string>, script = MAIN): MainProce
 }
 
 /** Starts main.ts and resolves once it serves, with the port from its "serving" log line. */
-export async function startMain(env: Record<string, string> = {}): Promise<MainProcess & { port: number }> {
-  const main = spawnMain({ PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "info", ...env });
+export async function startMain(
+  env: Record<string, string> = {},
+  nodeFlags: string[] = [],
+): Promise<MainProcess & { port: number }> {
+  const main = spawnMain({ PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "info", ...env }, MAIN, nodeFlags);
   try {
     const line = await main.waitForLog(
       (l) => typeof l.port === "number" && typeof l.msg === "string" && l.msg.startsWith("serving"),
