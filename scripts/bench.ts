@@ -70,7 +70,7 @@ for (const tool of ["wrk", "h2load"]) {
 }
 
 const startFlags = npmStartFlags(root);
-/** What `npm start` runs: the compiled service (built now if a source is newer). */
+/** What `npm start` runs: the bundled service (built now if a source is newer). */
 const mainScript = npmStartScript(root);
 const localChainScript = npmStartScript(root, "local-chain");
 /**

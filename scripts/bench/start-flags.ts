@@ -8,8 +8,8 @@ export function npmStartFlags(root: string): string[] {
 }
 
 /**
- * The script `npm start` runs (the compiled dist/src/main.js), built first if a source is newer,
- * as `npm start` itself does; `name` picks another compiled entry point of the same tree.
+ * The script `npm start` runs (the bundled dist/src/main.js), built first if a source is newer,
+ * as `npm start` itself does; `name` picks another entry point of the same bundle.
  */
 export function npmStartScript(root: string, name: "main" | "local-chain" = "main"): string {
   execFileSync(process.execPath, [join(root, "scripts/build.ts"), "--if-stale"], { stdio: "inherit" });
