@@ -19,8 +19,10 @@
  */
 import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { SourceMap } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { freePort, waitForPort } from "../../test/support/ports.ts";
 import { npmStartFlags, npmStartScript } from "./start-flags.ts";
 
@@ -30,6 +32,8 @@ const root = new URL("../..", import.meta.url).pathname;
 const work = mkdtempSync(join(tmpdir(), "profile-"));
 const port = await freePort();
 const startFlags = npmStartFlags(root);
+/** The source maps of the bundle's files, read once each (see originalOf). */
+const sourceMaps = new Map<string, SourceMap | undefined>();
 const peerFlags = process.env.PEER_DEFAULT_HEAP === "1" ? [] : startFlags;
 
 // An empty GetTokenPricesRequest: `{}` in JSON, no bytes at all in binary.
@@ -109,7 +113,29 @@ try {
 
 interface ProfileNode {
   id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
+  callFrame: { functionName: string; url: string; lineNumber: number; columnNumber: number };
+}
+
+/**
+ * Where a sample's code came from: `npm start` runs a bundle, whose file says nothing, so frames
+ * in it are looked up in its source map (the source file, or the package for node_modules).
+ */
+function originalOf(frame: ProfileNode["callFrame"]): { url: string; line: number } {
+  const fallback = { url: frame.url, line: frame.lineNumber };
+  if (!frame.url.startsWith("file://") || !frame.url.includes("/dist/")) return fallback;
+  if (!sourceMaps.has(frame.url)) {
+    try {
+      sourceMaps.set(
+        frame.url,
+        new SourceMap(JSON.parse(readFileSync(`${fileURLToPath(frame.url)}.map`, "utf8"))),
+      );
+    } catch {
+      sourceMaps.set(frame.url, undefined);
+    }
+  }
+  const entry = sourceMaps.get(frame.url)?.findEntry(frame.lineNumber, frame.columnNumber);
+  if (entry === undefined || !("originalSource" in entry)) return fallback;
+  return { url: new URL(entry.originalSource, frame.url).href, line: entry.originalLine };
 }
 
 function summarize(calls: number, measuredFrom: number): void {
@@ -135,13 +161,14 @@ function summarize(calls: number, measuredFrom: number): void {
     const frame = (nodes.get(profile.samples[i] as number) as ProfileNode).callFrame;
     if (frame.functionName === "(idle)") continue;
     busy += delta;
-    const where = frame.url
+    const source = originalOf(frame);
+    const where = source.url
       .replace(/.*node_modules\/((@[^/]+\/)?[^/]+).*/, "$1")
-      .replace(root, "")
-      .replace(/^file:\/\//, "");
+      .replace(/^file:\/\//, "")
+      .replace(root, "");
     const fileKey = where === "" ? frame.functionName : where;
     byFile.set(fileKey, (byFile.get(fileKey) ?? 0) + delta);
-    const fnKey = `${frame.functionName || "(anonymous)"} ${where}:${frame.lineNumber + 1}`;
+    const fnKey = `${frame.functionName || "(anonymous)"} ${where}:${source.line + 1}`;
     byFunction.set(fnKey, (byFunction.get(fnKey) ?? 0) + delta);
   }
   console.log(`${kind}: ${calls} calls, ${(busy / calls).toFixed(1)} µs of CPU per call\n`);
