@@ -41,7 +41,7 @@ import { writeExecutorKeypair } from "../test/support/executor-keypair.ts";
 import { startFakeJupiter } from "../test/support/fake-jupiter.ts";
 import { type FerretdbServer, startFerretdb } from "../test/support/ferretdb.ts";
 import { freePort, waitForPort } from "../test/support/ports.ts";
-import { npmStartFlags, npmStartScript } from "./bench/start-flags.ts";
+import { npmScript, npmStartCommand, npmStartFlags, npmStartScript } from "./bench/start-flags.ts";
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -192,7 +192,7 @@ try {
         const load = peers[peer].load(server.port);
         await load.alone(3);
         const result = await use(load, server.port);
-        peerRss.set(peer, Math.max(peerRss.get(peer) ?? 0, peakRssMb(server.pid)));
+        peerRss.set(peer, Math.max(peerRss.get(peer) ?? 0, statusMb(server.pid, "VmHWM")));
         return result;
       } finally {
         server.child.kill("SIGTERM");
@@ -255,7 +255,7 @@ try {
         `(goal p99 ≤ 5 ms: ${serviceLatency.p99 <= 5 ? "met" : "MISSED"}); the JSON handler at the same rate: ` +
         `p50 ${plainLatency.p50.toFixed(2)} ms, p99 ${plainLatency.p99.toFixed(2)} ms`,
     );
-    const rssMb = peakRssMb(service.pid);
+    const rssMb = statusMb(service.pid, "VmHWM");
     notes.push(
       `peak RSS of the service across the runs above: ${rssMb.toFixed(0)} MB (goal < 150 MB: ${rssMb < 150 ? "met" : "MISSED"})`,
     );
@@ -620,7 +620,7 @@ async function transferFigures(): Promise<void> {
         if (performance.now() > deadline) throw new Error("1000 transfers did not finish within 10 minutes");
         await new Promise((r) => setTimeout(r, 500));
       }
-      const peak = peakRssMb(runner.pid);
+      const peak = statusMb(runner.pid, "VmHWM");
       runner.child.kill("SIGTERM");
       const done = await runs.find({}).toArray();
       const succeeded = done.filter((r) => r.outcome === "succeeded");
@@ -861,7 +861,7 @@ async function loadFigures(chainPort: number): Promise<string[]> {
         for (const target of targets) {
           const server = await start(target.argv, env, target.cwd);
           const out = await output(shapes[shape](server.port));
-          const peakMb = peakRssMb(server.pid);
+          const peakMb = statusMb(server.pid, "VmHWM");
           server.child.kill("SIGTERM");
           const key = `${target.name} ${shape}`;
           const f = figures.get(key) ?? { rps: [], peakMb: [], mean: [], failed: 0 };
@@ -918,14 +918,9 @@ function baselineTree(
   const remove = () =>
     execFileSync("git", ["worktree", "remove", "--force", dir], { cwd: root, stdio: "ignore" });
   execFileSync("ln", ["-s", join(root, "node_modules"), join(dir, "node_modules")]);
-  const scripts = JSON.parse(readFileSync(join(dir, "package.json"), "utf8")).scripts as Record<
-    string,
-    string
-  >;
-  if (scripts.prestart !== undefined)
-    execFileSync("sh", ["-c", scripts.prestart], { cwd: dir, stdio: "inherit" });
-  const words = (scripts.start as string).split(/\s+/);
-  return { name: "baseline", label: rev, argv: words, cwd: dir, remove };
+  const prestart = npmScript(dir, "prestart");
+  if (prestart !== undefined) execFileSync("sh", ["-c", prestart], { cwd: dir, stdio: "inherit" });
+  return { name: "baseline", label: rev, argv: npmStartCommand(dir), cwd: dir, remove };
 }
 
 /**
@@ -1088,8 +1083,7 @@ async function watchLoad(
   await new Promise((resolve) => setTimeout(resolve, 10 * tickMs));
   const cpu = processCpuMs(server.pid) - cpuBefore;
   const delivered = messages;
-  const rssMb =
-    Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${server.pid}/status`, "utf8"))?.[1]) / 1024;
+  const rssMb = statusMb(server.pid, "VmRSS");
   abort.abort();
   await Promise.all(subscribers);
   const sorted = [...delays].sort((a, b) => a - b);
@@ -1145,8 +1139,7 @@ async function timeToFirstAnswer(
           const ms = performance.now() - started;
           if (idleAfterMs === undefined) return ms;
           await new Promise((r) => setTimeout(r, idleAfterMs));
-          const status = readFileSync(`/proc/${child.pid}/status`, "utf8");
-          return { ms, idleMb: Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? Number.NaN) / 1024 };
+          return { ms, idleMb: statusMb(child.pid as number, "VmRSS") };
         }
       } catch {
         // not listening yet
@@ -1296,9 +1289,10 @@ function fixedRate(
   return JSON.parse(out) as { p50: number; p99: number };
 }
 
-function peakRssMb(pid: number): number {
+/** A memory figure of a live process from /proc (VmRSS: now; VmHWM: its peak), in MB. */
+function statusMb(pid: number, field: "VmRSS" | "VmHWM"): number {
   const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  return Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? Number.NaN) / 1024;
+  return Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? Number.NaN) / 1024;
 }
 
 async function start(

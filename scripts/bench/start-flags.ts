@@ -4,7 +4,7 @@ import { join } from "node:path";
 
 /** The node flags `npm start` runs the service with, so benchmarks measure what users run. */
 export function npmStartFlags(root: string): string[] {
-  return startCommand(root).filter((word) => word.startsWith("--"));
+  return npmStartCommand(root).filter((word) => word.startsWith("--"));
 }
 
 /**
@@ -13,11 +13,20 @@ export function npmStartFlags(root: string): string[] {
  */
 export function npmStartScript(root: string, name: "main" | "local-chain" = "main"): string {
   execFileSync(process.execPath, [join(root, "scripts/build.ts"), "--if-stale"], { stdio: "inherit" });
-  const script = startCommand(root).find((word) => word.endsWith(".js")) as string;
+  const script = npmStartCommand(root).find((word) => word.endsWith(".js")) as string;
   return script.replace(/main\.js$/, `${name}.js`);
 }
 
-function startCommand(root: string): string[] {
-  const scripts = JSON.parse(readFileSync(join(root, "package.json"), "utf8")).scripts as { start: string };
-  return scripts.start.split(/\s+/);
+/** The words of `npm start`'s command in the tree at `root` (node, its flags, the script). */
+export function npmStartCommand(root: string): string[] {
+  return (npmScript(root, "start") as string).split(/\s+/);
+}
+
+/** The package.json script `name` of the tree at `root`, if it has one. */
+export function npmScript(root: string, name: string): string | undefined {
+  const scripts = JSON.parse(readFileSync(join(root, "package.json"), "utf8")).scripts as Record<
+    string,
+    string
+  >;
+  return scripts[name];
 }
