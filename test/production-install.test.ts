@@ -103,6 +103,14 @@ describe("production install", () => {
     expect(body.success).toBe(true);
     expect(body.data.map((d) => d.symbol)).toEqual(["USDC"]);
     expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
+    // Files the bundle reads next to its modules' own places (scripts/build.ts): the API document
+    // and the docs page.
+    const openApi = await fetch(`http://127.0.0.1:${port}/openapi.json`);
+    expect(openApi.status).toBe(200);
+    expect(((await openApi.json()) as { openapi: string }).openapi).toMatch(/^3\./);
+    const docs = await fetch(`http://127.0.0.1:${port}/docs`);
+    expect(docs.status).toBe(200);
+    expect(await docs.text()).toContain("swagger-ui");
     // Token history comes from the embedded local chain: LiteSVM and its genesis are in the install.
     const history = await fetch(
       `http://127.0.0.1:${port}/v1/tokens/EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v/transactions?limit=2`,
