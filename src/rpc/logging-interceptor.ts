@@ -8,7 +8,7 @@ import { type CallLineWriter, createCallLineWriter } from "./call-line.ts";
 import type { UnexpectedErrorSink } from "./connect-error-from.ts";
 import { observeCall } from "./observe-call.ts";
 import { keyIdKey } from "./principal.ts";
-import { REQUEST_ID_HEADER, requestIdFrom, requestIdKey } from "./request-id.ts";
+import { createRequestIds, REQUEST_ID_HEADER, requestIdKey } from "./request-id.ts";
 
 /**
  * One JSON line per call: procedure, protocol, code ("ok" or the Connect code name), duration_ms
@@ -27,6 +27,7 @@ export function createLoggingInterceptor(options: { logger: Logger }): Intercept
   // and paid on every call).
   const logger = options.logger.child({}, { redact: [] });
   const procedureOf = createProcedureNames();
+  const requestIdFrom = createRequestIds();
   // One line writer per procedure and protocol (a fixed set), over a child logger whose two
   // fields pino serializes once, when the child is made, instead of on every call.
   const lineWriters = new WeakMap<DescMethod, Map<string, CallLineWriter>>();
