@@ -67,7 +67,9 @@ export function createTokenQueries(options: {
       checkMints(mints, violations);
       checkSymbol(symbol, "symbol", violations);
       if (violations.length > 0) throw new InvalidArgumentError(violations);
-      const asked = [...new Set(mint === "" ? mints : [mint, ...mints])];
+      // Each mint once; most calls name one mint or none, which need no de-duplication.
+      const asked =
+        mint === "" && mints.length <= 1 ? mints : [...new Set(mint === "" ? mints : [mint, ...mints])];
       if (asked.length === 0) {
         if (symbol === "") return priceSource.pricesOf(priceSource.watchlist);
         const withSymbol = await tokenList.mintsWithSymbol(symbol);
