@@ -17,6 +17,7 @@ import {
 import { createAsyncIterable } from "@connectrpc/connect/protocol";
 import { headerGrpcStatus, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { handlerContextOf, intercepted } from "./handler-context.ts";
+import { createResponseHeaders } from "./response-headers.ts";
 
 /** One server-streaming method as the service implements it. */
 export interface ServerStreamMethodImpl {
@@ -52,8 +53,8 @@ export async function serveServerStream(
   interceptors: readonly Interceptor[],
 ): Promise<void> {
   const { target } = call;
-  const header = new Headers();
-  const trailer = new Headers();
+  const header = createResponseHeaders();
+  const trailer = createResponseHeaders();
   const last = async (req: StreamRequest): Promise<StreamResponse> => {
     const context = handlerContextOf(req, {
       method: target.method,

@@ -127,7 +127,7 @@ export interface Answer {
   readonly headers: Record<string, string>;
   readonly body: Uint8Array;
   /** Only gRPC sends HTTP trailers; the others carry them in headers or in the body. */
-  readonly trailers?: Record<string, string>;
+  readonly trailers?: Readonly<Record<string, string>>;
 }
 
 export interface AnswerOptions {
@@ -137,14 +137,54 @@ export interface AnswerOptions {
   readonly jsonOptions: Partial<JsonWriteOptions> | undefined;
 }
 
+/** A call's outcome as laid out: the serialized response or the error, and its metadata. */
+export interface LaidOutcome {
+  readonly message?: Uint8Array;
+  readonly error?: ConnectError;
+  readonly header: Headers;
+  readonly trailer: Headers;
+}
+
 /**
  * Lays out a call's answer: `message` (the serialized response) or `error`, with the headers and
- * trailers the interceptors and the implementation set.
+ * trailers the interceptors and the implementation set. The common answer (a message, no
+ * trailers, nothing large enough to compress) is laid out at once; the rest waits for connect's
+ * error serialization or compression.
  */
-export async function layOutAnswer(
-  options: AnswerOptions,
-  outcome: { message?: Uint8Array; error?: ConnectError; header: Headers; trailer: Headers },
-): Promise<Answer> {
+export function layOutAnswer(options: AnswerOptions, outcome: LaidOutcome): Answer | Promise<Answer> {
+  return layOutPlainAnswer(options, outcome) ?? layOutAnyAnswer(options, outcome);
+}
+
+/**
+ * The common answer, without a promise: a message and a bare success, with nothing to compress
+ * (no compression, or a message under the threshold). undefined for any other answer.
+ */
+function layOutPlainAnswer(options: AnswerOptions, outcome: LaidOutcome): Answer | undefined {
+  const { format, compression } = options;
+  const { header, trailer, message } = outcome;
+  if (outcome.error !== undefined || message === undefined) return undefined;
+  if (compression !== null && message.byteLength >= options.compressMinBytes) return undefined;
+  if (format.protocol === "connect") {
+    header.set("content-type", format.binary ? contentTypeUnaryProto : contentTypeUnaryJson);
+    const headers = withTrailersAsHeaders(header, trailer);
+    headers["content-length"] = String(message.byteLength);
+    return { status: 200, headers, body: message };
+  }
+  if (!isEmpty(trailer)) return undefined;
+  header.set("content-type", grpcContentTypeOf(format));
+  if (compression !== null) header.set("grpc-encoding", compression.name);
+  const body = frame(0, message);
+  if (format.protocol === "grpc") {
+    return { status: 200, headers: flatten(header), body, trailers: GRPC_OK_TRAILERS };
+  }
+  // The status trailer of a bare success is always under the compression threshold.
+  const framed = concat([body, frame(trailerFlag, GRPC_WEB_OK_TRAILER)]);
+  const headers = flatten(header);
+  headers["content-length"] = String(framed.byteLength);
+  return { status: 200, headers, body: framed };
+}
+
+async function layOutAnyAnswer(options: AnswerOptions, outcome: LaidOutcome): Promise<Answer> {
   const { format, compression } = options;
   const { header, trailer, error } = outcome;
   if (format.protocol === "connect") {
@@ -163,42 +203,12 @@ export async function layOutAnswer(
       body = await compression.compress(body);
       header.set("content-encoding", compression.name);
     }
-    // Connect unary sends trailers as headers prefixed "trailer-" (connect's trailerMux, without
-    // the copy of every header it makes).
-    const headers = flatten(header);
-    trailer.forEach((value, key) => {
-      const name = `trailer-${key}`;
-      headers[name] = headers[name] === undefined ? value : `${headers[name]}, ${value}`;
-    });
+    const headers = withTrailersAsHeaders(header, trailer);
     headers["content-length"] = String(body.byteLength);
     return { status, headers, body };
   }
-  const contentType =
-    format.protocol === "grpc"
-      ? format.binary
-        ? grpcContentTypeProto
-        : grpcContentTypeJson
-      : format.binary
-        ? grpcWebContentTypeProto
-        : grpcWebContentTypeJson;
-  header.set("content-type", contentType);
+  header.set("content-type", grpcContentTypeOf(format));
   if (compression !== null) header.set("grpc-encoding", compression.name);
-  let trailerEmpty = true;
-  trailer.forEach(() => {
-    trailerEmpty = false;
-  });
-  if (error === undefined && trailerEmpty) {
-    // The common answer: a message and a bare success status, laid out without building the
-    // status as Headers (a fifth of this function's cost) to flatten it again.
-    const body = await envelope(0, outcome.message as Uint8Array, options);
-    if (format.protocol === "grpc") {
-      return { status: 200, headers: flatten(header), body, trailers: { "grpc-status": "0" } };
-    }
-    const framed = concat([body, await envelope(trailerFlag, GRPC_WEB_OK_TRAILER, options)]);
-    const headers = flatten(header);
-    headers["content-length"] = String(framed.byteLength);
-    return { status: 200, headers, body: framed };
-  }
   // connect starts every gRPC trailer with a success status and overwrites it on error.
   const status = new Headers({ "grpc-status": "0" });
   trailer.forEach((value, key) => {
@@ -217,22 +227,53 @@ export async function layOutAnswer(
   return { status: 200, headers, body };
 }
 
+/** The trailers of a bare gRPC success, one object for every such answer (it is only read). */
+export const GRPC_OK_TRAILERS: Readonly<Record<string, string>> = Object.freeze({ "grpc-status": "0" });
+
 /** The gRPC-Web trailer of a bare success, as trailerSerialize writes it. */
 const GRPC_WEB_OK_TRAILER = trailerSerialize(new Headers({ "grpc-status": "0" }));
 
-/** A gRPC length-prefixed message: flags, a 4-byte big-endian length, the bytes. */
+/** A gRPC length-prefixed message, compressed when it is large enough and compression is on. */
 async function envelope(flags: number, data: Uint8Array, options: AnswerOptions): Promise<Uint8Array> {
-  let bytes = data;
-  let flag = flags;
   if (options.compression !== null && data.byteLength >= options.compressMinBytes) {
-    bytes = await options.compression.compress(data);
-    flag |= 0b00000001;
+    return frame(flags | 0b00000001, await options.compression.compress(data));
   }
+  return frame(flags, data);
+}
+
+/** A gRPC length-prefixed message: flags, a 4-byte big-endian length, the bytes. */
+function frame(flags: number, bytes: Uint8Array): Uint8Array {
   const framed = Buffer.allocUnsafe(5 + bytes.byteLength);
-  framed[0] = flag;
+  framed[0] = flags;
   framed.writeUInt32BE(bytes.byteLength, 1);
   framed.set(bytes, 5);
   return framed;
+}
+
+function grpcContentTypeOf(format: WireFormat): string {
+  if (format.protocol === "grpc") return format.binary ? grpcContentTypeProto : grpcContentTypeJson;
+  return format.binary ? grpcWebContentTypeProto : grpcWebContentTypeJson;
+}
+
+/**
+ * A Connect unary answer's headers: its own, then its trailers as headers prefixed "trailer-"
+ * (connect's trailerMux, without the copy of every header it makes).
+ */
+function withTrailersAsHeaders(header: Headers, trailer: Headers): Record<string, string> {
+  const headers = flatten(header);
+  trailer.forEach((value, key) => {
+    const name = `trailer-${key}`;
+    headers[name] = headers[name] === undefined ? value : `${headers[name]}, ${value}`;
+  });
+  return headers;
+}
+
+function isEmpty(headers: Headers): boolean {
+  let empty = true;
+  headers.forEach(() => {
+    empty = false;
+  });
+  return empty;
 }
 
 function concat(frames: Uint8Array[]): Uint8Array {
