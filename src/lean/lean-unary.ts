@@ -51,7 +51,10 @@ export interface LeanUnaryOptions {
   readonly interceptors: readonly Interceptor[];
   readonly jsonOptions?: Partial<JsonReadOptions & JsonWriteOptions>;
   readonly readMaxBytes: number;
-  /** The context values a call starts with, as the adapter's `contextValues` option makes them. */
+  /**
+   * The context values a call starts with, as the adapter's `contextValues` option makes them: a
+   * new object for every call (the lean path keeps the call's own state in it, see invoke-unary).
+   */
   readonly contextValues?: (remoteAddress: string | undefined) => ContextValues;
   /** Told of each request refused because its message could not be decoded. */
   readonly onRejected?: (reason: "decode_error") => void;
