@@ -24,9 +24,12 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts && rm -rf node_modules/typescript && npm cache clean --force
 
 FROM node:24-slim
+# MALLOC_ARENA_MAX as `npm start` sets it: two malloc arenas instead of one per thread (V8's
+# garbage collection helpers allocate too), about 5 MB less RSS at peak under load.
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
-    PORT=8080
+    PORT=8080 \
+    MALLOC_ARENA_MAX=2
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
 COPY package.json ./

@@ -41,7 +41,13 @@ import { writeExecutorKeypair } from "../test/support/executor-keypair.ts";
 import { startFakeJupiter } from "../test/support/fake-jupiter.ts";
 import { type FerretdbServer, startFerretdb } from "../test/support/ferretdb.ts";
 import { freePort, waitForPort } from "../test/support/ports.ts";
-import { npmScript, npmStartCommand, npmStartFlags, npmStartScript } from "./bench/start-flags.ts";
+import {
+  npmScript,
+  npmStartCommand,
+  npmStartEnv,
+  npmStartFlags,
+  npmStartScript,
+} from "./bench/start-flags.ts";
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -70,6 +76,9 @@ for (const tool of ["wrk", "h2load"]) {
 }
 
 const startFlags = npmStartFlags(root);
+// The environment `npm start` sets (MALLOC_ARENA_MAX) goes to every process the bench starts: the
+// service, its peers and the baseline all run under the same allocator settings.
+Object.assign(process.env, npmStartEnv(root));
 /** What `npm start` runs: the bundled service (built now if a source is newer). */
 const mainScript = npmStartScript(root);
 const localChainScript = npmStartScript(root, "local-chain");
@@ -1158,7 +1167,11 @@ function print(): void {
     `\n${cpu}, ${cpus().length} cores, Node ${process.version}; ${seconds} s per run, ratios the median of ${rounds} paired rounds;`,
   );
   console.log(
-    `service: node ${startFlags.join(" ")} ${relative(root, mainScript)} (LOG_LEVEL=${logLevel}), pinned to core 0; load on core 1\n`,
+    `service: ${Object.entries(npmStartEnv(root))
+      .map(([name, value]) => `${name}=${value} `)
+      .join(
+        "",
+      )}node ${startFlags.join(" ")} ${relative(root, mainScript)} (LOG_LEVEL=${logLevel}), pinned to core 0; load on core 1\n`,
   );
   console.log("| scenario | req/s alone | compared with | ratio (paired rounds) | goal | |");
   console.log("|---|---:|---|---:|---:|---|");

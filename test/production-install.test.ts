@@ -63,11 +63,11 @@ describe("production install", () => {
     expect((result as { stderr: string }).stderr).toContain("npm run keys -- create --owner NAME");
   });
 
-  it("runs what npm start runs (the image's command is the same)", () => {
-    const start = (
-      JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { scripts: { start: string } }
-    ).scripts.start;
-    expect(imageCommand()).toEqual(start.split(/\s+/));
+  it("runs what npm start runs (the image's command and environment are the same)", () => {
+    const assignments = npmStartAssignments();
+    expect(imageCommand()).toEqual(npmStartWords().slice(assignments.length));
+    expect(assignments.length).toBeGreaterThan(0);
+    for (const assignment of assignments) expect(imageEnv()).toContain(assignment);
   });
 
   it("starts, serves a call, and stops cleanly on SIGTERM", async () => {
@@ -76,6 +76,9 @@ describe("production install", () => {
     const proc = spawn(process.execPath, args, {
       cwd: scratch,
       env: {
+        // The environment npm start and the image set for the process (not the image's
+        // NODE_ENV, HOST and PORT, which the test sets its own way).
+        ...Object.fromEntries(npmStartAssignments().map((assignment) => assignment.split("=", 2))),
         PATH: process.env.PATH,
         PORT: "0",
         HOST: "127.0.0.1",
@@ -122,6 +125,30 @@ describe("production install", () => {
     expect(await exit).toBe(0);
   });
 });
+
+/** The words of `npm start`'s script. */
+function npmStartWords(): string[] {
+  const scripts = (
+    JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { scripts: { start: string } }
+  ).scripts;
+  return scripts.start.split(/\s+/);
+}
+
+/** The `NAME=value` words ahead of `npm start`'s command. */
+function npmStartAssignments(): string[] {
+  const words = npmStartWords();
+  const command = words.findIndex((word) => !/^[A-Z_][A-Z0-9_]*=/.test(word));
+  return words.slice(0, command);
+}
+
+/** The Dockerfile's ENV assignments (`NAME=value`), continuation lines joined. */
+function imageEnv(): string[] {
+  const text = readFileSync(join(root, "Dockerfile"), "utf8").replace(/\\\n/g, " ");
+  return text
+    .split("\n")
+    .filter((line) => line.startsWith("ENV "))
+    .flatMap((line) => line.slice(4).trim().split(/\s+/));
+}
 
 /** The Dockerfile's CMD (exec form): the words the image runs. */
 function imageCommand(): string[] {

@@ -24,7 +24,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { freePort, waitForPort } from "../../test/support/ports.ts";
-import { npmStartFlags, npmStartScript } from "./start-flags.ts";
+import { npmStartEnv, npmStartFlags, npmStartScript } from "./start-flags.ts";
 
 const kind = process.argv[2] ?? "service";
 const seconds = Number(process.env.BENCH_SECONDS ?? 8);
@@ -32,6 +32,8 @@ const root = new URL("../..", import.meta.url).pathname;
 const work = mkdtempSync(join(tmpdir(), "profile-"));
 const port = await freePort();
 const startFlags = npmStartFlags(root);
+// What `npm start` sets in the environment (MALLOC_ARENA_MAX), for the servers started here too.
+Object.assign(process.env, npmStartEnv(root));
 /** The source maps of the bundle's files, read once each (see originalOf). */
 const sourceMaps = new Map<string, SourceMap | undefined>();
 const peerFlags = process.env.PEER_DEFAULT_HEAP === "1" ? [] : startFlags;

@@ -19,6 +19,26 @@ export function npmStartScript(root: string, name: "main" | "local-chain" = "mai
 
 /** The words of `npm start`'s command in the tree at `root` (node, its flags, the script). */
 export function npmStartCommand(root: string): string[] {
+  return npmStartWords(root).filter((word) => !ENV_WORD.test(word));
+}
+
+/**
+ * The environment `npm start` sets before its command (`NAME=value` words ahead of `node`), so
+ * that what runs the service the way `npm start` does sets it too.
+ */
+export function npmStartEnv(root: string): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const word of npmStartWords(root)) {
+    if (!ENV_WORD.test(word)) break;
+    const at = word.indexOf("=");
+    env[word.slice(0, at)] = word.slice(at + 1);
+  }
+  return env;
+}
+
+const ENV_WORD = /^[A-Z_][A-Z0-9_]*=/;
+
+function npmStartWords(root: string): string[] {
   return (npmScript(root, "start") as string).split(/\s+/);
 }
 
