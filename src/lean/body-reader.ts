@@ -28,7 +28,7 @@ export function readBody(
 }
 
 /** The error for a message over the limit; `size` is the message's when it is known. */
-export function tooLarge(size: number, known: boolean, readMaxBytes: number): ConnectError {
+function tooLarge(size: number, known: boolean, readMaxBytes: number): ConnectError {
   return new ConnectError(
     known
       ? `message size ${size} is larger than configured readMaxBytes ${readMaxBytes}`
