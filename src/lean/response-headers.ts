@@ -27,36 +27,11 @@ class ResponseHeaders implements Headers {
   #cookies: string[] | undefined;
 
   append(name: string, value: string): void {
-    const key = normalName(name);
-    const normal = normalValue(value);
-    if (key === "set-cookie") {
-      if (this.#cookies === undefined) this.#cookies = [];
-      this.#cookies.push(normal);
-      return;
-    }
-    const at = this.#names.indexOf(key);
-    if (at < 0) {
-      this.#names.push(key);
-      this.#values.push(normal);
-    } else {
-      this.#values[at] = `${this.#values[at]}, ${normal}`;
-    }
+    this.#put(name, value, true);
   }
 
   set(name: string, value: string): void {
-    const key = normalName(name);
-    const normal = normalValue(value);
-    if (key === "set-cookie") {
-      this.#cookies = [normal];
-      return;
-    }
-    const at = this.#names.indexOf(key);
-    if (at < 0) {
-      this.#names.push(key);
-      this.#values.push(normal);
-    } else {
-      this.#values[at] = normal;
-    }
+    this.#put(name, value, false);
   }
 
   delete(name: string): void {
@@ -120,6 +95,24 @@ class ResponseHeaders implements Headers {
 
   get [Symbol.toStringTag](): string {
     return "Headers";
+  }
+
+  /** Sets or (`combine`) appends a value; Set-Cookie values are kept apart, each on its own. */
+  #put(name: string, value: string, combine: boolean): void {
+    const key = normalName(name);
+    const normal = normalValue(value);
+    if (key === "set-cookie") {
+      if (this.#cookies === undefined || !combine) this.#cookies = [];
+      this.#cookies.push(normal);
+      return;
+    }
+    const at = this.#names.indexOf(key);
+    if (at < 0) {
+      this.#names.push(key);
+      this.#values.push(normal);
+    } else {
+      this.#values[at] = combine ? `${this.#values[at]}, ${normal}` : normal;
+    }
   }
 
   /** The entries in the standard's order: by name, each Set-Cookie on its own, in its place. */
