@@ -76,9 +76,12 @@ for (const tool of ["wrk", "h2load"]) {
 }
 
 const startFlags = npmStartFlags(root);
-// The environment `npm start` sets (MALLOC_ARENA_MAX) goes to every process the bench starts: the
-// service, its peers and the baseline all run under the same allocator settings.
-Object.assign(process.env, npmStartEnv(root));
+/**
+ * The environment `npm start` sets (MALLOC_ARENA_MAX). It goes to every process the bench starts:
+ * the service, its peers and the baseline all run under the same allocator settings.
+ */
+const startEnv = npmStartEnv(root);
+Object.assign(process.env, startEnv);
 /** What `npm start` runs: the bundled service (built now if a source is newer). */
 const mainScript = npmStartScript(root);
 const localChainScript = npmStartScript(root, "local-chain");
@@ -1167,11 +1170,7 @@ function print(): void {
     `\n${cpu}, ${cpus().length} cores, Node ${process.version}; ${seconds} s per run, ratios the median of ${rounds} paired rounds;`,
   );
   console.log(
-    `service: ${Object.entries(npmStartEnv(root))
-      .map(([name, value]) => `${name}=${value} `)
-      .join(
-        "",
-      )}node ${startFlags.join(" ")} ${relative(root, mainScript)} (LOG_LEVEL=${logLevel}), pinned to core 0; load on core 1\n`,
+    `service: ${[...Object.entries(startEnv).map(([name, value]) => `${name}=${value}`), "node", ...startFlags].join(" ")} ${relative(root, mainScript)} (LOG_LEVEL=${logLevel}), pinned to core 0; load on core 1\n`,
   );
   console.log("| scenario | req/s alone | compared with | ratio (paired rounds) | goal | |");
   console.log("|---|---:|---|---:|---:|---|");

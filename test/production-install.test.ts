@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { npmStartCommand, npmStartEnv } from "../scripts/bench/start-flags.ts";
 
 /*
  * What the container image holds, tested without Docker: a scratch copy with production
@@ -65,7 +66,7 @@ describe("production install", () => {
 
   it("runs what npm start runs (the image's command and environment are the same)", () => {
     const assignments = npmStartAssignments();
-    expect(imageCommand()).toEqual(npmStartWords().slice(assignments.length));
+    expect(imageCommand()).toEqual(npmStartCommand(root));
     expect(assignments.length).toBeGreaterThan(0);
     for (const assignment of assignments) expect(imageEnv()).toContain(assignment);
   });
@@ -78,7 +79,7 @@ describe("production install", () => {
       env: {
         // The environment npm start and the image set for the process (not the image's
         // NODE_ENV, HOST and PORT, which the test sets its own way).
-        ...Object.fromEntries(npmStartAssignments().map((assignment) => assignment.split("=", 2))),
+        ...npmStartEnv(root),
         PATH: process.env.PATH,
         PORT: "0",
         HOST: "127.0.0.1",
@@ -126,19 +127,9 @@ describe("production install", () => {
   });
 });
 
-/** The words of `npm start`'s script. */
-function npmStartWords(): string[] {
-  const scripts = (
-    JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { scripts: { start: string } }
-  ).scripts;
-  return scripts.start.split(/\s+/);
-}
-
-/** The `NAME=value` words ahead of `npm start`'s command. */
+/** The `NAME=value` assignments ahead of `npm start`'s command. */
 function npmStartAssignments(): string[] {
-  const words = npmStartWords();
-  const command = words.findIndex((word) => !/^[A-Z_][A-Z0-9_]*=/.test(word));
-  return words.slice(0, command);
+  return Object.entries(npmStartEnv(root)).map(([name, value]) => `${name}=${value}`);
 }
 
 /** The Dockerfile's ENV assignments (`NAME=value`), continuation lines joined. */
