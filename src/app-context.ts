@@ -8,6 +8,7 @@ import { type ApiKeys, createApiKeys } from "./auth/api-keys.ts";
 import { createMemoryApiKeyStore } from "./auth/memory-api-key-store.ts";
 import type { Chain, TransferChain } from "./chain/chain.ts";
 import { createChainApprovals } from "./chain/chain-approvals.ts";
+import type { DelegateKeys } from "./chain/delegate-keys.ts";
 import type { SigningKey } from "./chain/ed25519-key.ts";
 import { type Config, ConfigError, type MongoConfig, redactUri } from "./config.ts";
 import { createAnnouncingAgentStore } from "./events/announcing-agent-store.ts";
@@ -15,11 +16,13 @@ import type { EventLog } from "./events/event-log.ts";
 import { createMemoryEventLog } from "./events/memory-event-log.ts";
 import type { EventRepair } from "./events/mongo-event-repair.ts";
 import type { Logger } from "./logger.ts";
+import { createApprovalCheck } from "./scheduler/approval-check.ts";
 import type { Executor } from "./scheduler/executor.ts";
 import { createExecutorByType } from "./scheduler/executor-by-type.ts";
 import { createMemoryRunStore } from "./scheduler/memory-run-store.ts";
 import type { RunStore } from "./scheduler/run-store.ts";
 import { createScheduleClock, type ScheduleClock } from "./scheduler/schedule-clock.ts";
+import type { ReadinessCheck } from "./scheduler/scheduler.ts";
 import { createSimulatedExecutor } from "./scheduler/simulated-executor.ts";
 import { createTransferExecutor, type TransferHooks } from "./scheduler/transfer-executor.ts";
 import { type Catalog, catalogSymbolLookup } from "./token/catalog.ts";
@@ -62,6 +65,11 @@ export interface AppContext {
   readonly runStore: RunStore;
   /** Carries out agent runs: transfers on the chain (TRANSFER_EXECUTOR), swaps simulated. */
   readonly executor: Executor;
+  /**
+   * What a pending agent waits for before the scheduler activates it (a transfer agent: its
+   * wallet's approval of its delegate); undefined when runs move nothing real.
+   */
+  readonly awaitReady: ReadinessCheck | undefined;
   /** Schedule time (SCHEDULE_TIME_SCALE). */
   readonly scheduleClock: ScheduleClock;
   /** API keys: verification for the auth interceptor, management for ApiKeyService. */
@@ -107,8 +115,10 @@ export async function createAppContext(
     readonly catalog: Catalog;
     /** The chain as transfers write to it. */
     readonly transfers: TransferChain;
-    /** The service's own key: the delegate owners approve and the fee payer of transfers. */
+    /** The service's own key: the fee payer of transfers. */
     readonly executorKey: SigningKey;
+    /** The delegates owners' wallets approve, one per (owner, wallet). */
+    readonly delegates: DelegateKeys;
     /** Hears of webhook URLs refused at registration for where they point. */
     readonly onWebhookUrlRefused?: (reason: string) => void;
     readonly prices: PriceSource;
@@ -116,7 +126,7 @@ export async function createAppContext(
   },
   overrides: AppContextOverrides = {},
 ): Promise<AppContext> {
-  const { chain, catalog, transfers, executorKey, tokenList } = parts;
+  const { chain, catalog, transfers, executorKey, delegates, tokenList } = parts;
   const prices = overrides.prices ?? parts.prices;
   const tokenSource =
     overrides.tokenSource ??
@@ -225,6 +235,7 @@ export async function createAppContext(
       latencyMs: config.scheduler.simulatedLatencyMs,
     },
   });
+  const realTransfers = config.transfers.executor === "chain";
   const executor =
     overrides.executor ??
     createExecutorByType({
@@ -234,6 +245,7 @@ export async function createAppContext(
               chain,
               transfers,
               executor: executorKey,
+              delegates,
               mintOf,
               prices,
               caps: { perRunUsd: config.transfers.maxUsdPerRun, perDayUsd: config.transfers.maxUsdPerDay },
@@ -256,7 +268,14 @@ export async function createAppContext(
       const mint = mintOf(symbol);
       return mint !== undefined && (await chain.getMint(mint)) !== undefined;
     },
-    approvals: createChainApprovals({ chain, transfers, executor: executorKey.address, mintOf }),
+    approvals: createChainApprovals({
+      chain,
+      transfers,
+      feePayer: executorKey.address,
+      delegates,
+      required: realTransfers,
+      mintOf,
+    }),
     newId: newAgentId,
     ...(overrides.now === undefined ? {} : { now: overrides.now }),
   });
@@ -284,6 +303,7 @@ export async function createAppContext(
     eventRepair,
     runStore: runs,
     executor,
+    awaitReady: realTransfers ? createApprovalCheck({ chain, transfers, delegates, mintOf }) : undefined,
     scheduleClock,
     apiKeys,
     webhookStore: hooks,

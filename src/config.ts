@@ -225,8 +225,15 @@ export interface PricesConfig {
 export interface TransferConfig {
   /** "chain": runs move real tokens; "simulated": they move nothing (dry runs, scheduler tests). */
   readonly executor: "chain" | "simulated";
-  /** EXECUTOR_KEYPAIR: the service's key file; undefined makes one (embedded chain only). */
+  /** EXECUTOR_KEYPAIR: the service's key file (the fee payer); undefined makes one (embedded chain only). */
   readonly keypairPath: string | undefined;
+  /**
+   * DELEGATE_SEED: the file of the master secret every (owner, wallet) delegate is derived from;
+   * undefined makes one (embedded chain only).
+   */
+  readonly delegateSeedPath: string | undefined;
+  /** How long a transfer agent may stay pending, waiting for its owner's approval, before it fails. */
+  readonly approvalWaitMs: number;
   /** Largest value one run may move, in US dollars. */
   readonly maxUsdPerRun: number;
   /** Largest value one agent may move per UTC day, in US dollars. */
@@ -297,6 +304,9 @@ export const CONFIG_VARIABLES = {
   LOCAL_SOLANA_SLOT_MS: "400",
   TRANSFER_EXECUTOR: "chain",
   EXECUTOR_KEYPAIR: "",
+  DELEGATE_SEED: "",
+  APPROVAL_WAIT_HOURS: "72",
+  ALLOW_ANONYMOUS_TRANSFERS: "false",
   TRANSFER_MAX_USD_PER_RUN: "1000",
   TRANSFER_MAX_USD_PER_DAY: "10000",
   JUPITER_API_URL: "",
@@ -441,7 +451,10 @@ export function loadConfig(env: Env = process.env): Config {
   // container); the embedded in-memory default stays open so `npm start` answers at once.
   const authModeText = read("AUTH_MODE").toLowerCase();
   const production = (env.NODE_ENV ?? "").trim().toLowerCase() === "production";
-  const authMode = authModeText === "" ? (uri !== "" || production ? "apikey" : "none") : authModeText;
+  // Against a cluster, transfers move real tokens: keys by default, as for MongoDB and production.
+  const onCluster = read("SOLANA_RPC_URL") !== "";
+  const authMode =
+    authModeText === "" ? (uri !== "" || production || onCluster ? "apikey" : "none") : authModeText;
   if (authMode !== "apikey" && authMode !== "none") {
     problems.push(`AUTH_MODE must be apikey or none (got "${authModeText}")`);
   }
@@ -466,6 +479,18 @@ export function loadConfig(env: Env = process.env): Config {
 
   const solana = readSolana(read, int, problems);
   const transfers = readTransfers(read, int, problems, solana);
+  if (
+    authMode === "none" &&
+    solana.rpcUrl !== undefined &&
+    transfers.executor === "chain" &&
+    !bool("ALLOW_ANONYMOUS_TRANSFERS")
+  ) {
+    // Without keys every caller is one owner, "anonymous": every caller could create an agent on
+    // any wallet that approved anonymous's delegate, and spend that approval.
+    problems.push(
+      "AUTH_MODE=none with SOLANA_RPC_URL moves real tokens for any caller: use AUTH_MODE=apikey, or set ALLOW_ANONYMOUS_TRANSFERS=true to accept that every caller shares one owner and its approvals",
+    );
+  }
   const prices = readPrices(read, int, problems);
   const streams: StreamsConfig = {
     heartbeatMs: int("STREAM_HEARTBEAT_MS", 100, 3_600_000),
@@ -577,9 +602,24 @@ function readTransfers(read: Read, int: Int, problems: string[], solana: SolanaC
       "EXECUTOR_KEYPAIR is required when SOLANA_RPC_URL is set: the path of the executor's Solana keypair file (solana-keygen new -o executor.json; chmod 600)",
     );
   }
+  const delegateSeedPath = read("DELEGATE_SEED");
+  // Every delegate owners approve is derived from it: one made up at start would orphan every
+  // approval on the next restart.
+  if (
+    delegateSeedPath === "" &&
+    executor === "chain" &&
+    solana.rpcUrl !== undefined &&
+    isHttpUrl(solana.rpcUrl)
+  ) {
+    problems.push(
+      "DELEGATE_SEED is required when SOLANA_RPC_URL is set: the path of a file of 32 random bytes the delegates are derived from (head -c 32 /dev/urandom > delegate.seed; chmod 600)",
+    );
+  }
   return {
     executor: executor as TransferConfig["executor"],
     keypairPath: keypairPath === "" ? undefined : keypairPath,
+    delegateSeedPath: delegateSeedPath === "" ? undefined : delegateSeedPath,
+    approvalWaitMs: int("APPROVAL_WAIT_HOURS", 1, 24 * 365) * 3_600_000,
     maxUsdPerRun: int("TRANSFER_MAX_USD_PER_RUN", 0, 1_000_000_000),
     maxUsdPerDay: int("TRANSFER_MAX_USD_PER_DAY", 0, 1_000_000_000),
   };

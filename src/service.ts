@@ -4,6 +4,8 @@ import { Registry } from "prom-client";
 import { type AppContext, type AppContextOverrides, createAppContext } from "./app-context.ts";
 import { createCachedChain } from "./chain/cached-chain.ts";
 import type { Chain, TransferChain } from "./chain/chain.ts";
+import { createDelegateKeys, type DelegateKeys } from "./chain/delegate-keys.ts";
+import { generateDelegateSeed, loadDelegateSeed } from "./chain/delegate-seed.ts";
 import type { SigningKey } from "./chain/ed25519-key.ts";
 import { generateExecutorKey, loadExecutorKey } from "./chain/executor-key.ts";
 import { createHttpTransport } from "./chain/http-transport.ts";
@@ -82,6 +84,7 @@ export async function createService(
   const webhookMetrics = registerWebhookMetrics(registry);
   try {
     const executorKey = await executorKeyOf(config, logger, localChain);
+    const delegates = await delegateKeysOf(config, logger);
     const { prices, tokenList } = createPriceSources(config, logger, catalog, registry);
     context = await createAppContext(
       config,
@@ -91,6 +94,7 @@ export async function createService(
         catalog,
         transfers,
         executorKey,
+        delegates,
         prices,
         tokenList,
         onWebhookUrlRefused: webhookMetrics.refusedAtRegistration,
@@ -113,6 +117,9 @@ export async function createService(
         canonicalSymbol: async (symbol) => canonicalSymbol(symbol),
         registry,
         events: context.events,
+        ...(context.awaitReady === undefined
+          ? {}
+          : { awaitReady: context.awaitReady, readyWaitMs: config.transfers.approvalWaitMs }),
       })
     : undefined;
   const server = build(context, { ...buildOptions, metricsRegistry: registry });
@@ -359,6 +366,26 @@ async function executorKeyOf(
     );
   }
   return key;
+}
+
+/**
+ * The delegates' master secret: DELEGATE_SEED's file, or, with none given, one made now (against a
+ * cluster with real transfers the configuration already refused that). Never logged; the secret is
+ * wiped here once the delegates hold their own copy.
+ */
+async function delegateKeysOf(config: Config, logger: Logger): Promise<DelegateKeys> {
+  const path = config.transfers.delegateSeedPath;
+  const secret = path === undefined ? generateDelegateSeed() : await loadDelegateSeed(path);
+  const delegates = createDelegateKeys({ secret });
+  secret.fill(0);
+  if (path === undefined) {
+    logger.info(
+      "the delegates' secret was made for this run: approvals last until restart (set DELEGATE_SEED to keep them)",
+    );
+  } else {
+    logger.info("the delegates' secret comes from DELEGATE_SEED: one delegate per owner and wallet");
+  }
+  return delegates;
 }
 
 async function startEmbeddedChain(

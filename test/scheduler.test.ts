@@ -177,6 +177,91 @@ describe.each(STORES)("on the %s stores", (_name, make) => {
     });
   });
 
+  it("keeps an agent pending while it waits (its approval), activates it once ready, and starts it at the first slot still ahead", async () => {
+    const early = transferAgent(1);
+    const late = transferAgent(2);
+    const { agents, runs } = await storesWith(make, [early, late]);
+    const clock = movableClock(new Date(T0.getTime() + 1000));
+    const approved = new Set<string>();
+    const [s] = replicas(
+      1,
+      { agents, runs, now: clock.now },
+      {
+        awaitReady: async (agent) => (approved.has(agent.agentId) ? undefined : "an approval"),
+        readyWaitMs: 10 * HOUR,
+      },
+    );
+    await s?.tick();
+    expect(await agents.get(OWNER, early.agentId)).toMatchObject({ status: "pending" });
+    // Approved before its first slot: it runs at that slot, as it was told at creation.
+    approved.add(early.agentId);
+    clock.advance(60_000);
+    await s?.tick();
+    expect(await agents.get(OWNER, early.agentId)).toMatchObject({
+      status: "active",
+      nextRunAt: new Date(T0.getTime() + HOUR),
+    });
+    // Approved after three slots went by: it starts at the next slot, with no catching up.
+    clock.set(new Date(T0.getTime() + 3 * HOUR + 5_000));
+    await s?.tick();
+    expect(await agents.get(OWNER, late.agentId)).toMatchObject({ status: "pending" });
+    approved.add(late.agentId);
+    clock.advance(120_000);
+    await s?.tick();
+    expect(await agents.get(OWNER, late.agentId)).toMatchObject({
+      status: "active",
+      nextRunAt: new Date(T0.getTime() + 4 * HOUR),
+    });
+    await s?.idle();
+    expect((await allRuns(runs, [late])).map((r) => r.scheduledAt.getTime())).toEqual([]);
+  });
+
+  it("fails an agent still waiting past the bound, saying what it waited for", async () => {
+    const agent = transferAgent(1);
+    const { agents, runs } = await storesWith(make, [agent]);
+    const clock = movableClock(new Date(T0.getTime() + 1000));
+    const [s] = replicas(
+      1,
+      { agents, runs, now: clock.now },
+      {
+        awaitReady: async () => "an approval of delegate D",
+        readyWaitMs: 2 * HOUR,
+      },
+    );
+    await s?.tick();
+    expect(await agents.get(OWNER, agent.agentId)).toMatchObject({ status: "pending" });
+    clock.set(new Date(T0.getTime() + 2 * HOUR + 1));
+    await s?.tick();
+    const failed = await agents.get(OWNER, agent.agentId);
+    expect(failed).toMatchObject({ status: "failed" });
+    expect(failed?.failureReason).toBe("it was still waiting after 2 hours for an approval of delegate D");
+    expect(await allRuns(runs, [agent])).toEqual([]);
+  });
+
+  it("agents waiting for approvals hide neither an agent that is ready nor the runs that are due", async () => {
+    // More waiting agents than one poll looks at, plus one ready agent and one active, due agent.
+    const waitingAgents = Array.from({ length: 150 }, (_, i) => transferAgent(100 + i));
+    const ready = { ...transferAgent(1), agentId: "zzzz-ready" };
+    const due: AgentRecord = { ...transferAgent(2), status: "active", nextRunAt: slotAt(T0, "hourly", 1) };
+    const { agents, runs } = await storesWith(make, [...waitingAgents, ready, due]);
+    const clock = movableClock(slotAt(T0, "hourly", 1));
+    const [s] = replicas(
+      1,
+      { agents, runs, now: clock.now },
+      {
+        awaitReady: async (agent) => (agent.agentId === ready.agentId ? undefined : "an approval"),
+        readyWaitMs: 10 * HOUR,
+      },
+    );
+    for (let i = 0; i < 4; i++) {
+      await s?.tick();
+      await s?.idle();
+    }
+    expect(await agents.get(OWNER, ready.agentId)).toMatchObject({ status: "active" });
+    expect((await allRuns(runs, [due])).filter((r) => r.outcome === "succeeded")).toHaveLength(1);
+    expect((await agents.get(OWNER, waitingAgents[0]?.agentId as string))?.status).toBe("pending");
+  });
+
   it("fails an agent that cannot run, with the reason, and never runs it", async () => {
     const agent = transferAgent(1, { token: "GONE" });
     const { agents, runs } = await storesWith(make, [agent]);
@@ -199,7 +284,8 @@ describe.each(STORES)("on the %s stores", (_name, make) => {
     const { agents, runs } = await storesWith(make, records);
     const clock = movableClock(T0);
     const schedulers = replicas(3, { agents, runs, now: clock.now });
-    const nothingDue = async () => (await agents.due(clock.now(), 1)).length === 0;
+    const nothingDue = async () =>
+      (await agents.due(clock.now(), 1)).length === 0 && (await agents.pending(undefined, 1)).length === 0;
     await drain(schedulers, 0, nothingDue); // activation
     for (let k = 1; k <= 5; k++) {
       clock.set(slotAt(T0, "hourly", k));

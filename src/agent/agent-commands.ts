@@ -29,8 +29,19 @@ import {
   type JsonObject,
   type ReadOptions,
 } from "./agent-store.ts";
-import type { ApprovalDraft, Approvals } from "./approvals.ts";
+import { type ApprovalDraft, type Approvals, approvalNeeded } from "./approvals.ts";
 import type { Schedule } from "./schedule.ts";
+
+/** An approval to sign, and what the owner's agents on that token account need of it. */
+export interface ApprovalPlan extends ApprovalDraft {
+  /**
+   * The most the owner's active and pending transfer agents on this wallet and token can move in
+   * one day, base units: they share this delegate and its one allowance.
+   */
+  readonly neededPerDay: bigint;
+  /** Those agents, this one included. */
+  readonly sharedBy: number;
+}
 
 /** Empty strings mean "not given", as proto3 strings have no presence. */
 export interface CreateAgentInput {
@@ -74,19 +85,27 @@ export interface AgentCommands {
   /** paused or failed → active at the first slot after now; active stays active. Pending: FailedPreconditionError. */
   resume(owner: string, agentId: string): Promise<AgentRecord>;
   listRuns(owner: string, agentId: string, page: { limit: number; offset: number }): Promise<RunPageResult>;
-  /** The executor's address: the delegate transfer agents' owners approve. */
+  /** The executor's address: the fee payer of every run (delegates are per owner and wallet). */
   executor(): string;
   /**
-   * The unsigned approval of `allowance` (UI units of the agent's token) for the executor on the
-   * transfer agent's source. The agent's owner only; a swap agent: FailedPreconditionError.
+   * The unsigned approval of `allowance` (UI units of the agent's token) for the delegate of the
+   * caller's (owner, agent's source wallet) pair. The agent's owner only; a swap agent:
+   * FailedPreconditionError.
    */
   prepareApproval(
     owner: string,
     agentId: string,
     allowance: number,
     signal?: AbortSignal,
-  ): Promise<ApprovalDraft>;
+  ): Promise<ApprovalPlan>;
+  /** What a pending agent waits for, in its owner's words; undefined for any other. */
+  pendingReason(agent: AgentRecord): string | undefined;
 }
+
+/** The most runs of a schedule that fall in one UTC day. */
+const RUNS_PER_DAY: Record<Schedule, bigint> = { hourly: 24n, daily: 1n, weekly: 1n, monthly: 1n };
+/** Agents of one owner read to add up what shares an approval. */
+const MAX_AGENTS_READ = 10_000;
 
 /** Longest idempotency key accepted; keys are stored, so they are bounded. */
 const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
@@ -270,7 +289,14 @@ export function createAgentCommands(options: {
       return { ...page, limit, offset: input.offset };
     },
 
-    executor: () => options.approvals.executor,
+    executor: () => options.approvals.feePayer,
+
+    pendingReason(agent) {
+      if (agent.status !== "pending" || agent.type !== "transfer" || !options.approvals.required)
+        return undefined;
+      const delegate = options.approvals.delegateOf(agent.owner, agent.config.source as string);
+      return `waiting for ${approvalNeeded({ config: agent.config, delegate })}; it becomes active once the chain shows it`;
+    },
 
     async prepareApproval(owner, agentId, allowance, signal) {
       requireAgentId(agentId);
@@ -291,10 +317,33 @@ export function createAgentCommands(options: {
       if (problem !== undefined || decimals === undefined) {
         throw InvalidArgumentError.field("allowance", problem ?? `cannot be checked: ${symbol} is unknown`);
       }
-      return options.approvals.prepare(
-        { owner: agent.config.source as string, symbol, allowance: baseUnits(allowance, decimals) },
+      const wallet = agent.config.source as string;
+      const delegate = options.approvals.delegateOf(owner, wallet);
+      const draft = await options.approvals.prepare(
+        { wallet, delegate, symbol, allowance: baseUnits(allowance, decimals) },
         signal,
       );
+      // Every agent of this owner on this wallet and token spends through the same delegate and
+      // allowance (an SPL account has one delegate, and approving again replaces the amount).
+      let neededPerDay = 0n;
+      let sharedBy = 0;
+      for (let offset = 0; offset < MAX_AGENTS_READ; offset += 100) {
+        const page = await store.list(owner, {
+          type: "transfer",
+          limit: 100,
+          offset,
+          ...(signal === undefined ? {} : { signal }),
+        });
+        for (const other of page.agents) {
+          if (other.status !== "active" && other.status !== "pending") continue;
+          if (other.config.source !== wallet || other.config.token !== symbol) continue;
+          sharedBy++;
+          const schedule = other.config.schedule as Schedule;
+          neededPerDay += baseUnits(other.config.amount as number, decimals) * (RUNS_PER_DAY[schedule] ?? 1n);
+        }
+        if (page.agents.length < 100) break;
+      }
+      return { ...draft, neededPerDay, sharedBy };
     },
   };
 }

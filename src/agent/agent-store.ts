@@ -116,10 +116,16 @@ export interface AgentStore {
   delete(owner: string, agentId: string): Promise<boolean>;
   list(owner: string, query: AgentListQuery): Promise<AgentListPage>;
   /**
-   * Up to `limit` agents that need the scheduler, of every owner: pending ones, and active ones
-   * whose nextRunAt is at or before `now`, earliest first.
+   * Up to `limit` active agents of every owner whose nextRunAt is at or before `now`, earliest
+   * first: the runs that are due.
    */
   due(now: Date, limit: number): Promise<readonly AgentRecord[]>;
+  /**
+   * Up to `limit` pending agents of every owner, by agentId ascending, after `after` when given:
+   * the scheduler pages through them (round robin) to activate those that can run, so agents
+   * waiting for an approval never hide the others, nor due runs.
+   */
+  pending(after: string | undefined, limit: number): Promise<readonly AgentRecord[]>;
   /**
    * Changes an agent's lifecycle fields without losing a concurrent change: `change` is called
    * with the newest state (again, if another change won a race) and returns the patch, or

@@ -1,14 +1,20 @@
 /**
- * The approval a transfer agent's owner signs so the service can move their tokens, and the
- * executor they approve. A port: the chain adapter (src/chain/chain-approvals.ts) builds the
+ * The approval a transfer agent's source wallet signs so the service can move its tokens, and the
+ * delegate it approves. A port: the chain adapter (src/chain/chain-approvals.ts) builds the
  * transaction; the agent rules decide who may ask and for what.
+ *
+ * Delegates are per (owner, wallet): the owner is the agent's owner (the API key's owner), the
+ * wallet the agent's source. An SPL account's allowance belongs to its one delegate, so a wallet
+ * that approved the delegate of one owner has approved nothing for any other owner's agents.
  */
 
 /** An unsigned approval transaction and the facts a wallet shows before it is signed. */
 export interface ApprovalDraft {
   /** A version 0 transaction, base64, whose fee payer and only signer is `owner`; unsigned. */
   readonly transaction: string;
+  /** The wallet that signs: the agent's source. */
   readonly owner: string;
+  /** The delegate of the agent's (owner, source wallet) pair. */
   readonly delegate: string;
   readonly mint: string;
   readonly tokenAccount: string;
@@ -20,14 +26,27 @@ export interface ApprovalDraft {
 }
 
 export interface Approvals {
-  /** The executor's address: the delegate owners approve, and the fee payer of its transfers. */
-  readonly executor: string;
+  /** The service's executor: the fee payer of every run, never a delegate. */
+  readonly feePayer: string;
+  /** True when runs move real tokens, so a transfer agent waits for its approval. */
+  readonly required: boolean;
+  /** The delegate of `owner`'s agents spending from `wallet`. */
+  delegateOf(owner: string, wallet: string): string;
   /**
-   * The approval of `allowance` base units of the catalog token `symbol` for the executor, on
-   * `owner`'s associated token account. Chain faults throw UnavailableError.
+   * The approval of `allowance` base units of the catalog token `symbol` for `delegate`, on
+   * `wallet`'s associated token account. Chain faults throw UnavailableError.
    */
   prepare(
-    request: { owner: string; symbol: string; allowance: bigint },
+    request: { wallet: string; delegate: string; symbol: string; allowance: bigint },
     signal?: AbortSignal,
   ): Promise<ApprovalDraft>;
+}
+
+/** What a transfer agent waits for until its wallet approves its delegate, in its owner's words. */
+export function approvalNeeded(agent: {
+  readonly config: { readonly [key: string]: unknown };
+  readonly delegate: string;
+}): string {
+  const { source, amount, token } = agent.config;
+  return `an approval: the wallet ${String(source)} must approve the delegate ${agent.delegate} for at least ${String(amount)} ${String(token)} (sign the transaction PrepareApproval gives)`;
 }

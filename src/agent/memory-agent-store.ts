@@ -112,14 +112,24 @@ export function createMemoryAgentStore(options: MemoryAgentStoreOptions = {}): A
       const due: AgentRecord[] = [];
       for (const agents of byOwner.values()) {
         for (const agent of agents.values()) {
-          const pending = agent.status === "pending";
           const active =
             agent.status === "active" && (agent.nextRunAt?.getTime() ?? Infinity) <= now.getTime();
-          if (pending || active) due.push(agent);
+          if (active) due.push(agent);
         }
       }
       due.sort((a, b) => (a.nextRunAt?.getTime() ?? 0) - (b.nextRunAt?.getTime() ?? 0));
       return due.slice(0, limit).map(copyAgentRecord);
+    },
+    pending: async (after, limit) => {
+      const pending: AgentRecord[] = [];
+      for (const agents of byOwner.values()) {
+        for (const agent of agents.values()) {
+          if (agent.status === "pending" && (after === undefined || agent.agentId > after))
+            pending.push(agent);
+        }
+      }
+      pending.sort((a, b) => (a.agentId < b.agentId ? -1 : a.agentId > b.agentId ? 1 : 0));
+      return pending.slice(0, limit).map(copyAgentRecord);
     },
     update: async (owner, agentId, change) => {
       // Synchronous from read to write, so no other change can come between (single process).

@@ -455,16 +455,22 @@ export async function createMongoAgentStore(options: MongoAgentStoreOptions): Pr
       }),
     due: (nowDate, limit) =>
       run(async () => {
-        // Two index range scans on {status, nextRunAt}; pending agents are few and brief.
-        const [pending, active] = await Promise.all([
-          agents.find({ status: "pending" }, bounded).limit(limit).toArray(),
-          agents
-            .find({ status: "active", nextRunAt: { $lte: nowDate } }, bounded)
-            .sort({ nextRunAt: 1 })
-            .limit(limit)
-            .toArray(),
-        ]);
-        return [...pending, ...active].slice(0, limit).map(fromDoc);
+        // One index range scan on {status, nextRunAt}.
+        const active = await agents
+          .find({ status: "active", nextRunAt: { $lte: nowDate } }, bounded)
+          .sort({ nextRunAt: 1 })
+          .limit(limit)
+          .toArray();
+        return active.map(fromDoc);
+      }),
+    pending: (after, limit) =>
+      run(async () => {
+        const found = await agents
+          .find({ status: "pending", ...(after === undefined ? {} : { _id: { $gt: after } }) }, bounded)
+          .sort({ _id: 1 })
+          .limit(limit)
+          .toArray();
+        return found.map(fromDoc);
       }),
     update: (owner, agentId, change) =>
       run(async () => {

@@ -1,23 +1,30 @@
 import type { Approvals } from "../agent/approvals.ts";
 import { UnavailableError } from "../domain/errors.ts";
 import type { Chain, TransferChain } from "./chain.ts";
+import type { DelegateKeys } from "./delegate-keys.ts";
 
 /**
  * Approvals on the chain: the token's mint read (cached) for its program and decimals, a recent
- * blockhash, and SPL approveChecked naming the executor, left for the owner to sign. Nothing here
- * signs or sends: the owner's wallet does both, and only the owner can revoke.
+ * blockhash, and SPL approveChecked naming the (owner, wallet) delegate, left for the wallet to
+ * sign. Nothing here signs or sends: the wallet does both, and only the wallet can revoke.
  */
 export function createChainApprovals(options: {
   chain: Chain;
   transfers: TransferChain;
-  executor: string;
+  /** The executor's address: the fee payer of runs. */
+  feePayer: string;
+  delegates: DelegateKeys;
+  /** True when runs move real tokens (TRANSFER_EXECUTOR=chain). */
+  required: boolean;
   /** The mint of a catalog token symbol. */
   mintOf: (symbol: string) => string | undefined;
 }): Approvals {
-  const { chain, transfers, executor } = options;
+  const { chain, transfers, delegates } = options;
   return {
-    executor,
-    async prepare({ owner, symbol, allowance }, signal) {
+    feePayer: options.feePayer,
+    required: options.required,
+    delegateOf: (owner, wallet) => delegates.addressOf(owner, wallet),
+    async prepare({ wallet, delegate, symbol, allowance }, signal) {
       const mint = options.mintOf(symbol);
       const account = mint === undefined ? undefined : await chain.getMint(mint, signal);
       // CreateAgent checked the mint; one that is gone since is the chain's fault, not the caller's.
@@ -29,16 +36,16 @@ export function createChainApprovals(options: {
       // Loaded on the first approval: the builders bring @solana/kit whole (17 MB in a process).
       const { approvalTransaction } = await import("./token-transactions.ts");
       const { transaction, tokenAccount } = await approvalTransaction({
-        owner,
-        delegate: executor,
+        owner: wallet,
+        delegate,
         token,
         amount: allowance,
         lifetime,
       });
       return {
         transaction,
-        owner,
-        delegate: executor,
+        owner: wallet,
+        delegate,
         mint,
         tokenAccount,
         allowance,

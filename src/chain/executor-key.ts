@@ -1,41 +1,25 @@
 import { randomBytes } from "node:crypto";
-import { readFile, stat } from "node:fs/promises";
-import { ConfigError } from "../config.ts";
 import { type SigningKey, signingKeyFromSeed } from "./ed25519-key.ts";
+import { readSecretFile, SecretFileError } from "./secret-file.ts";
 
-/**
- * The executor's key could not be used; the message names EXECUTOR_KEYPAIR and never its content.
- * A configuration error: the process exits 2 with it, as for a bad variable.
- */
-export class ExecutorKeyError extends ConfigError {
-  constructor(problem: string) {
-    super(`invalid configuration: ${problem}`);
-  }
-}
+/** The executor's key could not be used; the message names EXECUTOR_KEYPAIR and never its content. */
+export class ExecutorKeyError extends SecretFileError {}
 
 /**
  * The executor's key from a Solana CLI keypair file (`solana-keygen new -o key.json`): a JSON
- * array of 64 bytes, the Ed25519 seed then the public key. The file must be readable by its owner
- * alone (mode 600 or stricter), as ssh insists for its keys: a key others can read is no longer the
- * service's alone. What is wrong is said without quoting the file, which holds the secret.
+ * array of 64 bytes, the Ed25519 seed then the public key, readable by its owner alone.
  */
 export async function loadExecutorKey(path: string): Promise<SigningKey> {
-  let mode: number;
-  try {
-    mode = (await stat(path)).mode;
-  } catch {
-    throw new ExecutorKeyError(`EXECUTOR_KEYPAIR names a file that cannot be read (${path})`);
-  }
-  if ((mode & 0o077) !== 0) {
-    throw new ExecutorKeyError(
-      `EXECUTOR_KEYPAIR names a file readable by group or others (mode ${(mode & 0o777).toString(8)}): run chmod 600 on it`,
-    );
-  }
+  const text = await readSecretFile(path, "EXECUTOR_KEYPAIR").catch((error: SecretFileError) => {
+    throw new ExecutorKeyError(error.message.replace(/^invalid configuration: /, ""));
+  });
   let bytes: unknown;
   try {
-    bytes = JSON.parse(await readFile(path, "utf8"));
+    bytes = JSON.parse(text.toString("utf8"));
   } catch {
     throw new ExecutorKeyError("EXECUTOR_KEYPAIR is not a Solana keypair file (a JSON array of 64 bytes)");
+  } finally {
+    text.fill(0);
   }
   if (
     !Array.isArray(bytes) ||

@@ -84,28 +84,31 @@ export async function approvalTransaction(options: {
 }
 
 /**
- * A transfer the executor signs as the source account's delegate and as fee payer:
- * createAssociatedTokenIdempotent for the destination (rent paid by the executor when it is
- * missing), then transferChecked of `amount` base units.
+ * A transfer with two signers: `authority`, the delegate the source's owner approved, signs
+ * transferChecked; `feePayer` (the service's executor) pays the fee and, when the destination has
+ * no token account yet, its rent (createAssociatedTokenIdempotent comes first). The transaction's
+ * signature is the fee payer's.
  */
 export async function delegatedTransferTransaction(options: {
-  executor: SigningKey;
+  feePayer: SigningKey;
+  authority: SigningKey;
   source: string;
   destination: string;
   token: TokenRef;
   amount: bigint;
   lifetime: Lifetime;
 }): Promise<{ transaction: string; signature: string; sourceAccount: string; destinationAccount: string }> {
-  const { executor, source, destination, token, amount, lifetime } = options;
+  const { feePayer, authority, source, destination, token, amount, lifetime } = options;
   const [sourceAccount, destinationAccount] = await Promise.all([
     associatedTokenAccount(source, token),
     associatedTokenAccount(destination, token),
   ]);
-  const signer = createNoopSigner(executor.address);
+  const payer = createNoopSigner(feePayer.address);
+  const delegate = createNoopSigner(authority.address);
   const program = PROGRAMS[token.program];
   const instructions = [
     getCreateAssociatedTokenIdempotentInstruction({
-      payer: signer,
+      payer,
       ata: address(destinationAccount),
       owner: address(destination),
       mint: address(token.mint),
@@ -116,19 +119,23 @@ export async function delegatedTransferTransaction(options: {
         source: address(sourceAccount),
         mint: address(token.mint),
         destination: address(destinationAccount),
-        authority: signer,
+        authority: delegate,
         amount,
         decimals: token.decimals,
       },
       { programAddress: program },
     ),
   ];
-  const compiled = compile(signer, instructions, lifetime);
-  const signatureBytes = executor.sign(compiled.messageBytes as unknown as Uint8Array);
-  const signed = { ...compiled, signatures: { ...compiled.signatures, [executor.address]: signatureBytes } };
+  const compiled = compile(payer, instructions, lifetime);
+  const message = compiled.messageBytes as unknown as Uint8Array;
+  const signatures: Record<string, Uint8Array | null> = { ...compiled.signatures };
+  for (const key of feePayer.address === authority.address ? [feePayer] : [feePayer, authority]) {
+    signatures[key.address] = key.sign(message);
+  }
+  const signed = { ...compiled, signatures };
   return {
     transaction: getBase64EncodedWireTransaction(signed as unknown as Transaction),
-    signature: getBase58Decoder().decode(signatureBytes),
+    signature: getBase58Decoder().decode(signatures[feePayer.address] as Uint8Array),
     sourceAccount,
     destinationAccount,
   };

@@ -107,6 +107,7 @@ export function createAnnouncingAgentStore(options: {
     get: (owner, agentId, readOptions) => store.get(owner, agentId, readOptions),
     list: (owner, query) => store.list(owner, query),
     due: (at, limit) => store.due(at, limit),
+    pending: (after, limit) => store.pending(after, limit),
     ping: () => store.ping(),
     close: () => store.close(),
   };

@@ -68,7 +68,10 @@ export function createAgentService(options: {
 
     async getAgent(req, ctx) {
       const agent = await commands.get(ctx.values.get(principalKey), req.agentId, { signal: ctx.signal });
-      return create(GetAgentResponseSchema, { success: true, data: agentDetail(agent) });
+      return create(GetAgentResponseSchema, {
+        success: true,
+        data: agentDetail(agent, commands.pendingReason(agent)),
+      });
     },
 
     async deleteAgent(req, ctx) {
@@ -115,7 +118,10 @@ export function createAgentService(options: {
     },
 
     getExecutor() {
-      return create(GetExecutorResponseSchema, { success: true, data: { address: commands.executor() } });
+      return create(GetExecutorResponseSchema, {
+        success: true,
+        data: { address: commands.executor(), delegation: DELEGATION },
+      });
     },
 
     async prepareApproval(req, ctx) {
@@ -136,6 +142,8 @@ export function createAgentService(options: {
           allowance: approval.allowance.toString(),
           decimals: approval.decimals,
           lastValidBlockHeight: approval.lastValidBlockHeight.toString(),
+          neededPerDay: approval.neededPerDay.toString(),
+          sharedBy: approval.sharedBy,
         },
       });
     },
@@ -212,7 +220,11 @@ function isObject(value: JsonValue | undefined): value is JsonObject {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-function agentDetail(agent: AgentRecord) {
+/** GetExecutor's word on delegation. */
+const DELEGATION =
+  "Delegates are per owner and wallet: this address only pays fees. The key that moves a wallet's tokens is derived for one (owner, wallet) pair; PrepareApproval names it, and an approval serves that owner's agents alone.";
+
+function agentDetail(agent: AgentRecord, pendingReason?: string) {
   return create(AgentSchema, {
     agentId: agent.agentId,
     type: agent.type,
@@ -222,5 +234,6 @@ function agentDetail(agent: AgentRecord) {
     ...(agent.lastRunAt === undefined ? {} : { lastRunAt: timestampFromDate(agent.lastRunAt) }),
     ...(agent.nextRunAt === undefined ? {} : { nextRunAt: timestampFromDate(agent.nextRunAt) }),
     ...(agent.failureReason === undefined ? {} : { failureReason: agent.failureReason }),
+    ...(pendingReason === undefined ? {} : { pendingReason }),
   });
 }

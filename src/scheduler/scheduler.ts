@@ -26,11 +26,18 @@ import { runIdOf } from "./run-store.ts";
 import type { ScheduleClock } from "./schedule-clock.ts";
 import { firstSlotAfter } from "./slots.ts";
 
-/** The agent store as the scheduler uses it: due agents, and lifecycle changes that lose nothing. */
-export type ScheduledAgents = Pick<AgentStore, "due" | "update">;
+/** The agent store as the scheduler uses it: due and pending agents, and lifecycle changes that lose nothing. */
+export type ScheduledAgents = Pick<AgentStore, "due" | "pending" | "update">;
 
 /** Why an agent cannot run; undefined when it can. Checked when a pending agent is activated. */
 export type RunnabilityCheck = (agent: AgentRecord) => Promise<string | undefined>;
+
+/**
+ * What a pending agent still waits for before it may run (its owner's approval, say), in words
+ * for its owner; undefined when it waits for nothing. A check that cannot tell (the chain is
+ * down) says it still waits: the agent is looked at again later.
+ */
+export type ReadinessCheck = (agent: AgentRecord) => Promise<string | undefined>;
 
 export interface SchedulerEvents {
   /** One finished attempt, with the schedule lag (run start minus slot) in ms. */
@@ -49,6 +56,10 @@ export interface SchedulerOptions {
   readonly executor: Executor;
   readonly clock: ScheduleClock;
   readonly checkRunnable: RunnabilityCheck;
+  /** What a pending agent waits for; absent: nothing, it is activated at once. */
+  readonly awaitReady?: ReadinessCheck;
+  /** How long an agent may wait (from its creation) before it fails with what it waited for. */
+  readonly readyWaitMs?: number;
   /** This replica's name in leases and logs. */
   readonly worker: string;
   /** Slots run at once by this replica. */
@@ -90,6 +101,10 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   const now = options.now ?? (() => new Date());
   /** Runs in flight, by agent id: one slot of an agent at a time per replica. */
   const running = new Map<string, { done: Promise<void>; abort: AbortController }>();
+  /** Pending agents found waiting: when each is looked at again, and how many times it was. */
+  const waiting = new Map<string, { at: number; checks: number }>();
+  /** Where the next look at pending agents starts (they are paged through, round robin). */
+  let pendingCursor: string | undefined;
   let stopping = false;
   let timer: NodeJS.Timeout | undefined;
   let polling: Promise<void> | undefined;
@@ -103,12 +118,36 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   }
 
   async function activate(agent: AgentRecord): Promise<void> {
-    const reason = await options.checkRunnable(agent);
+    const seen = waiting.get(agent.agentId);
+    const nowMs = now().getTime();
+    if (seen !== undefined && seen.at > nowMs) return;
+    let reason = await options.checkRunnable(agent);
+    if (reason === undefined && options.awaitReady !== undefined) {
+      const awaited = await options.awaitReady(agent);
+      if (awaited !== undefined) {
+        if (nowMs - agent.createdAt.getTime() < (options.readyWaitMs ?? Number.POSITIVE_INFINITY)) {
+          // Looked at again soon after creation (an owner approves right away), then less often.
+          const checks = (seen?.checks ?? 0) + 1;
+          waiting.set(agent.agentId, { at: nowMs + Math.min(WAIT_CHECK_MAX_MS, 250 * 2 ** checks), checks });
+          if (waiting.size > MAX_WAITING_KEPT) waiting.delete(waiting.keys().next().value as string);
+          return;
+        }
+        reason = `it was still waiting after ${Math.round((options.readyWaitMs ?? 0) / 3_600_000)} hours for ${awaited}`;
+      }
+    }
+    waiting.delete(agent.agentId);
     const updated = await agents.update(agent.owner, agent.agentId, (current) => {
       if (current.status !== "pending") return undefined;
       if (reason !== undefined) return { status: "failed", nextRunAt: null, failureReason: reason };
-      // The first slot is one period after creation, as the agent was told when it was created.
-      return { status: "active", nextRunAt: nextSlotAfter(current, current.createdAt), failureReason: null };
+      // The first slot is one period after creation, as the agent was told when it was created;
+      // one that waited past it (for its approval) starts at the first slot after now instead of
+      // catching up on slots it could never have run.
+      const first = nextSlotAfter(current, current.createdAt);
+      return {
+        status: "active",
+        nextRunAt: first.getTime() > nowMs ? first : nextSlotAfter(current, new Date(nowMs)),
+        failureReason: null,
+      };
     });
     if (updated !== undefined && updated.status !== "pending") {
       events.onStatus?.(updated, reason === undefined ? "active" : "failed", reason);
@@ -244,7 +283,19 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     running.set(agent.agentId, { done, abort });
   }
 
+  /** Looks at the next page of pending agents, and activates those that can run. */
+  async function activatePending(): Promise<void> {
+    const page = await agents.pending(pendingCursor, PENDING_PAGE);
+    pendingCursor = page.length < PENDING_PAGE ? undefined : page.at(-1)?.agentId;
+    await forEachConcurrently(page, POLL_PARALLELISM, async (agent) => {
+      if (stopping) return;
+      await activate(agent).catch((error: unknown) => events.onError?.(error, "activating an agent"));
+    });
+  }
+
   async function poll(): Promise<void> {
+    if (stopping) return;
+    await activatePending();
     const free = options.concurrency - running.size;
     if (stopping || free <= 0) return;
     const due = await agents.due(now(), free * 2);
@@ -254,7 +305,6 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     // agent, without flooding the database with every due agent's claims at once.
     await forEachConcurrently(due, POLL_PARALLELISM, async (agent) => {
       if (stopping || running.has(agent.agentId)) return;
-      if (agent.status === "pending") return activate(agent);
       if (agent.status !== "active" || agent.nextRunAt === undefined) return;
       if (running.size + claiming >= options.concurrency) return;
       claiming++;
@@ -323,6 +373,12 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
 
 /** Due agents handled at once by one poll. */
 const POLL_PARALLELISM = 8;
+/** Pending agents looked at per poll. */
+const PENDING_PAGE = 64;
+/** The longest a waiting agent goes unchecked (a minute: an approval shows within one). */
+const WAIT_CHECK_MAX_MS = 60_000;
+/** Waiting agents remembered per replica; past it the oldest is simply looked at again. */
+const MAX_WAITING_KEPT = 100_000;
 
 /** Runs `work` on every item, at most `parallelism` at a time. */
 async function forEachConcurrently<T>(

@@ -10,7 +10,7 @@ import { registerSchedulerMetrics } from "../observability/scheduler-metrics.ts"
 import type { Executor } from "./executor.ts";
 import type { RunStore } from "./run-store.ts";
 import type { ScheduleClock } from "./schedule-clock.ts";
-import { createScheduler, type Scheduler } from "./scheduler.ts";
+import { createScheduler, type ReadinessCheck, type Scheduler } from "./scheduler.ts";
 
 /** The config members naming catalog tokens, by agent type. */
 const TOKEN_FIELDS: Record<string, readonly string[]> = {
@@ -30,6 +30,9 @@ export interface ServiceSchedulerOptions {
   readonly registry: Registry;
   /** Where runs are announced (the event log WatchAgentEvents serves). */
   readonly events?: EventLog;
+  /** What a pending agent waits for (its approval), and for how long at most. */
+  readonly awaitReady?: ReadinessCheck;
+  readonly readyWaitMs?: number;
 }
 
 /**
@@ -54,6 +57,8 @@ export function createServiceScheduler(options: ServiceSchedulerOptions): Schedu
     retryBaseMs: settings.retryBaseMs,
     retryMaxMs: settings.retryMaxMs,
     maxConsecutiveFailures: settings.maxConsecutiveFailures,
+    ...(options.awaitReady === undefined ? {} : { awaitReady: options.awaitReady }),
+    ...(options.readyWaitMs === undefined ? {} : { readyWaitMs: options.readyWaitMs }),
     ...(options.events === undefined
       ? {}
       : {

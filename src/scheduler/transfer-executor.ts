@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { JsonObject } from "../agent/agent-store.ts";
 import type { Chain, TransferChain } from "../chain/chain.ts";
+import type { DelegateKeys } from "../chain/delegate-keys.ts";
 import type { SigningKey } from "../chain/ed25519-key.ts";
 import type { TokenRef } from "../chain/token-transactions.ts";
 import { baseUnits } from "../domain/base-units.ts";
@@ -32,8 +33,10 @@ export interface TransferHooks {
 export interface TransferExecutorOptions {
   readonly chain: Chain;
   readonly transfers: TransferChain;
-  /** The service's key: the delegate of the owners' token accounts, and the fee payer. */
+  /** The service's key: the fee payer of every run, never a delegate. */
   readonly executor: SigningKey;
+  /** The delegate of each (owner, wallet): the authority that signs the transfer. */
+  readonly delegates: DelegateKeys;
   /** The mint of a token symbol of the token list. */
   readonly mintOf: (symbol: string) => string | undefined;
   readonly prices: PriceSource;
@@ -50,16 +53,18 @@ const final = (error: string): Failure => ({ ok: false, error, retryable: false 
 
 /** SPL Token's error codes that no retry can mend (Token-2022 shares them). */
 const TOKEN_ERRORS: Record<number, string> = {
-  1: "the source's balance or the executor's allowance is below the amount",
-  4: "the executor is not the source's delegate (no allowance)",
+  1: "the source's balance or the delegate's allowance is below the amount",
+  4: "the agent's delegate is not the source's delegate (no allowance: sign the transaction PrepareApproval gives)",
   17: "the source's token account is frozen",
 };
 
 /**
  * Transfer agents' runs on the chain, without holding anyone's key: each run is a transferChecked
  * from the source's associated token account to the destination's (created idempotently, rent
- * paid by the executor), signed by the executor as the delegate the owner approved, and as fee
- * payer. The on-chain allowance caps what it can move; the owner's revoke ends it.
+ * paid by the executor), signed by the delegate of the agent's (owner, source wallet) pair, which
+ * the wallet approved, with the executor as fee payer. The on-chain allowance caps what it can
+ * move; the owner's revoke ends it. An approval made for another owner's delegate is useless here:
+ * the agent's own delegate is not the account's delegate, and the run fails before signing.
  *
  * Exactly once per (agent, slot), across retries, replicas, crashes and expired blockhashes:
  * - every signed transaction is kept in the slot's journal before it is sent (the journal's
@@ -75,7 +80,7 @@ const TOKEN_ERRORS: Record<number, string> = {
  * allowance or one below the amount, too little balance) fail the slot at once with both figures.
  */
 export function createTransferExecutor(options: TransferExecutorOptions): Executor {
-  const { chain, transfers, executor, prices, caps } = options;
+  const { chain, transfers, executor, delegates, prices, caps } = options;
   const pollMs = options.pollMs ?? 400;
 
   return {
@@ -151,11 +156,9 @@ export function createTransferExecutor(options: TransferExecutorOptions): Execut
     const state = await transfers.getTokenAccount(sourceAccount, signal);
     if (state === undefined) return final(`the source wallet has no ${symbol} account`);
     if (state.frozen) return final(`the source's ${symbol} account is frozen`);
-    if (state.delegate !== executor.address) {
-      return final(
-        `no allowance: the source has not approved the executor ${executor.address} for ${symbol} (sign the transaction PrepareApproval gives)`,
-      );
-    }
+    const delegate = delegates.keyOf(agent.owner, source);
+    const approvalProblem = allowanceProblem(state, delegate.address, executor.address, symbol);
+    if (approvalProblem !== undefined) return final(approvalProblem);
     if (state.delegatedAmount < units) {
       return final(
         `the allowance (${show(state.delegatedAmount)}) is below the amount to move (${show(units)})`,
@@ -169,7 +172,8 @@ export function createTransferExecutor(options: TransferExecutorOptions): Execut
 
     const lifetime = await transfers.getLatestBlockhash(signal);
     const built = await delegatedTransferTransaction({
-      executor,
+      feePayer: executor,
+      authority: delegate,
       source,
       destination,
       token,
@@ -283,4 +287,22 @@ function describe(err: unknown): string {
   return typeof err === "string"
     ? err
     : JSON.stringify(err, (_k, v) => (typeof v === "bigint" ? Number(v) : v));
+}
+
+/**
+ * Why `delegate` cannot move the account's tokens, or undefined when the account names it. An
+ * account that still names the service's former shared executor was approved before delegates
+ * were per owner and wallet: that approval is never spent again, and the owner is told what to do.
+ */
+export function allowanceProblem(
+  state: { delegate: string | undefined },
+  delegate: string,
+  sharedExecutor: string,
+  symbol: string,
+): string | undefined {
+  if (state.delegate === delegate) return undefined;
+  if (state.delegate === sharedExecutor) {
+    return `the source's ${symbol} approval names the service's former shared executor ${sharedExecutor}, which no longer moves tokens: approve again with PrepareApproval, which names this agent's own delegate ${delegate}`;
+  }
+  return `no allowance: the source has not approved this agent's delegate ${delegate} for ${symbol} (sign the transaction PrepareApproval gives)`;
 }

@@ -1,0 +1,242 @@
+/**
+ * Approvals are bound to their owner: the confused-deputy attack, step by step over the public
+ * API, with real API keys and real signatures on the embedded chain, on the memory store and on
+ * MongoDB (FerretDB).
+ *
+ * Wallet A approves the delegate of alice's agents. Mallory, with her own key, creates an agent
+ * whose source is wallet A and whose destination is her wallet M. Her agent's delegate is the one
+ * derived for (mallory, A), which A never approved: the agent waits, pending, saying what it waits
+ * for, and nothing moves over several of its slots. Even forced to active (as an agent approved
+ * once and replaced since would be), each of its runs fails with the allowance reason. And a
+ * wallet shared by two owners' agents: each owner's runs spend only that owner's delegate's
+ * allowance. Schedule time runs 1200 times faster: an hourly agent runs every 3 s.
+ */
+import { randomBytes } from "node:crypto";
+import { type Address, generateKeyPairSigner, type KeyPairSigner } from "@solana/kit";
+import { findAssociatedTokenPda, TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { loadCatalog } from "../src/token/catalog.ts";
+import { type ChainClient, createChainClient } from "./support/chain-client.ts";
+import { type RunningServer, startServer } from "./support/start-server.ts";
+import { createTransferOwner, type Json, until } from "./support/transfer-owner.ts";
+
+const mintOf = (symbol: string) => loadCatalog().tokens.find((t) => t.symbol === symbol)?.mint as Address;
+const USDC = mintOf("USDC");
+const USDT = mintOf("USDT");
+const SLOT_MS = 3_000;
+const ADMIN_KEY = randomBytes(24).toString("base64url");
+
+const STORES: [string, () => Record<string, string>][] = [
+  ["memory", () => ({})],
+  [
+    "mongo",
+    () => ({
+      MONGODB_URI: inject("mongoUri"),
+      MONGODB_DB: `approvals_bound_${randomBytes(3).toString("hex")}`,
+    }),
+  ],
+];
+
+const ata = async (owner: Address, mint: Address): Promise<Address> =>
+  (await findAssociatedTokenPda({ owner, mint, tokenProgram: TOKEN_PROGRAM_ADDRESS }))[0];
+
+describe.each(STORES)("approvals bound to their owner, on the %s store", (storeName, storeEnv) => {
+  let server: RunningServer;
+  let chain: ChainClient;
+  let walletA: KeyPairSigner;
+  const owners: Record<string, ReturnType<typeof createTransferOwner>> = {};
+
+  beforeAll(async () => {
+    server = await startServer({
+      env: {
+        ...storeEnv(),
+        AUTH_MODE: "apikey",
+        ADMIN_API_KEY: ADMIN_KEY,
+        SCHEDULER_ENABLED: "true",
+        SCHEDULE_TIME_SCALE: String(3_600_000 / SLOT_MS),
+        SCHEDULER_POLL_INTERVAL_MS: "100",
+        SCHEDULER_RETRY_BASE_MS: "100",
+        SCHEDULER_MAX_CONSECUTIVE_FAILURES: "2",
+      },
+    });
+    chain = createChainClient(server.localChain?.url as string);
+    const admin = createTransferOwner({ baseUrl: server.baseUrl, chain, key: ADMIN_KEY });
+    for (const owner of ["alice", "mallory", "bob"]) {
+      const created = await admin.ok("POST", "/v1/apikeys", {
+        owner,
+        scopes: ["agents:read", "agents:write"],
+      });
+      owners[owner] = createTransferOwner({ baseUrl: server.baseUrl, chain, key: created.key as string });
+    }
+    walletA = await generateKeyPairSigner();
+    await chain.airdrop(walletA.address, 1n);
+    await chain.setTokenBalance(walletA.address, USDC, 100_000_000n);
+    await chain.setTokenBalance(walletA.address, USDT, 100_000_000n);
+  });
+
+  afterAll(async () => {
+    if (storeName === "mongo") {
+      await server?.context.mongoClient?.db(server.context.config.mongo?.dbName).dropDatabase();
+    }
+    await server?.close();
+  });
+
+  it("mallory's agent on alice's approved wallet moves nothing: it waits, and forced to run, every run fails on the allowance", async () => {
+    const alice = owners.alice as ReturnType<typeof createTransferOwner>;
+    const mallory = owners.mallory as ReturnType<typeof createTransferOwner>;
+    const feePayer = (await alice.ok("GET", "/v1/executor")).address as string;
+    const walletB = (await generateKeyPairSigner()).address;
+    const walletM = (await generateKeyPairSigner()).address;
+    const accountA = await ata(walletA.address, USDC);
+    const accountM = await ata(walletM, USDC);
+
+    // 2. Alice: a transfer agent from wallet A, approved by wallet A's own signature for 50 USDC.
+    const aliceAgent = (
+      await alice.ok("POST", "/v1/agents", {
+        type: "transfer",
+        config: {
+          source: walletA.address,
+          destination: walletB,
+          amount: 1,
+          token: "USDC",
+          schedule: "hourly",
+        },
+      })
+    ).agentId as string;
+    const aliceApproval = await alice.approve(aliceAgent, 50, walletA);
+    const aliceDelegate = aliceApproval.delegate as string;
+    expect(aliceDelegate).not.toBe(feePayer);
+    // What alice's agents on this account need in a day: 1 USDC hourly.
+    expect(aliceApproval).toMatchObject({ neededPerDay: "24000000", sharedBy: 1 });
+    expect(await alice.tokenAccount(accountA)).toMatchObject({ delegate: aliceDelegate });
+
+    // 3. Mallory: her own agent naming wallet A as its source, 7 USDC an hour to her wallet M.
+    const malloryAgent = (
+      await mallory.ok("POST", "/v1/agents", {
+        type: "transfer",
+        config: {
+          source: walletA.address,
+          destination: walletM,
+          amount: 7,
+          token: "USDC",
+          schedule: "hourly",
+        },
+      })
+    ).agentId as string;
+    // Her approval would name another delegate, which wallet A never signs for.
+    const malloryDelegate = (
+      await mallory.ok("POST", `/v1/agents/${malloryAgent}:prepareApproval`, { allowance: 7 })
+    ).delegate as string;
+    expect(malloryDelegate).not.toBe(aliceDelegate);
+    expect(malloryDelegate).not.toBe(feePayer);
+
+    // 4. Several schedule hours later: alice's agent ran; mallory's waits, and M holds nothing.
+    await until(
+      async () => {
+        const runs = (await alice.runsOf(aliceAgent)).filter((r) => r.outcome === "succeeded");
+        return runs.length >= 3 ? runs : undefined;
+      },
+      6 * SLOT_MS + 10_000,
+      "three of alice's runs succeeded",
+    );
+    const waiting = await mallory.ok("GET", `/v1/agents/${malloryAgent}`);
+    expect(waiting.status).toBe("pending");
+    expect(waiting.pendingReason).toContain(walletA.address);
+    expect(waiting.pendingReason).toContain(malloryDelegate);
+    expect(waiting.pendingReason).toMatch(/at least 7 USDC.*PrepareApproval/);
+    expect(await mallory.runsOf(malloryAgent)).toEqual([]);
+    expect(await mallory.balance(accountM)).toBe(0n);
+
+    // 5. Forced to active, as an agent whose wallet approved it once and approved alice since
+    // would be: every run fails on the allowance, before anything is signed.
+    await server.context.agentStore.update("mallory", malloryAgent, () => ({
+      status: "active",
+      nextRunAt: new Date(),
+    }));
+    const failed = await until(
+      async () => {
+        const agent = await mallory.ok("GET", `/v1/agents/${malloryAgent}`);
+        return agent.status === "failed" ? agent : undefined;
+      },
+      4 * SLOT_MS + 10_000,
+      "mallory's agent failed",
+    );
+    const runs = await mallory.runsOf(malloryAgent);
+    expect(runs.length).toBeGreaterThanOrEqual(2);
+    for (const run of runs) {
+      expect(run.outcome).toBe("failed");
+      expect(run.error).toMatch(/no allowance: the source has not approved this agent's delegate/);
+      expect(run.error).toContain(malloryDelegate);
+    }
+    expect(failed.failureReason).toMatch(/allowance/);
+    expect(await mallory.balance(accountM)).toBe(0n);
+    // Wallet A's allowance went only to alice's runs.
+    await alice.ok("POST", `/v1/agents/${aliceAgent}:pause`);
+    const aliceRuns = (await alice.runsOf(aliceAgent)).filter((r) => r.outcome === "succeeded").length;
+    expect(await alice.tokenAccount(accountA)).toMatchObject({
+      delegate: aliceDelegate,
+      delegatedAmount: { amount: String(50_000_000 - aliceRuns * 1_000_000) },
+    });
+    expect(await alice.balance(accountA)).toBe(100_000_000n - BigInt(aliceRuns) * 1_000_000n);
+  });
+
+  it("one wallet, two owners' agents: each owner's runs spend only that owner's delegate's allowance", async () => {
+    const alice = owners.alice as ReturnType<typeof createTransferOwner>;
+    const bob = owners.bob as ReturnType<typeof createTransferOwner>;
+    const walletB = (await generateKeyPairSigner()).address;
+    const walletC = (await generateKeyPairSigner()).address;
+    const accountAusdc = await ata(walletA.address, USDC);
+    const accountAusdt = await ata(walletA.address, USDT);
+    const usdcBefore = await alice.balance(accountAusdc);
+    // Alice moves USDC from wallet A, bob moves USDT from the same wallet; A approves each.
+    const aliceAgent = (
+      await alice.ok("POST", "/v1/agents", {
+        type: "transfer",
+        config: {
+          source: walletA.address,
+          destination: walletB,
+          amount: 1,
+          token: "USDC",
+          schedule: "hourly",
+        },
+      })
+    ).agentId as string;
+    const bobAgent = (
+      await bob.ok("POST", "/v1/agents", {
+        type: "transfer",
+        config: {
+          source: walletA.address,
+          destination: walletC,
+          amount: 2,
+          token: "USDT",
+          schedule: "hourly",
+        },
+      })
+    ).agentId as string;
+    const aliceDelegate = (await alice.approve(aliceAgent, 20, walletA)).delegate as string;
+    const bobDelegate = (await bob.approve(bobAgent, 10, walletA)).delegate as string;
+    expect(bobDelegate).not.toBe(aliceDelegate);
+    const succeeded = async (who: ReturnType<typeof createTransferOwner>, agentId: string) =>
+      (await who.runsOf(agentId)).filter((r: Json) => r.outcome === "succeeded").length;
+    await until(
+      async () =>
+        (await succeeded(alice, aliceAgent)) >= 2 && (await succeeded(bob, bobAgent)) >= 2 ? true : undefined,
+      5 * SLOT_MS + 10_000,
+      "two runs of each owner's agent",
+    );
+    await alice.ok("POST", `/v1/agents/${aliceAgent}:pause`);
+    await bob.ok("POST", `/v1/agents/${bobAgent}:pause`);
+    const aliceRuns = await succeeded(alice, aliceAgent);
+    const bobRuns = await succeeded(bob, bobAgent);
+    expect(await alice.tokenAccount(accountAusdc)).toMatchObject({
+      delegate: aliceDelegate,
+      delegatedAmount: { amount: String(20_000_000 - aliceRuns * 1_000_000) },
+    });
+    expect(await bob.tokenAccount(accountAusdt)).toMatchObject({
+      delegate: bobDelegate,
+      delegatedAmount: { amount: String(10_000_000 - bobRuns * 2_000_000) },
+    });
+    expect(await alice.balance(accountAusdc)).toBe(usdcBefore - BigInt(aliceRuns) * 1_000_000n);
+    expect(await bob.balance(await ata(walletC, USDT))).toBe(BigInt(bobRuns) * 2_000_000n);
+  });
+});
