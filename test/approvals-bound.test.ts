@@ -180,6 +180,47 @@ describe.each(STORES)("approvals bound to their owner, on the %s store", (storeN
     expect(await alice.balance(accountA)).toBe(100_000_000n - BigInt(aliceRuns) * 1_000_000n);
   });
 
+  it("an agent whose wallet approved the former shared executor fails its runs, saying to approve again", async () => {
+    const alice = owners.alice as ReturnType<typeof createTransferOwner>;
+    const feePayer = (await alice.ok("GET", "/v1/executor")).address as string;
+    const wallet = (await generateKeyPairSigner()).address;
+    const destination = (await generateKeyPairSigner()).address;
+    // The approval as it was made before delegates were per owner and wallet: to the executor.
+    const set = await chain.raw("surfnet_setTokenAccount", [
+      wallet,
+      USDC,
+      { amount: 10_000_000, delegate: feePayer, delegatedAmount: 10_000_000 },
+    ]);
+    expect(set.error).toBeUndefined();
+    const agentId = (
+      await alice.ok("POST", "/v1/agents", {
+        type: "transfer",
+        config: { source: wallet, destination, amount: 1, token: "USDC", schedule: "hourly" },
+      })
+    ).agentId as string;
+    // Active since before the change, as a migrated agent is.
+    await server.context.agentStore.update("alice", agentId, () => ({
+      status: "active",
+      nextRunAt: new Date(),
+    }));
+    const [run] = await until(
+      async () => {
+        const runs = await alice.runsOf(agentId);
+        return runs.length > 0 ? runs : undefined;
+      },
+      2 * SLOT_MS + 10_000,
+      "a run of the migrated agent",
+    );
+    const delegate = (await alice.ok("POST", `/v1/agents/${agentId}:prepareApproval`, { allowance: 1 }))
+      .delegate;
+    expect(run).toMatchObject({ outcome: "failed", attempt: 1 });
+    expect(run?.error).toBe(
+      `the source's USDC approval names the service's former shared executor ${feePayer}, which no longer moves tokens: approve again with PrepareApproval, which names this agent's own delegate ${delegate}`,
+    );
+    expect(await alice.balance(await ata(destination, USDC))).toBe(0n);
+    await alice.ok("DELETE", `/v1/agents/${agentId}`);
+  });
+
   it("one wallet, two owners' agents: each owner's runs spend only that owner's delegate's allowance", async () => {
     const alice = owners.alice as ReturnType<typeof createTransferOwner>;
     const bob = owners.bob as ReturnType<typeof createTransferOwner>;

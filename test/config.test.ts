@@ -147,7 +147,14 @@ describe("loadConfig", () => {
         transactionCache: 5000,
         local: { port: 8899, statePath: undefined, slotMs: 400 },
       },
-      transfers: { executor: "chain", keypairPath: undefined, maxUsdPerRun: 1000, maxUsdPerDay: 10_000 },
+      transfers: {
+        executor: "chain",
+        keypairPath: undefined,
+        delegateSeedPath: undefined,
+        approvalWaitMs: 72 * 3_600_000,
+        maxUsdPerRun: 1000,
+        maxUsdPerDay: 10_000,
+      },
       prices: {
         jupiterUrl: undefined,
         jupiterApiKey: undefined,
@@ -229,11 +236,17 @@ describe("loadConfig", () => {
     });
   });
 
-  it("requires EXECUTOR_KEYPAIR against a cluster, unless transfers are simulated", () => {
+  it("requires EXECUTOR_KEYPAIR and DELEGATE_SEED against a cluster, unless transfers are simulated", () => {
     const url = "https://api.mainnet-beta.solana.com";
     expect(() => loadConfig({ SOLANA_RPC_URL: url })).toThrow(
       /EXECUTOR_KEYPAIR is required when SOLANA_RPC_URL is set/,
     );
+    expect(() => loadConfig({ SOLANA_RPC_URL: url, EXECUTOR_KEYPAIR: "/k.json" })).toThrow(
+      /DELEGATE_SEED is required when SOLANA_RPC_URL is set/,
+    );
+    expect(
+      loadConfig({ SOLANA_RPC_URL: url, EXECUTOR_KEYPAIR: "/k.json", DELEGATE_SEED: "/d.seed" }).transfers,
+    ).toMatchObject({ keypairPath: "/k.json", delegateSeedPath: "/d.seed", approvalWaitMs: 72 * 3_600_000 });
     expect(loadConfig({ SOLANA_RPC_URL: url, TRANSFER_EXECUTOR: "simulated" }).transfers.keypairPath).toBe(
       undefined,
     );
@@ -247,6 +260,25 @@ describe("loadConfig", () => {
     expect(loadConfig({ MONGODB_URI: "mongodb://db.example.com" }).auth.mode).toBe("apikey");
     expect(loadConfig({ NODE_ENV: "production" }).auth.mode).toBe("apikey");
     expect(loadConfig({ MONGODB_URI: "mongodb://db.example.com", AUTH_MODE: "none" }).auth.mode).toBe("none");
+  });
+
+  it("requires API keys against a cluster: without them every caller is one owner and could spend its approvals", () => {
+    const cluster = {
+      SOLANA_RPC_URL: "https://rpc.example.com",
+      EXECUTOR_KEYPAIR: "/k.json",
+      DELEGATE_SEED: "/d.seed",
+    };
+    expect(loadConfig(cluster).auth.mode).toBe("apikey");
+    expect(() => loadConfig({ ...cluster, AUTH_MODE: "none" })).toThrow(
+      /AUTH_MODE=none with SOLANA_RPC_URL .*ALLOW_ANONYMOUS_TRANSFERS=true/,
+    );
+    expect(loadConfig({ ...cluster, AUTH_MODE: "none", ALLOW_ANONYMOUS_TRANSFERS: "true" }).auth.mode).toBe(
+      "none",
+    );
+    // Simulated transfers move nothing: no approval is at stake.
+    expect(loadConfig({ ...cluster, AUTH_MODE: "none", TRANSFER_EXECUTOR: "simulated" }).auth.mode).toBe(
+      "none",
+    );
   });
 
   it("never echoes ADMIN_API_KEY when it is refused", () => {
@@ -327,6 +359,9 @@ describe("loadConfig", () => {
         LOCAL_SOLANA_SLOT_MS: "50",
         TRANSFER_EXECUTOR: "Simulated",
         EXECUTOR_KEYPAIR: "/run/secrets/executor.json",
+        DELEGATE_SEED: "/run/secrets/delegate.seed",
+        APPROVAL_WAIT_HOURS: "5",
+        ALLOW_ANONYMOUS_TRANSFERS: "true",
         TRANSFER_MAX_USD_PER_RUN: "25",
         TRANSFER_MAX_USD_PER_DAY: "100",
         JUPITER_API_URL: "https://api.jup.ag",
@@ -432,6 +467,8 @@ describe("loadConfig", () => {
       transfers: {
         executor: "simulated",
         keypairPath: "/run/secrets/executor.json",
+        delegateSeedPath: "/run/secrets/delegate.seed",
+        approvalWaitMs: 5 * 3_600_000,
         maxUsdPerRun: 25,
         maxUsdPerDay: 100,
       },

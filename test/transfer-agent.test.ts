@@ -11,18 +11,15 @@ import {
   type Address,
   address,
   generateKeyPairSigner,
-  getBase64EncodedWireTransaction,
-  getBase64Encoder,
-  getTransactionDecoder,
   type KeyPairSigner,
   type Signature,
-  signTransaction,
 } from "@solana/kit";
 import { findAssociatedTokenPda, getRevokeInstruction, TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { loadCatalog } from "../src/token/catalog.ts";
 import { type ChainClient, createChainClient } from "./support/chain-client.ts";
 import { type RunningServer, startServer } from "./support/start-server.ts";
+import { createTransferOwner, type Json, until } from "./support/transfer-owner.ts";
 
 const USDC = loadCatalog().tokens.find((t) => t.symbol === "USDC")?.mint as Address;
 const AMOUNT = 1.1; // 1100000 base units, never 1099999
@@ -50,8 +47,6 @@ const STORES: [string, () => Record<string, string>][] = [
   ],
 ];
 
-type Json = Record<string, unknown>;
-
 describe.each(STORES)("a transfer agent on the %s store moves real tokens", (storeName, storeEnv) => {
   let server: RunningServer;
   let chain: ChainClient;
@@ -60,63 +55,21 @@ describe.each(STORES)("a transfer agent on the %s store moves real tokens", (sto
   let ownerAccount: Address;
   let destinationAccount: Address;
 
-  /** REST, as a user's script calls it: JSON in, JSON out, the HTTP status kept. */
-  const rest = async (
-    method: string,
-    path: string,
-    body?: object,
-  ): Promise<{ status: number; json: Json }> => {
-    const res = await fetch(`${server.baseUrl}${path}`, {
-      method,
-      headers: body === undefined ? {} : { "content-type": "application/json" },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    return { status: res.status, json: (await res.json()) as Json };
-  };
-  const ok = async (method: string, path: string, body?: object): Promise<Json> => {
-    const { status, json } = await rest(method, path, body);
-    if (status !== 200) throw new Error(`${method} ${path}: HTTP ${status} ${JSON.stringify(json)}`);
-    return json.data as Json;
-  };
-  /** A token account as the chain's jsonParsed encoding shows it; undefined when it does not exist. */
-  const tokenAccount = async (account: Address): Promise<Json | undefined> => {
-    const { value } = await chain.rpc.getAccountInfo(account, { encoding: "jsonParsed" }).send();
-    return value === null ? undefined : (value.data as { parsed: { info: Json } }).parsed.info;
-  };
-  const balance = async (account: Address): Promise<bigint> => {
-    const info = await tokenAccount(account);
-    return info === undefined ? 0n : BigInt((info.tokenAmount as { amount: string }).amount);
-  };
-  /** PrepareApproval, signed by the owner's wallet with kit and sent; resolves once confirmed. */
-  const approve = async (agentId: string, allowance: number): Promise<Json> => {
-    const approval = await ok("POST", `/v1/agents/${agentId}:prepareApproval`, { allowance });
-    const unsigned = getTransactionDecoder().decode(
-      getBase64Encoder().encode(approval.transaction as string),
-    );
-    // The wallet's own key signs: kit's signTransaction over the decoded wire transaction.
-    const transaction = await signTransaction([owner.keyPair], unsigned);
-    const signature = await chain.rpc
-      .sendTransaction(getBase64EncodedWireTransaction(transaction), { encoding: "base64" })
-      .send();
-    const status = await chain.confirm(signature);
-    expect(status.err).toBeNull();
-    return approval;
-  };
-  const runsOf = async (agentId: string): Promise<Json[]> =>
-    (await ok("GET", `/v1/agents/${agentId}/runs?limit=100`)).runs as Json[];
-  const until = async <T>(probe: () => Promise<T | undefined>, ms: number, what: string): Promise<T> => {
-    const deadline = performance.now() + ms;
-    for (;;) {
-      const value = await probe();
-      if (value !== undefined) return value;
-      if (performance.now() > deadline) throw new Error(`not within ${ms} ms: ${what}`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  };
+  let owners: ReturnType<typeof createTransferOwner>;
+  const rest = (method: string, path: string, body?: object) => owners.rest(method, path, body);
+  const ok = (method: string, path: string, body?: object) => owners.ok(method, path, body);
+  const tokenAccount = (account: Address) => owners.tokenAccount(account);
+  const balance = (account: Address) => owners.balance(account);
+  const approve = (agentId: string, allowance: number) => owners.approve(agentId, allowance, owner);
+  const runsOf = (agentId: string) => owners.runsOf(agentId);
+  /** The agent's own delegate (for its owner and source wallet), as PrepareApproval names it. */
+  const delegateOf = async (agentId: string): Promise<string> =>
+    (await ok("POST", `/v1/agents/${agentId}:prepareApproval`, { allowance: 1 })).delegate as string;
 
   beforeAll(async () => {
     server = await startServer({ env: { ...ENV, ...storeEnv() } });
     chain = createChainClient(server.localChain?.url as string);
+    owners = createTransferOwner({ baseUrl: server.baseUrl, chain });
     // 1. A wallet funded on the local chain: SOL for its fees, 100 USDC in its token account.
     owner = await generateKeyPairSigner();
     destination = (await generateKeyPairSigner()).address;
@@ -150,17 +103,24 @@ describe.each(STORES)("a transfer agent on the %s store moves real tokens", (sto
       config: { source: owner.address, destination, amount: AMOUNT, token: "usdc", schedule: "hourly" },
     });
     const agentId = created.agentId as string;
+    // Until its wallet approves, the agent waits and says for what.
+    const waiting = await ok("GET", `/v1/agents/${agentId}`);
+    expect(waiting.status).toBe("pending");
+    expect(waiting.pendingReason).toMatch(/approve the delegate \w+ for at least 1\.1 USDC/);
     const approval = await approve(agentId, 5.5);
+    const delegate = approval.delegate as string;
+    // The delegate is this owner's for this wallet; the executor only pays fees.
+    expect(delegate).not.toBe(executor);
+    expect(waiting.pendingReason).toContain(delegate);
     expect(approval).toMatchObject({
       owner: owner.address,
-      delegate: executor,
       mint: USDC,
       tokenAccount: ownerAccount,
       allowance: "5500000",
       decimals: 6,
     });
     expect(await tokenAccount(ownerAccount)).toMatchObject({
-      delegate: executor,
+      delegate,
       delegatedAmount: { amount: "5500000" },
     });
 
@@ -202,8 +162,11 @@ describe.each(STORES)("a transfer agent on the %s store moves real tokens", (sto
       expect(landed?.meta?.err).toBeNull();
       expect(Number(landed?.slot)).toBe(result.slot);
       expect(Number(landed?.meta?.fee)).toBe(result.fee);
-      // The executor signed, as fee payer and delegate; the owner's key was never needed.
-      expect(landed?.transaction.message.accountKeys[0]).toBe(executor);
+      // Two signers: the executor as fee payer, the owner's delegate as the token authority; the
+      // owner's key was never needed.
+      expect(landed?.transaction.message.accountKeys.slice(0, 2)).toEqual([executor, delegate]);
+      expect(landed?.transaction.signatures).toHaveLength(2);
+      expect(landed?.transaction.message.header.numRequiredSignatures).toBe(2);
     }
     expect(signatures.size).toBe(succeeded.length);
     const listed = await rest("GET", `/v1/tokens/${USDC}/transactions?limit=100`);
@@ -228,7 +191,7 @@ describe.each(STORES)("a transfer agent on the %s store moves real tokens", (sto
     expect(failed.failureReason).toMatch(/allowance/);
     const failures = (await runsOf(agentId)).filter((r) => r.outcome === "failed");
     expect(failures.length).toBeGreaterThanOrEqual(2);
-    for (const run of failures) expect(run.error).toMatch(/no allowance.*executor/);
+    for (const run of failures) expect(run.error).toMatch(/no allowance.*delegate/);
     // A reason no retry mends fails its slot at once: one attempt per failed slot.
     expect(failures.every((r) => r.attempt === 1)).toBe(true);
     const before = await balance(destinationAccount);
@@ -248,67 +211,43 @@ describe.each(STORES)("a transfer agent on the %s store moves real tokens", (sto
   });
 
   it("fails a slot at once, with the chain's reason and both figures, when no retry can mend it", async () => {
-    const executor = (await ok("GET", "/v1/executor")).address as string;
-    /** A source wallet whose USDC account the cheatcode sets as `account` says (none: no account). */
-    const wallet = async (account?: Record<string, unknown>): Promise<Address> => {
+    /** An agent whose source's USDC account the cheatcode sets as `account` says, naming its delegate. */
+    const agentOn = async (amount: number, account: Record<string, unknown>): Promise<string> => {
       const source = (await generateKeyPairSigner()).address;
-      if (account !== undefined) {
-        const response = await chain.raw("surfnet_setTokenAccount", [source, USDC, account]);
-        expect(response.error).toBeUndefined();
-      }
-      return source;
+      const created = await ok("POST", "/v1/agents", {
+        type: "transfer",
+        config: { source, destination, amount, token: "USDC", schedule: "hourly" },
+      });
+      const agentId = created.agentId as string;
+      const response = await chain.raw("surfnet_setTokenAccount", [
+        source,
+        USDC,
+        { ...account, delegate: await delegateOf(agentId) },
+      ]);
+      expect(response.error).toBeUndefined();
+      return agentId;
     };
-    const cases: { name: string; source: Address; amount: number; reason: RegExp }[] = [
-      {
-        name: "allowance below the amount",
-        source: await wallet({ amount: 5_000_000, delegate: executor, delegatedAmount: 500_000 }),
-        amount: AMOUNT,
-        reason: /the allowance \(0\.5 USDC\) is below the amount to move \(1\.1 USDC\)/,
-      },
+    const cases: { name: string; agentId: string; reason: RegExp }[] = [
       {
         name: "insufficient balance",
-        source: await wallet({ amount: 500_000, delegate: executor, delegatedAmount: 5_000_000 }),
-        amount: AMOUNT,
+        agentId: await agentOn(AMOUNT, { amount: 500_000, delegatedAmount: 5_000_000 }),
         reason: /insufficient balance: the source holds 0\.5 USDC, the run moves 1\.1 USDC/,
       },
       {
         name: "frozen account",
-        source: await wallet({
-          amount: 5_000_000,
-          delegate: executor,
-          delegatedAmount: 5_000_000,
-          state: "frozen",
-        }),
-        amount: AMOUNT,
+        agentId: await agentOn(AMOUNT, { amount: 5_000_000, delegatedAmount: 5_000_000, state: "frozen" }),
         reason: /the source's USDC account is frozen/,
       },
       {
-        name: "no source account",
-        source: await wallet(),
-        amount: AMOUNT,
-        reason: /the source wallet has no USDC account/,
-      },
-      {
         name: "over the cap per run",
-        source: await wallet({ amount: 5_000_000_000, delegate: executor, delegatedAmount: 5_000_000_000 }),
-        amount: 2000,
+        agentId: await agentOn(2000, { amount: 5_000_000_000, delegatedAmount: 5_000_000_000 }),
         reason: /2000 USDC \(\d+\.\d\d USD\) is over the cap of 1000 USD per run/,
       },
     ];
-    const agents = await Promise.all(
-      cases.map(async (c) => {
-        const created = await ok("POST", "/v1/agents", {
-          type: "transfer",
-          config: { source: c.source, destination, amount: c.amount, token: "USDC", schedule: "hourly" },
-        });
-        return created.agentId as string;
-      }),
-    );
-    for (const [i, agentId] of agents.entries()) {
-      const c = cases[i] as (typeof cases)[number];
+    for (const c of cases) {
       const [run] = await until(
         async () => {
-          const runs = await runsOf(agentId);
+          const runs = await runsOf(c.agentId);
           return runs.length > 0 ? runs : undefined;
         },
         2 * SLOT_MS + 10_000,
@@ -316,24 +255,46 @@ describe.each(STORES)("a transfer agent on the %s store moves real tokens", (sto
       );
       expect(run, c.name).toMatchObject({ outcome: "failed", attempt: 1 });
       expect(run?.error, c.name).toMatch(c.reason);
+      await ok("DELETE", `/v1/agents/${c.agentId}`);
+    }
+    // An allowance below one run, or no token account at all: the agent never runs, it waits,
+    // saying for what.
+    const below = await agentOn(AMOUNT, { amount: 5_000_000, delegatedAmount: 500_000 });
+    const none = (
+      await ok("POST", "/v1/agents", {
+        type: "transfer",
+        config: {
+          source: (await generateKeyPairSigner()).address,
+          destination,
+          amount: AMOUNT,
+          token: "USDC",
+          schedule: "hourly",
+        },
+      })
+    ).agentId as string;
+    await new Promise((resolve) => setTimeout(resolve, 2 * SLOT_MS));
+    for (const agentId of [below, none]) {
+      const agent = await ok("GET", `/v1/agents/${agentId}`);
+      expect(agent.status).toBe("pending");
+      expect(agent.pendingReason).toMatch(/must approve the delegate \w+ for at least 1\.1 USDC/);
+      expect(await runsOf(agentId)).toEqual([]);
       await ok("DELETE", `/v1/agents/${agentId}`);
     }
   });
 
   it("fails the run that would pass the cap per day, with both figures, after the day's runs under it", async () => {
-    const executor = (await ok("GET", "/v1/executor")).address as string;
     const source = (await generateKeyPairSigner()).address;
-    const funded = await chain.raw("surfnet_setTokenAccount", [
-      source,
-      USDC,
-      { amount: 5_000_000_000, delegate: executor, delegatedAmount: 5_000_000_000 },
-    ]);
-    expect(funded.error).toBeUndefined();
     const created = await ok("POST", "/v1/agents", {
       type: "transfer",
       config: { source, destination, amount: 600, token: "USDC", schedule: "hourly" },
     });
     const agentId = created.agentId as string;
+    const funded = await chain.raw("surfnet_setTokenAccount", [
+      source,
+      USDC,
+      { amount: 5_000_000_000, delegate: await delegateOf(agentId), delegatedAmount: 5_000_000_000 },
+    ]);
+    expect(funded.error).toBeUndefined();
     const runs = await until(
       async () => {
         const all = await runsOf(agentId);
