@@ -18,7 +18,7 @@ import { TokenService } from "../gen/token/v1/token_pb.ts";
 import { type RunningLocalChain, startLocalChain } from "../src/local-chain/start-local-chain.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
 import { createProtocols, type Protocol } from "./support/callers.ts";
-import { writeExecutorKeypair } from "./support/executor-keypair.ts";
+import { writeDelegateSeed, writeExecutorKeypair } from "./support/executor-keypair.ts";
 import { type RunningServer, startServer } from "./support/start-server.ts";
 
 const catalog = loadCatalog();
@@ -99,6 +99,7 @@ beforeAll(async () => {
   proxy = createProxy();
   proxyPort = await listen(proxy, 0);
   writeExecutorKeypair(join(directory, "executor.json"));
+  writeDelegateSeed(join(directory, "delegate.seed"));
   server = await startServer({
     env: {
       SOLANA_RPC_URL: `http://127.0.0.1:${proxyPort}/v1/${API_KEY}?api-key=${API_KEY}`,
@@ -108,6 +109,9 @@ beforeAll(async () => {
       SOLANA_RPC_MAX_RETRY_WAIT_MS: "1500",
       SOLANA_RPC_MAX_RESPONSE_BYTES: "262144",
       EXECUTOR_KEYPAIR: join(directory, "executor.json"),
+      DELEGATE_SEED: join(directory, "delegate.seed"),
+      // These tests call without keys; no agent here moves tokens.
+      ALLOW_ANONYMOUS_TRANSFERS: "true",
     },
   });
   connect = createProtocols(server.baseUrl)[0] as Protocol;

@@ -10,7 +10,7 @@ import { findAssociatedTokenPda, getTransferCheckedInstruction } from "@solana-p
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadCatalog } from "../src/token/catalog.ts";
 import { createChainClient } from "./support/chain-client.ts";
-import { writeExecutorKeypair } from "./support/executor-keypair.ts";
+import { writeDelegateSeed, writeExecutorKeypair } from "./support/executor-keypair.ts";
 import { LOCAL_CHAIN_MAIN, type MainProcess, spawnMain, startMain } from "./support/main-process.ts";
 import { freePort } from "./support/ports.ts";
 
@@ -19,6 +19,8 @@ const directory = mkdtempSync(join(tmpdir(), "local-chain-"));
 const statePath = join(directory, "chain.bin");
 const keypairPath = join(directory, "executor.json");
 const executor = writeExecutorKeypair(keypairPath);
+const seedPath = join(directory, "delegate.seed");
+writeDelegateSeed(seedPath);
 const running: MainProcess[] = [];
 let port: number;
 let chainProcess: MainProcess;
@@ -82,14 +84,19 @@ describe("the local chain alone", () => {
     ]);
     const replicas = await Promise.all(
       [1, 2].map(() =>
-        startMain({ SOLANA_RPC_URL: `http://127.0.0.1:${port}`, EXECUTOR_KEYPAIR: keypairPath }),
+        startMain({
+          SOLANA_RPC_URL: `http://127.0.0.1:${port}`,
+          EXECUTOR_KEYPAIR: keypairPath,
+          DELEGATE_SEED: seedPath,
+          ALLOW_ANONYMOUS_TRANSFERS: "true",
+        }),
       ),
     );
     running.push(...replicas);
     for (const replica of replicas) {
       // Both sign as the one executor of the key file, and say which without showing the key.
       const executorAnswer = await fetch(`http://127.0.0.1:${replica.port}/v1/executor`);
-      expect(await executorAnswer.json()).toEqual({ success: true, data: { address: executor } });
+      expect(await executorAnswer.json()).toMatchObject({ success: true, data: { address: executor } });
       expect(replica.stdout()).not.toContain(readFileSync(keypairPath, "utf8"));
       const response = await fetch(`http://127.0.0.1:${replica.port}/v1/tokens/${USDC}/transactions?limit=1`);
       expect(await response.json()).toMatchObject({
@@ -140,7 +147,7 @@ describe("the local chain alone", () => {
     expect(await (await fetch(`http://127.0.0.1:${port}/health`)).text()).toBe("ok");
   });
 
-  it("a service on a cluster refuses to start without an executor key, or with one others can read", async () => {
+  it("a service on a cluster refuses to start without its secrets, with one others can read, or without API keys", async () => {
     const url = `http://127.0.0.1:${port}`;
     const none = spawnMain({ PORT: "0", HOST: "127.0.0.1", SOLANA_RPC_URL: url });
     running.push(none);
@@ -154,6 +161,8 @@ describe("the local chain alone", () => {
       HOST: "127.0.0.1",
       SOLANA_RPC_URL: url,
       EXECUTOR_KEYPAIR: shared,
+      DELEGATE_SEED: seedPath,
+      ALLOW_ANONYMOUS_TRANSFERS: "true",
     });
     running.push(readable);
     expect((await readable.exited).code).toBe(2);
@@ -161,6 +170,34 @@ describe("the local chain alone", () => {
       /EXECUTOR_KEYPAIR names a file readable by group or others \(mode 644\)/,
     );
     expect(readable.stderr()).not.toContain(readFileSync(shared, "utf8"));
+    const openSeed = join(directory, "open.seed");
+    writeDelegateSeed(openSeed);
+    chmodSync(openSeed, 0o644);
+    const seedReadable = spawnMain({
+      PORT: "0",
+      HOST: "127.0.0.1",
+      SOLANA_RPC_URL: url,
+      EXECUTOR_KEYPAIR: keypairPath,
+      DELEGATE_SEED: openSeed,
+      ALLOW_ANONYMOUS_TRANSFERS: "true",
+    });
+    running.push(seedReadable);
+    expect((await seedReadable.exited).code).toBe(2);
+    expect(seedReadable.stderr()).toMatch(
+      /DELEGATE_SEED names a file readable by group or others \(mode 644\)/,
+    );
+    // Without keys every caller is one owner, who could spend every approval made to it.
+    const anonymous = spawnMain({
+      PORT: "0",
+      HOST: "127.0.0.1",
+      SOLANA_RPC_URL: url,
+      EXECUTOR_KEYPAIR: keypairPath,
+      DELEGATE_SEED: seedPath,
+      AUTH_MODE: "none",
+    });
+    running.push(anonymous);
+    expect((await anonymous.exited).code).toBe(2);
+    expect(anonymous.stderr()).toMatch(/AUTH_MODE=none with SOLANA_RPC_URL.*ALLOW_ANONYMOUS_TRANSFERS=true/);
   });
 
   it("a service whose local chain port is taken says so and exits", async () => {

@@ -16,11 +16,12 @@ import { type Address, generateKeyPairSigner, type Signature } from "@solana/kit
 import { findAssociatedTokenPda, TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
 import { MongoClient } from "mongodb";
 import { afterAll, expect, inject, it } from "vitest";
+import { createDelegateKeys } from "../src/chain/delegate-keys.ts";
 import { createScheduleClock } from "../src/scheduler/schedule-clock.ts";
 import { slotAt } from "../src/scheduler/slots.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
 import { createChainClient } from "./support/chain-client.ts";
-import { writeExecutorKeypair } from "./support/executor-keypair.ts";
+import { writeDelegateSeed, writeExecutorKeypair } from "./support/executor-keypair.ts";
 import { LOCAL_CHAIN_MAIN, type MainProcess, spawnMain, startMain } from "./support/main-process.ts";
 import { freePort } from "./support/ports.ts";
 
@@ -69,10 +70,15 @@ it("three replicas on one local chain: SIGKILL after a send, SIGKILL before one,
   }
   const keypairPath = join(directory, "executor.json");
   const executor = writeExecutorKeypair(keypairPath);
+  const seedPath = join(directory, "delegate.seed");
+  // The replicas derive each (owner, wallet) delegate from this secret; so does the test, to set
+  // the approvals the owners' wallets would sign.
+  const delegates = createDelegateKeys({ secret: writeDelegateSeed(seedPath) });
   await chain.airdrop(executor, 100n);
 
-  // Sources hold USDC and have approved the executor (set by cheatcode, as the owners' approvals
-  // would); destinations have no token account until the first transfer creates it.
+  // Sources hold USDC and have approved their agent's delegate, (anonymous, source) here (set by
+  // cheatcode, as the owners' approvals would); destinations have no token account until the first
+  // transfer creates it.
   const agents = await Promise.all(
     Array.from({ length: AGENTS }, async () => {
       const [source, destination] = await Promise.all([generateKeyPairSigner(), generateKeyPairSigner()]);
@@ -88,7 +94,11 @@ it("three replicas on one local chain: SIGKILL after a send, SIGKILL before one,
     const response = await chain.raw("surfnet_setTokenAccount", [
       agent.source,
       USDC,
-      { amount: 1_000_000_000, delegate: executor, delegatedAmount: 1_000_000_000 },
+      {
+        amount: 1_000_000_000,
+        delegate: delegates.addressOf("anonymous", agent.source),
+        delegatedAmount: 1_000_000_000,
+      },
     ]);
     expect(response.error).toBeUndefined();
   }
@@ -98,6 +108,9 @@ it("three replicas on one local chain: SIGKILL after a send, SIGKILL before one,
     MONGODB_DB: dbName,
     SOLANA_RPC_URL: rpcUrl,
     EXECUTOR_KEYPAIR: keypairPath,
+    DELEGATE_SEED: seedPath,
+    // The test's callers have no keys: every agent is anonymous's.
+    ALLOW_ANONYMOUS_TRANSFERS: "true",
     SCHEDULE_TIME_SCALE: String(SCALE),
     SCHEDULER_POLL_INTERVAL_MS: "250",
     // Longer than a blockhash lives (150 slots of 40 ms): a slot taken over from a replica that

@@ -1,5 +1,5 @@
 /** An executor key file as `solana-keygen new -o executor.json` writes it, for processes on a cluster. */
-import { generateKeyPairSync } from "node:crypto";
+import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { chmodSync, writeFileSync } from "node:fs";
 import { type Address, getAddressDecoder } from "@solana/kit";
 
@@ -11,4 +11,12 @@ export function writeExecutorKeypair(path: string): Address {
   writeFileSync(path, JSON.stringify([...seed, ...pub]), { mode: 0o600 });
   chmodSync(path, 0o600);
   return getAddressDecoder().decode(pub);
+}
+
+/** Writes a delegate master secret as DELEGATE_SEED takes it (32 random bytes, mode 600). */
+export function writeDelegateSeed(path: string): Uint8Array {
+  const secret = randomBytes(32);
+  writeFileSync(path, secret, { mode: 0o600 });
+  chmodSync(path, 0o600);
+  return new Uint8Array(secret);
 }
