@@ -157,6 +157,7 @@ describe("agent JSON", () => {
         config: TRANSFER,
         createdAt,
         nextRunAt: new Date(Date.parse(createdAt) + 86_400_000).toISOString().replace(".000Z", "Z"),
+        pendingReason: expect.stringMatching(/^waiting for an approval: the wallet /),
       },
     });
 

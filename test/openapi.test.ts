@@ -208,6 +208,8 @@ beforeAll(async () => {
   // The scheduler activates the sample agent, so that pausing and resuming it succeed.
   server = await startServer({
     env: {
+      // The samples' transfer agent must become active without a wallet's approval on the chain.
+      TRANSFER_EXECUTOR: "simulated",
       SCHEDULER_ENABLED: "true",
       SCHEDULER_POLL_INTERVAL_MS: "20",
       AUTH_MODE: "apikey",
