@@ -12,6 +12,7 @@ import { createHttpTransport } from "./chain/http-transport.ts";
 import { createKitChain } from "./chain/kit-chain.ts";
 import { createLazyTransferChain } from "./chain/lazy-transfer-chain.ts";
 import { createResilientTransport } from "./chain/resilient-transport.ts";
+import { createSharedTransferChain } from "./chain/shared-transfer-chain.ts";
 import { type Config, redactRpcUrl } from "./config.ts";
 import type { RunningLocalChain } from "./local-chain/start-local-chain.ts";
 import type { Logger } from "./logger.ts";
@@ -244,11 +245,14 @@ async function createChain(
     onRequest: registerChainMetrics(registry),
   });
   const kit = createKitChain({ transport: resilient, commitment: solana.commitment });
-  const transfers = createLazyTransferChain(async () =>
-    (await import("./chain/kit-transfer-chain.ts")).createKitTransferChain({
-      transport: resilient,
-      commitment: solana.commitment,
-    }),
+  // One blockhash, one block height and one status call serve every run in flight at a time.
+  const transfers = createSharedTransferChain(
+    createLazyTransferChain(async () =>
+      (await import("./chain/kit-transfer-chain.ts")).createKitTransferChain({
+        transport: resilient,
+        commitment: solana.commitment,
+      }),
+    ),
   );
   const chain = createCachedChain({
     chain: kit,
