@@ -12,5 +12,10 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 240_000,
     pool: "forks",
+    // Two files at a time on two cores (vitest's default is one fewer than the cores: one). Most
+    // files wait on sockets, timers and schedule slots rather than compute, so the second worker
+    // roughly halves the wall time; the load tests that need the cores alone run afterwards
+    // (vitest.slow.config.ts).
+    maxWorkers: 2,
   },
 });
