@@ -7,6 +7,7 @@ import {
   METHOD_NOT_FOUND,
   PARSE_ERROR,
 } from "./json-rpc-error.ts";
+import { rustDebug } from "./rust-debug.ts";
 
 /** One JSON-RPC method: its positional params in, its result out (or a JsonRpcError thrown). */
 export type RpcMethod = (params: readonly unknown[]) => unknown | Promise<unknown>;
@@ -24,7 +25,10 @@ export interface JsonRpcHandlerOptions {
 }
 
 export interface JsonRpcHandler {
-  /** Answers a request body (one request or a batch) with its response body, or "" when none is due. */
+  /**
+   * Answers a request body (one request or a batch) with its response body, or "" when none is
+   * due. Never rejects: what fails unexpectedly answers -32603 and is told to `onUnexpected`.
+   */
   handle(body: string): Promise<string>;
   /**
    * Answers one request given as a value (as JSON.parse would give it, with integers beyond 2^53
@@ -72,7 +76,7 @@ export function createJsonRpcHandler(options: JsonRpcHandlerOptions): JsonRpcHan
         : new JsonRpcError(
             INVALID_PARAMS,
             "Invalid parameters: No parameters were expected",
-            rustDebug(params),
+            rustDebug(params, DEBUG_BOUNDS),
           );
     }
     if (params !== undefined && params !== null && !Array.isArray(params)) {
@@ -145,51 +149,92 @@ export function createJsonRpcHandler(options: JsonRpcHandlerOptions): JsonRpcHan
     return id === undefined ? undefined : response;
   };
 
+  const internalError = (request: unknown) =>
+    failure(idOf(request) ?? null, new JsonRpcError(INTERNAL_ERROR, "Internal error"));
+  const labelOf = (request: unknown) => {
+    const method = (request as { method?: unknown } | null)?.method;
+    return typeof method === "string" && Object.hasOwn(methods, method) ? method : "unknown";
+  };
+
+  /**
+   * One request's answer, whatever happens on the way: an error no code meant to raise (in
+   * checking the request, in the method, in writing the answer) is reported once and answers
+   * -32603, so that nothing a caller sends can make `handle` reject.
+   */
+  const settled = async (request: unknown): Promise<object | undefined> => {
+    try {
+      return await one(request);
+    } catch (error) {
+      onUnexpected(error, labelOf(request));
+      return idOf(request) === undefined ? undefined : internalError(request);
+    }
+  };
+  /** As `settled`, as text ("" when no answer is due). */
+  const settledText = async (request: unknown): Promise<string> => {
+    const response = await settled(request);
+    if (response === undefined) return "";
+    try {
+      return stringifyJsonBigInts(response);
+    } catch (error) {
+      onUnexpected(error, labelOf(request));
+      return stringifyJsonBigInts(internalError(request));
+    }
+  };
+
+  const handleBody = async (body: string): Promise<string> => {
+    let parsed: unknown;
+    try {
+      parsed = parseJsonExactIntegers(body);
+    } catch {
+      onRequest("invalid", "error", PARSE_ERROR);
+      return stringifyJsonBigInts(failure(null, new JsonRpcError(PARSE_ERROR, "Parse error")));
+    }
+    if (!Array.isArray(parsed)) return settledText(parsed);
+    if (parsed.length === 0 || parsed.length > maxBatch) {
+      onRequest("invalid", "error", INVALID_REQUEST);
+      const message =
+        parsed.length === 0
+          ? "Invalid request"
+          : `Invalid request: a batch may hold at most ${maxBatch} requests`;
+      return stringifyJsonBigInts(failure(null, new JsonRpcError(INVALID_REQUEST, message)));
+    }
+    // One after another: the chain is one machine, and a batch's order is its order.
+    const texts: string[] = [];
+    for (const request of parsed) {
+      const text = await settledText(request);
+      if (text !== "") texts.push(text);
+    }
+    return texts.length === 0 ? "" : `[${texts.join(",")}]`;
+  };
+
   return {
-    handleValue: one,
+    handleValue: settled,
     async handle(body) {
-      let parsed: unknown;
       try {
-        parsed = parseJsonExactIntegers(body);
-      } catch {
-        onRequest("invalid", "error", PARSE_ERROR);
-        return stringifyJsonBigInts(failure(null, new JsonRpcError(PARSE_ERROR, "Parse error")));
+        return await handleBody(body);
+      } catch (error) {
+        // Past every per-request boundary: the body as a whole could not be answered.
+        onUnexpected(error, "unknown");
+        return stringifyJsonBigInts(internalError(null));
       }
-      if (!Array.isArray(parsed)) {
-        const response = await one(parsed);
-        return response === undefined ? "" : stringifyJsonBigInts(response);
-      }
-      if (parsed.length === 0 || parsed.length > maxBatch) {
-        onRequest("invalid", "error", INVALID_REQUEST);
-        const message =
-          parsed.length === 0
-            ? "Invalid request"
-            : `Invalid request: a batch may hold at most ${maxBatch} requests`;
-        return stringifyJsonBigInts(failure(null, new JsonRpcError(INVALID_REQUEST, message)));
-      }
-      // One after another: the chain is one machine, and a batch's order is its order.
-      const responses: object[] = [];
-      for (const request of parsed) {
-        const response = await one(request);
-        if (response !== undefined) responses.push(response);
-      }
-      return responses.length === 0 ? "" : stringifyJsonBigInts(responses);
     },
   };
 }
 
+/**
+ * The id a request's answer carries: undefined for a notification (no answer), null when the
+ * request has none that is valid.
+ */
+function idOf(request: unknown): unknown {
+  if (typeof request !== "object" || request === null || Array.isArray(request)) return null;
+  if (!Object.hasOwn(request, "id")) return undefined;
+  const { id } = request as { id: unknown };
+  const valid = id === null || typeof id === "string" || typeof id === "number" || typeof id === "bigint";
+  return valid ? id : null;
+}
+
+/** How much of refused params an error's `data` shows: enough to see the mistake, never the whole. */
+const DEBUG_BOUNDS = { maxDepth: 16, maxLength: 512 };
+
 /** The members a JSON-RPC 2.0 call may have (jsonrpc-core refuses any other). */
 const ENVELOPE_MEMBERS = new Set(["jsonrpc", "method", "params", "id"]);
-
-/** A JSON value as Rust's Debug writes serde_json's Value, as jsonrpc-core puts it in `data`. */
-function rustDebug(value: unknown): string {
-  if (value === null || value === undefined) return "Null";
-  if (typeof value === "boolean") return `Bool(${value})`;
-  if (typeof value === "number" || typeof value === "bigint") return `Number(${value})`;
-  if (typeof value === "string") return `String(${JSON.stringify(value)})`;
-  if (Array.isArray(value)) return `Array([${value.map(rustDebug).join(", ")}])`;
-  const entries = Object.entries(value as Record<string, unknown>).map(
-    ([k, v]) => `${JSON.stringify(k)}: ${rustDebug(v)}`,
-  );
-  return `Object({${entries.join(", ")}})`;
-}

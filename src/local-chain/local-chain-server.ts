@@ -10,6 +10,8 @@ export interface LocalChainServerOptions {
   readonly maxRequestBytes: number;
   /** Told about requests turned away before JSON-RPC saw them: `too_large`, `method`, `content_type`. */
   readonly onRejected?: (reason: string) => void;
+  /** Told about an error that escaped the JSON-RPC handler (its request answers -32603). */
+  readonly onUnexpected?: (error: unknown, method: string) => void;
 }
 
 export interface LocalChainServer {
@@ -21,6 +23,10 @@ export interface LocalChainServer {
 
 /** What Agave's server takes as a JSON body (jsonrpc-http-server), case aside. */
 const JSON_CONTENT_TYPE = /^application\/json(\s*;\s*charset=utf-8)?$/i;
+
+/** What a request answers when answering it failed: JSON-RPC's internal error, without an id. */
+const INTERNAL_ERROR_ANSWER =
+  '{"jsonrpc":"2.0","error":{"code":-32603,"message":"Internal error"},"id":null}\n';
 
 /** Only this host: the local chain's faucet and cheatcodes are for the developer at this machine. */
 const HOST = "127.0.0.1";
@@ -34,6 +40,7 @@ const HOST = "127.0.0.1";
 export async function startLocalChainServer(options: LocalChainServerOptions): Promise<LocalChainServer> {
   const { handler, maxRequestBytes } = options;
   const rejected = options.onRejected ?? (() => {});
+  const unexpected = options.onUnexpected ?? (() => {});
   const server = http.createServer({
     headersTimeout: 10_000,
     requestTimeout: 30_000,
@@ -87,17 +94,32 @@ export async function startLocalChainServer(options: LocalChainServerOptions): P
       }
       chunks.push(chunk);
     });
-    req.on("end", async () => {
+    req.on("end", () => {
       if (refused) return;
-      const text = await handler.handle(Buffer.concat(chunks, size).toString("utf8"));
+      // The request boundary: this listener's promise has no one to reject to, and an escaped
+      // rejection would end the whole process, the service's API with it.
+      void answer(Buffer.concat(chunks, size).toString("utf8")).catch((error: unknown) => {
+        unexpected(error, "unknown");
+        try {
+          if (res.headersSent) res.destroy();
+          else write(INTERNAL_ERROR_ANSWER);
+        } catch {
+          res.destroy();
+        }
+      });
+    });
+    const answer = async (body: string) => {
+      const text = await handler.handle(body);
       // As Agave's server writes it: the JSON, then a newline (nothing at all for notifications).
-      const answer = text === "" ? "" : `${text}\n`;
+      write(text === "" ? "" : `${text}\n`);
+    };
+    const write = (text: string) => {
       res.writeHead(200, {
         "content-type": "application/json; charset=utf-8",
-        "content-length": Buffer.byteLength(answer),
+        "content-length": Buffer.byteLength(text),
       });
-      res.end(answer);
-    });
+      res.end(text);
+    };
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);

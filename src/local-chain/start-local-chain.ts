@@ -138,6 +138,7 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
           port: options.port,
           maxRequestBytes: options.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES,
           ...(options.onRejected === undefined ? {} : { onRejected: options.onRejected }),
+          ...(options.onUnexpected === undefined ? {} : { onUnexpected: options.onUnexpected }),
         });
   await save();
   return {
