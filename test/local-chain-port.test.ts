@@ -4,6 +4,17 @@
  * gigabytes takes the service's API down with it. Every such request must get a JSON-RPC answer
  * (or a bounded refusal), and the port must serve the next request.
  */
+import {
+  appendTransactionMessageInstructions,
+  createTransactionMessage,
+  generateKeyPairSigner,
+  getBase64EncodedWireTransaction,
+  pipe,
+  setTransactionMessageFeePayerSigner,
+  setTransactionMessageLifetimeUsingBlockhash,
+  signTransactionMessageWithSigners,
+} from "@solana/kit";
+import { getTransferSolInstruction } from "@solana-program/system";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createJsonRpcHandler, type JsonRpcHandler } from "../src/local-chain/json-rpc-handler.ts";
 import { startLocalChainServer } from "../src/local-chain/local-chain-server.ts";
@@ -123,5 +134,116 @@ describe("a request the port cannot be crashed by", () => {
     expect(seen).toHaveLength(1);
     fail = false;
     await expectServing(server.url);
+  });
+});
+
+describe("params decoded only within their bounds", () => {
+  const LONG = "2".repeat(100_000);
+  const USDC = "EPjFWdd5AufqSqeM2qN1xzybapC8G4wEGGkZwyTDt1v";
+  const bounded = (name: string, max: number) =>
+    `WrongSize (${name}: at most ${max} base58 characters, got ${LONG.length})`;
+
+  it("refuses a 100 KB blockhash before decoding it (base58 decodes in quadratic time)", async () => {
+    // Before the bound this one request held the event loop for seconds (5 s here, 14 s in review).
+    expect((await call("isBlockhashValid", [LONG])).error).toEqual({
+      code: -32602,
+      message: bounded("blockhash", 44),
+    });
+    // Agave's words within the bound are kept.
+    expect((await call("isBlockhashValid", ["1".repeat(44)])).error).toEqual({
+      code: -32602,
+      message: "WrongSize",
+    });
+  });
+
+  it("refuses over-long public keys and signatures by name, wherever they are read", async () => {
+    const cases: [string, unknown[], string][] = [
+      ["getBalance", [LONG], `Invalid param: ${bounded("pubkey", 44)}`],
+      ["getAccountInfo", [LONG], `Invalid param: ${bounded("pubkey", 44)}`],
+      ["getMultipleAccounts", [[USDC, LONG]], `Invalid param: ${bounded("pubkeys[1]", 44)}`],
+      ["getTokenAccountBalance", [LONG], `Invalid param: ${bounded("pubkey", 44)}`],
+      ["getTokenSupply", [LONG], `Invalid param: ${bounded("mint", 44)}`],
+      ["getTokenAccountsByOwner", [LONG, { mint: USDC }], `Invalid param: ${bounded("owner", 44)}`],
+      ["getTokenAccountsByOwner", [USDC, { mint: LONG }], `Invalid param: ${bounded("mint", 44)}`],
+      ["getTokenAccountsByOwner", [USDC, { programId: LONG }], `Invalid param: ${bounded("programId", 44)}`],
+      ["getSignaturesForAddress", [LONG], `Invalid param: ${bounded("address", 44)}`],
+      ["requestAirdrop", [LONG, 1], `Invalid param: ${bounded("pubkey", 44)}`],
+      ["getTransaction", [LONG], `Invalid param: ${bounded("signature", 88)}`],
+      ["getSignatureStatuses", [[LONG]], `Invalid param: ${bounded("signatures[0]", 88)}`],
+      ["getSignaturesForAddress", [USDC, { before: LONG }], `Invalid param: ${bounded("before", 88)}`],
+      ["getSignaturesForAddress", [USDC, { until: LONG }], `Invalid param: ${bounded("until", 88)}`],
+    ];
+    for (const [method, params, message] of cases) {
+      expect((await call(method, params)).error, method).toEqual({ code: -32602, message });
+    }
+  });
+
+  it("refuses over-long transactions and messages by their packet's bound", async () => {
+    const cases: [string, unknown[], string][] = [
+      [
+        "sendTransaction",
+        [LONG],
+        "base58 encoded solana_transaction::versioned::VersionedTransaction too large: 100000 bytes (max: encoded/raw 1683/1232)",
+      ],
+      [
+        "simulateTransaction",
+        [LONG],
+        "base58 encoded solana_transaction::versioned::VersionedTransaction too large: 100000 bytes (max: encoded/raw 1683/1232)",
+      ],
+      [
+        "sendTransaction",
+        ["A".repeat(100_000), { encoding: "base64" }],
+        "base64 encoded solana_transaction::versioned::VersionedTransaction too large: 100000 bytes (max: encoded/raw 1644/1232)",
+      ],
+      [
+        "getFeeForMessage",
+        ["A".repeat(100_000)],
+        "base64 encoded solana_message::versions::VersionedMessage too large: 100000 bytes (max: encoded/raw 1644/1232)",
+      ],
+    ];
+    for (const [method, params, message] of cases) {
+      expect((await call(method, params)).error, method).toEqual({ code: -32602, message });
+    }
+  });
+
+  it("refuses an over-long address in simulateTransaction's accounts by name", async () => {
+    const payer = await generateKeyPairSigner();
+    const { result } = await call("getLatestBlockhash", []);
+    const { blockhash, lastValidBlockHeight } = (
+      result as { value: { blockhash: string; lastValidBlockHeight: number } }
+    ).value;
+    const signed = await pipe(
+      createTransactionMessage({ version: 0 }),
+      (m) => setTransactionMessageFeePayerSigner(payer, m),
+      (m) =>
+        setTransactionMessageLifetimeUsingBlockhash(
+          { blockhash: blockhash as never, lastValidBlockHeight: BigInt(lastValidBlockHeight) },
+          m,
+        ),
+      (m) =>
+        appendTransactionMessageInstructions(
+          [getTransferSolInstruction({ source: payer, destination: payer.address, amount: 1n })],
+          m,
+        ),
+      (m) => signTransactionMessageWithSigners(m),
+    );
+    const answer = await call("simulateTransaction", [
+      getBase64EncodedWireTransaction(signed),
+      { encoding: "base64", accounts: { addresses: [payer.address, LONG] } },
+    ]);
+    expect(answer.error).toEqual({
+      code: -32602,
+      message: `Invalid param: ${bounded("accounts.addresses[1]", 44)}`,
+    });
+  });
+
+  it("refuses an over-long cheatcode address with a bounded echo", async () => {
+    const answer = await call("surfnet_setAccount", [LONG, {}]);
+    expect(answer.error).toEqual({
+      code: -32602,
+      message: `Invalid pubkey '${"2".repeat(64)}'`,
+      data: "Invalid Base58 string",
+    });
+    await expectServing();
   });
 });

@@ -55,14 +55,14 @@ export function accountMethods(chain: LocalChain): Record<string, RpcMethod> {
   return {
     getBalance(params) {
       requireParams(params, 1);
-      const address = pubkeyParam(params[0]);
+      const address = pubkeyParam(params[0], "pubkey");
       const slot = contextSlot(configParam(params, 1));
       return withContext(slot, chain.account(address)?.lamports ?? 0n);
     },
 
     getAccountInfo(params) {
       requireParams(params, 1);
-      const address = pubkeyParam(params[0]);
+      const address = pubkeyParam(params[0], "pubkey");
       const config = configParam(params, 1);
       const encoding = encodingOf(config, "binary");
       const slice = dataSliceOf(config);
@@ -73,7 +73,9 @@ export function accountMethods(chain: LocalChain): Record<string, RpcMethod> {
 
     getMultipleAccounts(params) {
       requireParams(params, 1);
-      const addresses = listParam(params[0], MAX_MULTIPLE_ACCOUNTS, pubkeyParam);
+      const addresses = listParam(params[0], MAX_MULTIPLE_ACCOUNTS, (item, i) =>
+        pubkeyParam(item, `pubkeys[${i}]`),
+      );
       const config = configParam(params, 1);
       const encoding = encodingOf(config, "base64");
       const slice = dataSliceOf(config);
@@ -89,7 +91,7 @@ export function accountMethods(chain: LocalChain): Record<string, RpcMethod> {
 
     getTokenAccountBalance(params) {
       requireParams(params, 1);
-      const address = pubkeyParam(params[0]);
+      const address = pubkeyParam(params[0], "pubkey");
       const slot = chain.slot(bareCommitment(params[1]));
       const account = chain.account(address);
       if (account === undefined) throw invalidParam("could not find account");
@@ -104,7 +106,7 @@ export function accountMethods(chain: LocalChain): Record<string, RpcMethod> {
 
     getTokenSupply(params) {
       requireParams(params, 1);
-      const address = pubkeyParam(params[0]);
+      const address = pubkeyParam(params[0], "mint");
       const slot = chain.slot(bareCommitment(params[1]));
       const account = chain.account(address);
       if (account === undefined) throw invalidParam("could not find account");
@@ -116,7 +118,7 @@ export function accountMethods(chain: LocalChain): Record<string, RpcMethod> {
 
     getTokenAccountsByOwner(params) {
       requireParams(params, 2);
-      const owner = pubkeyParam(params[0]);
+      const owner = pubkeyParam(params[0], "owner");
       const filter = params[1];
       if (typeof filter !== "object" || filter === null || Array.isArray(filter)) {
         throw invalidType(filter, "enum RpcTokenAccountsFilter");
@@ -133,7 +135,7 @@ export function accountMethods(chain: LocalChain): Record<string, RpcMethod> {
       let program: string;
       let wantedMint: string | undefined;
       if (mint !== undefined) {
-        wantedMint = pubkeyParam(mint);
+        wantedMint = pubkeyParam(mint, "mint");
         if (wantedMint === NATIVE_MINT) {
           program = TOKEN_PROGRAM_ADDRESS;
         } else {
@@ -145,7 +147,7 @@ export function accountMethods(chain: LocalChain): Record<string, RpcMethod> {
           program = mintAccount.programAddress;
         }
       } else {
-        program = pubkeyParam(programId);
+        program = pubkeyParam(programId, "programId");
         if (TOKEN_PROGRAMS[program] === undefined) throw invalidParam("unrecognized Token program id");
       }
       const config = configParam(params, 2);

@@ -95,12 +95,13 @@ function optional<T>(value: unknown, read: (value: unknown) => T): T | undefined
 /** Hex without 0x, as surfpool reads account data, with its errors' words. */
 function hexParam(value: unknown): Uint8Array {
   if (typeof value !== "string") throw invalidType(value, "a hex string");
+  // The length first: nothing longer than an account can hold is read at all.
+  if (value.length / 2 > MAX_DATA_BYTES)
+    throw paramError(`Invalid hex data provided: longer than ${MAX_DATA_BYTES} bytes`);
   const bad = /[^0-9a-fA-F]/.exec(value);
   if (bad !== null)
     throw paramError(`Invalid hex data provided: Invalid character '${bad[0]}' at position ${bad.index}`);
   if (value.length % 2 !== 0) throw paramError("Invalid hex data provided: Odd number of digits");
-  if (value.length / 2 > MAX_DATA_BYTES)
-    throw paramError(`Invalid hex data provided: longer than ${MAX_DATA_BYTES} bytes`);
   return Buffer.from(value, "hex");
 }
 
