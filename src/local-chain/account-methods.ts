@@ -60,7 +60,7 @@ export function accountMethods(chain: LocalChain): Record<string, RpcMethod> {
       return withContext(slot, chain.account(address)?.lamports ?? 0n);
     },
 
-    getAccountInfo(params) {
+    getAccountInfo(params, answer) {
       requireParams(params, 1);
       const address = pubkeyParam(params[0], "pubkey");
       const config = configParam(params, 1);
@@ -68,10 +68,13 @@ export function accountMethods(chain: LocalChain): Record<string, RpcMethod> {
       const slice = dataSliceOf(config);
       const slot = contextSlot(config);
       const account = chain.account(address);
-      return withContext(slot, account === undefined ? null : accountJson(account, encoding, slice, read));
+      return withContext(
+        slot,
+        account === undefined ? null : accountJson(account, encoding, slice, read, answer),
+      );
     },
 
-    getMultipleAccounts(params) {
+    getMultipleAccounts(params, answer) {
       requireParams(params, 1);
       const addresses = listParam(params[0], MAX_MULTIPLE_ACCOUNTS, (item, i) =>
         pubkeyParam(item, `pubkeys[${i}]`),
@@ -84,7 +87,7 @@ export function accountMethods(chain: LocalChain): Record<string, RpcMethod> {
         slot,
         addresses.map((address) => {
           const account = chain.account(address);
-          return account === undefined ? null : accountJson(account, encoding, slice, read);
+          return account === undefined ? null : accountJson(account, encoding, slice, read, answer);
         }),
       );
     },
@@ -116,7 +119,7 @@ export function accountMethods(chain: LocalChain): Record<string, RpcMethod> {
       return withContext(slot, uiTokenAmount(mint.supply, mint.decimals));
     },
 
-    getTokenAccountsByOwner(params) {
+    getTokenAccountsByOwner(params, answer) {
       requireParams(params, 2);
       const owner = pubkeyParam(params[0], "owner");
       const filter = params[1];
@@ -165,13 +168,13 @@ export function accountMethods(chain: LocalChain): Record<string, RpcMethod> {
           );
         })
         .sort((a, b) => compareBytes(addresses.encode(a.address), addresses.encode(b.address)));
-      const answer: { pubkey: string; account: Record<string, unknown> }[] = [];
+      const accounts: { pubkey: string; account: Record<string, unknown> }[] = [];
       for (const { address, account } of found) {
         // jsonParsed drops what it cannot parse (a token account whose mint is gone), as Agave does.
         if (encoding === "jsonParsed" && parsedTokenData(account, read) === undefined) continue;
-        answer.push({ pubkey: address, account: accountJson(account, encoding, slice, read) });
+        accounts.push({ pubkey: address, account: accountJson(account, encoding, slice, read, answer) });
       }
-      return withContext(slot, answer);
+      return withContext(slot, accounts);
     },
 
     getMinimumBalanceForRentExemption(params) {

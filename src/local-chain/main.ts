@@ -22,6 +22,7 @@ async function main(): Promise<void> {
       port: local.port,
       statePath: local.statePath,
       slotMs: local.slotMs,
+      limits: local.limits,
       log: (level, message, fields) => logger[level](fields ?? {}, message),
       onUnexpected: (error, method) => logger.error({ err: error, method }, "a JSON-RPC method failed"),
     });

@@ -74,7 +74,7 @@ export function transactionMethods(chain: LocalChain): Record<string, RpcMethod>
       return outcome.signature;
     },
 
-    simulateTransaction(params) {
+    simulateTransaction(params, answer) {
       requireParams(params, 1);
       const config = configParam(params, 1);
       const bytes = transactionBytes(params[0], config);
@@ -122,7 +122,7 @@ export function transactionMethods(chain: LocalChain): Record<string, RpcMethod>
             : result.simulation.accounts.map((account) =>
                 account === undefined
                   ? null
-                  : accountJson(account, accountEncoding, undefined, (a) => chain.account(a)),
+                  : accountJson(account, accountEncoding, undefined, (a) => chain.account(a), answer),
               ),
       });
     },
