@@ -484,3 +484,28 @@ describe("what one client can hold of the port", () => {
     await vi.waitFor(() => expectServing(server.url), { timeout: 10_000, interval: 50 });
   });
 });
+
+describe("cheatcode errors that are the caller's", () => {
+  it("refuses executable: true on an account that holds no program with -32602, and changes nothing", async () => {
+    const { address } = await generateKeyPairSigner();
+    expect(
+      (await call("surfnet_setAccount", [address, { lamports: 5, data: "0102" }])).error,
+    ).toBeUndefined();
+    const reported = unexpected.length;
+    const answer = await call("surfnet_setAccount", [address, { executable: true }]);
+    expect(answer.error).toEqual({
+      code: -32602,
+      message: expect.stringMatching(
+        /^Invalid params: executable: an executable account must hold a program its owner \(.*\) can load; LiteSVM could not load this one \(incorrect program id for instruction\)\.$/,
+      ),
+    });
+    // Not an internal error: nothing is reported as unexpected (the service logs those at error).
+    expect(unexpected.length).toBe(reported);
+    const info = await call("getAccountInfo", [address, { encoding: "base64", commitment: "processed" }]);
+    expect((info.result as { value: unknown }).value).toMatchObject({
+      lamports: 5,
+      executable: false,
+      data: ["AQI=", "base64"],
+    });
+  });
+});

@@ -6,9 +6,9 @@ import {
   getTokenEncoder,
   TOKEN_PROGRAM_ADDRESS,
 } from "@solana-program/token";
-import { JsonRpcError, paramError } from "./json-rpc-error.ts";
+import { invalidParams, JsonRpcError, paramError } from "./json-rpc-error.ts";
 import type { RpcMethod } from "./json-rpc-handler.ts";
-import type { LocalChain } from "./local-chain.ts";
+import { AccountRefusedError, type LocalChain } from "./local-chain.ts";
 import { booleanOf, invalidType, requireParams, u64Param, withContext } from "./rpc-params.ts";
 import { readTokenAccount } from "./token-accounts.ts";
 
@@ -40,7 +40,17 @@ export function cheatcodeMethods(chain: LocalChain): Record<string, RpcMethod> {
         existing?.programAddress ??
         SYSTEM_PROGRAM) as Address;
       const executable = booleanOf(update, "executable", existing?.executable ?? false);
-      chain.setAccount(address, { lamports, data, programAddress: owner, executable });
+      try {
+        chain.setAccount(address, { lamports, data, programAddress: owner, executable });
+      } catch (error) {
+        if (!(error instanceof AccountRefusedError)) throw error;
+        // The caller's account, not the chain, is at fault: their params, not an internal error.
+        throw invalidParams(
+          executable
+            ? `executable: an executable account must hold a program its owner (a loader such as BPFLoaderUpgradeab1e11111111111111111111111) can load; LiteSVM could not load this one (${error.reason})`
+            : `the account cannot be set (${error.reason})`,
+        );
+      }
       return withContext(chain.slot("processed"), null);
     },
 
