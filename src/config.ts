@@ -110,6 +110,25 @@ export interface LocalChainConfig {
   readonly statePath: string | undefined;
   /** Length of a slot in milliseconds (Solana's target is 400). */
   readonly slotMs: number;
+  /** Bounds on what one client can hold of the port (it shares the service's process and memory). */
+  readonly limits: LocalChainPortLimits;
+}
+
+export interface LocalChainPortLimits {
+  /** Bytes of one answer, a request's or a whole batch's; past it the request answers -32012. */
+  readonly maxAnswerBytes: number;
+  /** Time an answer may take to be written out to a client that does not read; then it is cut off. */
+  readonly writeTimeoutMs: number;
+  /** Open connections; more are closed on arrival. */
+  readonly maxConnections: number;
+  /** Requests one connection may have unanswered at once (HTTP/1.1 pipelining); more get 429. */
+  readonly maxInFlightPerConnection: number;
+  /**
+   * Bytes of answers written but not yet taken by their clients, over all connections: what the
+   * bounds above allow at once (connections × requests in flight × answer) is far more than the
+   * process can hold, so past this new requests get 503 until clients read.
+   */
+  readonly maxUnsentBytes: number;
 }
 
 export interface Config {
@@ -302,6 +321,11 @@ export const CONFIG_VARIABLES = {
   LOCAL_SOLANA_RPC_PORT: "8899",
   LOCAL_SOLANA_STATE: "",
   LOCAL_SOLANA_SLOT_MS: "400",
+  LOCAL_SOLANA_MAX_ANSWER_BYTES: "8388608",
+  LOCAL_SOLANA_WRITE_TIMEOUT_MS: "10000",
+  LOCAL_SOLANA_MAX_CONNECTIONS: "64",
+  LOCAL_SOLANA_MAX_IN_FLIGHT_PER_CONNECTION: "8",
+  LOCAL_SOLANA_MAX_UNSENT_BYTES: "67108864",
   TRANSFER_EXECUTOR: "chain",
   EXECUTOR_KEYPAIR: "",
   DELEGATE_SEED: "",
@@ -347,6 +371,15 @@ export const CONFIG_VARIABLES = {
   WEBHOOK_SECRET_OVERLAP_HOURS: "24",
   WEBHOOK_DELIVERY_RETENTION_HOURS: "168",
 } as const;
+
+/** The local chain port's limits when nothing configures them (tests, tools that start a chain). */
+export const DEFAULT_LOCAL_CHAIN_PORT_LIMITS: LocalChainPortLimits = {
+  maxAnswerBytes: Number(CONFIG_VARIABLES.LOCAL_SOLANA_MAX_ANSWER_BYTES),
+  writeTimeoutMs: Number(CONFIG_VARIABLES.LOCAL_SOLANA_WRITE_TIMEOUT_MS),
+  maxConnections: Number(CONFIG_VARIABLES.LOCAL_SOLANA_MAX_CONNECTIONS),
+  maxInFlightPerConnection: Number(CONFIG_VARIABLES.LOCAL_SOLANA_MAX_IN_FLIGHT_PER_CONNECTION),
+  maxUnsentBytes: Number(CONFIG_VARIABLES.LOCAL_SOLANA_MAX_UNSENT_BYTES),
+};
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -585,6 +618,14 @@ function readSolana(read: Read, int: Int, problems: string[]): SolanaConfig {
       port: int("LOCAL_SOLANA_RPC_PORT", 0, 65535),
       statePath: statePath === "" ? undefined : statePath,
       slotMs: int("LOCAL_SOLANA_SLOT_MS", 1, 60_000),
+      limits: {
+        // At least room for a batch of refusals; at most what V8 can hold as one string.
+        maxAnswerBytes: int("LOCAL_SOLANA_MAX_ANSWER_BYTES", 65_536, 256 * 1024 * 1024),
+        writeTimeoutMs: int("LOCAL_SOLANA_WRITE_TIMEOUT_MS", 10, 600_000),
+        maxConnections: int("LOCAL_SOLANA_MAX_CONNECTIONS", 1, 100_000),
+        maxInFlightPerConnection: int("LOCAL_SOLANA_MAX_IN_FLIGHT_PER_CONNECTION", 1, 1000),
+        maxUnsentBytes: int("LOCAL_SOLANA_MAX_UNSENT_BYTES", 1024 * 1024, 4 * 1024 * 1024 * 1024),
+      },
     },
   };
 }

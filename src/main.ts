@@ -1,8 +1,8 @@
-import type { Registry } from "prom-client";
+import { Counter, type Registry } from "prom-client";
 import { ConfigError } from "./config.ts";
 import { createIdleHeapRelease, type IdleHeapRelease } from "./idle-heap-release.ts";
 import { createLogger, type Logger } from "./logger.ts";
-import { loadConfigOrExit, stopOnSignals } from "./process-lifecycle.ts";
+import { keepServingOnUnhandledRejection, loadConfigOrExit, stopOnSignals } from "./process-lifecycle.ts";
 import type { TransferHooks } from "./scheduler/transfer-executor.ts";
 import { createService, LocalChainPortInUseError } from "./service.ts";
 
@@ -14,6 +14,13 @@ import { createService, LocalChainPortInUseError } from "./service.ts";
 async function main(): Promise<void> {
   const config = loadConfigOrExit();
   const logger = createLogger({ level: config.logLevel, bufferBytes: config.logBufferBytes });
+  // Counted from the first line on; /metrics shows the count once the service's registry exists.
+  const rejections = new Counter({
+    name: "process_unhandled_rejections_total",
+    help: "Promises rejected with nothing to handle them (each one a bug, logged); the process kept serving.",
+    registers: [],
+  });
+  keepServingOnUnhandledRejection(logger, () => rejections.inc());
   const transferHooks = killHook(process.env.TEST_KILL_AT_SEND);
   const service = await createService(
     config,
@@ -31,6 +38,7 @@ async function main(): Promise<void> {
     }
     throw error;
   });
+  service.registry.registerMetric(rejections);
   let address: Awaited<ReturnType<typeof service.listen>>;
   try {
     address = await service.listen();

@@ -1,5 +1,6 @@
 import { type Config, ConfigError, loadConfig } from "./config.ts";
 import type { Logger } from "./logger.ts";
+import { createRateLimitedLog } from "./observability/rate-limited-log.ts";
 
 /**
  * The configuration from the environment, or exit 2 with one line on stderr naming every bad
@@ -38,4 +39,20 @@ export function stopOnSignals(
   };
   process.on("SIGTERM", (s) => void handle(s));
   process.on("SIGINT", (s) => void handle(s));
+}
+
+/**
+ * The process's answer to a promise rejected with nothing to handle it: logged at error level
+ * (at most 5 lines a second, the rest counted on the next line), told to `onRejection` (a
+ * metric), and the process keeps serving. Node's default is to exit with code 1, which turns one
+ * forgotten `catch` on one request's path into an outage of every API the process serves; such a
+ * rejection is a bug to fix from the log, not a reason to die. Uncaught exceptions keep Node's
+ * default (exit): a throw part-way through synchronous code may leave state half-changed.
+ */
+export function keepServingOnUnhandledRejection(logger: Logger, onRejection: () => void = () => {}): void {
+  const log = createRateLimitedLog({ logger, level: "error", perSecond: 5 });
+  process.on("unhandledRejection", (reason) => {
+    onRejection();
+    log({ err: reason }, "unhandled promise rejection (a bug): the process keeps serving");
+  });
 }

@@ -411,6 +411,7 @@ async function startEmbeddedChain(
       port: local.port,
       statePath: local.statePath,
       slotMs: local.slotMs,
+      limits: local.limits,
       log: (level, message, fields) => logger[level](fields ?? {}, message),
       onRequest: metrics.onRequest,
       onRejected: metrics.onRejected,

@@ -145,7 +145,18 @@ describe("loadConfig", () => {
         maxRetryWaitMs: 2000,
         maxResponseBytes: 8_388_608,
         transactionCache: 5000,
-        local: { port: 8899, statePath: undefined, slotMs: 400 },
+        local: {
+          port: 8899,
+          statePath: undefined,
+          slotMs: 400,
+          limits: {
+            maxAnswerBytes: 8_388_608,
+            writeTimeoutMs: 10_000,
+            maxConnections: 64,
+            maxInFlightPerConnection: 8,
+            maxUnsentBytes: 67_108_864,
+          },
+        },
       },
       transfers: {
         executor: "chain",
@@ -224,6 +235,10 @@ describe("loadConfig", () => {
       "PRICE_MAX_STALE_MS must be at least PRICE_TTL_MS",
     );
     expect(attempt({ PRICE_TTL_MS: "0" })).toContain("PRICE_TTL_MS must be an integer from 1");
+    // The answer bound leaves room for a batch of refusals.
+    expect(attempt({ LOCAL_SOLANA_MAX_ANSWER_BYTES: "1000" })).toContain(
+      "LOCAL_SOLANA_MAX_ANSWER_BYTES must be an integer from 65536",
+    );
     expect(
       loadConfig({
         JUPITER_API_URL: "https://api.jup.ag/",
@@ -357,6 +372,11 @@ describe("loadConfig", () => {
         LOCAL_SOLANA_RPC_PORT: "0",
         LOCAL_SOLANA_STATE: "/var/lib/chain.bin",
         LOCAL_SOLANA_SLOT_MS: "50",
+        LOCAL_SOLANA_MAX_ANSWER_BYTES: "1048576",
+        LOCAL_SOLANA_WRITE_TIMEOUT_MS: "2500",
+        LOCAL_SOLANA_MAX_CONNECTIONS: "16",
+        LOCAL_SOLANA_MAX_IN_FLIGHT_PER_CONNECTION: "2",
+        LOCAL_SOLANA_MAX_UNSENT_BYTES: "16777216",
         TRANSFER_EXECUTOR: "Simulated",
         EXECUTOR_KEYPAIR: "/run/secrets/executor.json",
         DELEGATE_SEED: "/run/secrets/delegate.seed",
@@ -462,7 +482,18 @@ describe("loadConfig", () => {
         maxRetryWaitMs: 100,
         maxResponseBytes: 2048,
         transactionCache: 0,
-        local: { port: 0, statePath: "/var/lib/chain.bin", slotMs: 50 },
+        local: {
+          port: 0,
+          statePath: "/var/lib/chain.bin",
+          slotMs: 50,
+          limits: {
+            maxAnswerBytes: 1_048_576,
+            writeTimeoutMs: 2500,
+            maxConnections: 16,
+            maxInFlightPerConnection: 2,
+            maxUnsentBytes: 16_777_216,
+          },
+        },
       },
       transfers: {
         executor: "simulated",

@@ -356,6 +356,10 @@ describe("webhook safety: no way into the service's own network", () => {
       ["https://[fd00:ec2::254]/", "uniqueLocal"],
       ["https://0.0.0.0/", "unspecified"],
       ["https://224.0.0.1/", "multicast"],
+      // IPv4-compatible IPv6: the metadata address, loopback and a private one, by another name.
+      ["http://[::a9fe:a9fe]/", "ipv4Compatible"],
+      ["https://[::127.0.0.1]/hook", "ipv4Compatible"],
+      ["https://[::10.0.0.1]/hook", "ipv4Compatible"],
     ];
     for (const [url, reason] of cases) {
       const before = await metric("registration", reason);

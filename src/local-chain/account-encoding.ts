@@ -1,5 +1,6 @@
 import { zstdCompressSync } from "node:zlib";
 import { getBase58Decoder } from "@solana/kit";
+import type { AnswerBudget } from "./answer-budget.ts";
 import { invalidParams, JsonRpcError } from "./json-rpc-error.ts";
 import { invalidType, u64Param, usizeParam } from "./rpc-params.ts";
 import {
@@ -18,6 +19,8 @@ export type AccountEncoding = "binary" | "base58" | "base64" | "base64+zstd" | "
 const RENT_EXEMPT_EPOCH = (1n << 64n) - 1n;
 /** base58 is slow: Agave refuses it for data longer than this. */
 const MAX_BASE58_BYTES = 128;
+/** About what an account's JSON holds besides its data (lamports, owner, rentEpoch, ...). */
+const ACCOUNT_FIELDS_BYTES = 200;
 
 export function encodingOf(config: Record<string, unknown>, fallback: AccountEncoding): AccountEncoding {
   const value = config.encoding;
@@ -61,14 +64,17 @@ export function dataSliceOf(config: Record<string, unknown>): DataSlice | undefi
 /**
  * An account as getAccountInfo, getMultipleAccounts and getTokenAccountsByOwner answer it: its
  * data in the asked encoding (jsonParsed for SPL Token and Token-2022 mints and accounts, falling
- * back to base64 for anything else), lamports, owner, executable, rentEpoch and space.
+ * back to base64 for anything else), lamports, owner, executable, rentEpoch and space. Its size
+ * is charged to `answer` before the data is encoded.
  */
 export function accountJson(
   account: RawAccount,
   encoding: AccountEncoding,
   slice: DataSlice | undefined,
   readAccount: (address: string) => RawAccount | undefined,
+  answer: AnswerBudget,
 ): Record<string, unknown> {
+  answer.charge(ACCOUNT_FIELDS_BYTES);
   const base = {
     lamports: account.lamports,
     owner: account.programAddress,
@@ -82,10 +88,17 @@ export function accountJson(
   }
   const whole = account.data as Uint8Array;
   const data = slice === undefined ? whole : whole.subarray(slice.offset, slice.offset + slice.length);
-  return { data: encodeData(data, encoding === "jsonParsed" ? "base64" : encoding), ...base };
+  return { data: encodeData(data, encoding === "jsonParsed" ? "base64" : encoding, answer), ...base };
 }
 
-function encodeData(data: Uint8Array, encoding: Exclude<AccountEncoding, "jsonParsed">): unknown {
+/** base64's length for `bytes` bytes. */
+const base64Length = (bytes: number) => 4 * Math.ceil(bytes / 3);
+
+function encodeData(
+  data: Uint8Array,
+  encoding: Exclude<AccountEncoding, "jsonParsed">,
+  answer: AnswerBudget,
+): unknown {
   switch (encoding) {
     case "binary":
     case "base58": {
@@ -99,9 +112,13 @@ function encodeData(data: Uint8Array, encoding: Exclude<AccountEncoding, "jsonPa
       return encoding === "binary" ? text : [text, "base58"];
     }
     case "base64":
+      answer.charge(base64Length(data.length));
       return [Buffer.from(data).toString("base64"), "base64"];
-    case "base64+zstd":
-      return [zstdCompressSync(data).toString("base64"), "base64+zstd"];
+    case "base64+zstd": {
+      const compressed = zstdCompressSync(data);
+      answer.charge(base64Length(compressed.length));
+      return [compressed.toString("base64"), "base64+zstd"];
+    }
   }
 }
 

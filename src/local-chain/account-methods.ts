@@ -55,25 +55,30 @@ export function accountMethods(chain: LocalChain): Record<string, RpcMethod> {
   return {
     getBalance(params) {
       requireParams(params, 1);
-      const address = pubkeyParam(params[0]);
+      const address = pubkeyParam(params[0], "pubkey");
       const slot = contextSlot(configParam(params, 1));
       return withContext(slot, chain.account(address)?.lamports ?? 0n);
     },
 
-    getAccountInfo(params) {
+    getAccountInfo(params, answer) {
       requireParams(params, 1);
-      const address = pubkeyParam(params[0]);
+      const address = pubkeyParam(params[0], "pubkey");
       const config = configParam(params, 1);
       const encoding = encodingOf(config, "binary");
       const slice = dataSliceOf(config);
       const slot = contextSlot(config);
       const account = chain.account(address);
-      return withContext(slot, account === undefined ? null : accountJson(account, encoding, slice, read));
+      return withContext(
+        slot,
+        account === undefined ? null : accountJson(account, encoding, slice, read, answer),
+      );
     },
 
-    getMultipleAccounts(params) {
+    getMultipleAccounts(params, answer) {
       requireParams(params, 1);
-      const addresses = listParam(params[0], MAX_MULTIPLE_ACCOUNTS, pubkeyParam);
+      const addresses = listParam(params[0], MAX_MULTIPLE_ACCOUNTS, (item, i) =>
+        pubkeyParam(item, `pubkeys[${i}]`),
+      );
       const config = configParam(params, 1);
       const encoding = encodingOf(config, "base64");
       const slice = dataSliceOf(config);
@@ -82,14 +87,14 @@ export function accountMethods(chain: LocalChain): Record<string, RpcMethod> {
         slot,
         addresses.map((address) => {
           const account = chain.account(address);
-          return account === undefined ? null : accountJson(account, encoding, slice, read);
+          return account === undefined ? null : accountJson(account, encoding, slice, read, answer);
         }),
       );
     },
 
     getTokenAccountBalance(params) {
       requireParams(params, 1);
-      const address = pubkeyParam(params[0]);
+      const address = pubkeyParam(params[0], "pubkey");
       const slot = chain.slot(bareCommitment(params[1]));
       const account = chain.account(address);
       if (account === undefined) throw invalidParam("could not find account");
@@ -104,7 +109,7 @@ export function accountMethods(chain: LocalChain): Record<string, RpcMethod> {
 
     getTokenSupply(params) {
       requireParams(params, 1);
-      const address = pubkeyParam(params[0]);
+      const address = pubkeyParam(params[0], "mint");
       const slot = chain.slot(bareCommitment(params[1]));
       const account = chain.account(address);
       if (account === undefined) throw invalidParam("could not find account");
@@ -114,9 +119,9 @@ export function accountMethods(chain: LocalChain): Record<string, RpcMethod> {
       return withContext(slot, uiTokenAmount(mint.supply, mint.decimals));
     },
 
-    getTokenAccountsByOwner(params) {
+    getTokenAccountsByOwner(params, answer) {
       requireParams(params, 2);
-      const owner = pubkeyParam(params[0]);
+      const owner = pubkeyParam(params[0], "owner");
       const filter = params[1];
       if (typeof filter !== "object" || filter === null || Array.isArray(filter)) {
         throw invalidType(filter, "enum RpcTokenAccountsFilter");
@@ -133,7 +138,7 @@ export function accountMethods(chain: LocalChain): Record<string, RpcMethod> {
       let program: string;
       let wantedMint: string | undefined;
       if (mint !== undefined) {
-        wantedMint = pubkeyParam(mint);
+        wantedMint = pubkeyParam(mint, "mint");
         if (wantedMint === NATIVE_MINT) {
           program = TOKEN_PROGRAM_ADDRESS;
         } else {
@@ -145,7 +150,7 @@ export function accountMethods(chain: LocalChain): Record<string, RpcMethod> {
           program = mintAccount.programAddress;
         }
       } else {
-        program = pubkeyParam(programId);
+        program = pubkeyParam(programId, "programId");
         if (TOKEN_PROGRAMS[program] === undefined) throw invalidParam("unrecognized Token program id");
       }
       const config = configParam(params, 2);
@@ -163,13 +168,13 @@ export function accountMethods(chain: LocalChain): Record<string, RpcMethod> {
           );
         })
         .sort((a, b) => compareBytes(addresses.encode(a.address), addresses.encode(b.address)));
-      const answer: { pubkey: string; account: Record<string, unknown> }[] = [];
+      const accounts: { pubkey: string; account: Record<string, unknown> }[] = [];
       for (const { address, account } of found) {
         // jsonParsed drops what it cannot parse (a token account whose mint is gone), as Agave does.
         if (encoding === "jsonParsed" && parsedTokenData(account, read) === undefined) continue;
-        answer.push({ pubkey: address, account: accountJson(account, encoding, slice, read) });
+        accounts.push({ pubkey: address, account: accountJson(account, encoding, slice, read, answer) });
       }
-      return withContext(slot, answer);
+      return withContext(slot, accounts);
     },
 
     getMinimumBalanceForRentExemption(params) {

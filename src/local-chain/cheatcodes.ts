@@ -6,9 +6,9 @@ import {
   getTokenEncoder,
   TOKEN_PROGRAM_ADDRESS,
 } from "@solana-program/token";
-import { JsonRpcError, paramError } from "./json-rpc-error.ts";
+import { invalidParams, JsonRpcError, paramError } from "./json-rpc-error.ts";
 import type { RpcMethod } from "./json-rpc-handler.ts";
-import type { LocalChain } from "./local-chain.ts";
+import { AccountRefusedError, type LocalChain } from "./local-chain.ts";
 import { booleanOf, invalidType, requireParams, u64Param, withContext } from "./rpc-params.ts";
 import { readTokenAccount } from "./token-accounts.ts";
 
@@ -40,7 +40,17 @@ export function cheatcodeMethods(chain: LocalChain): Record<string, RpcMethod> {
         existing?.programAddress ??
         SYSTEM_PROGRAM) as Address;
       const executable = booleanOf(update, "executable", existing?.executable ?? false);
-      chain.setAccount(address, { lamports, data, programAddress: owner, executable });
+      try {
+        chain.setAccount(address, { lamports, data, programAddress: owner, executable });
+      } catch (error) {
+        if (!(error instanceof AccountRefusedError)) throw error;
+        // The caller's account, not the chain, is at fault: their params, not an internal error.
+        throw invalidParams(
+          executable
+            ? `executable: an executable account must hold a program its owner (a loader such as BPFLoaderUpgradeab1e11111111111111111111111) can load; LiteSVM could not load this one (${error.reason})`
+            : `the account cannot be set (${error.reason})`,
+        );
+      }
       return withContext(chain.slot("processed"), null);
     },
 
@@ -95,12 +105,13 @@ function optional<T>(value: unknown, read: (value: unknown) => T): T | undefined
 /** Hex without 0x, as surfpool reads account data, with its errors' words. */
 function hexParam(value: unknown): Uint8Array {
   if (typeof value !== "string") throw invalidType(value, "a hex string");
+  // The length first: nothing longer than an account can hold is read at all.
+  if (value.length / 2 > MAX_DATA_BYTES)
+    throw paramError(`Invalid hex data provided: longer than ${MAX_DATA_BYTES} bytes`);
   const bad = /[^0-9a-fA-F]/.exec(value);
   if (bad !== null)
     throw paramError(`Invalid hex data provided: Invalid character '${bad[0]}' at position ${bad.index}`);
   if (value.length % 2 !== 0) throw paramError("Invalid hex data provided: Odd number of digits");
-  if (value.length / 2 > MAX_DATA_BYTES)
-    throw paramError(`Invalid hex data provided: longer than ${MAX_DATA_BYTES} bytes`);
   return Buffer.from(value, "hex");
 }
 

@@ -1,14 +1,12 @@
-import { getBase58Encoder } from "@solana/kit";
-import { INVALID_PARAMS, JsonRpcError } from "./json-rpc-error.ts";
 import type { RpcMethod } from "./json-rpc-handler.ts";
 import type { LocalChain } from "./local-chain.ts";
 import {
   API_VERSION,
+  blockhashParam,
   commitmentOf,
   configParam,
   contextSlotOf,
   requireParams,
-  stringParam,
   withContext,
 } from "./rpc-params.ts";
 
@@ -36,16 +34,7 @@ export function clusterMethods(chain: LocalChain): Record<string, RpcMethod> {
     },
     isBlockhashValid(params) {
       requireParams(params, 1);
-      const blockhash = stringParam(params[0]);
-      // Agave reports a bad hash here without the usual "Invalid param: " prefix.
-      let bytes: number;
-      try {
-        bytes = /^[1-9A-HJ-NP-Za-km-z]*$/.test(blockhash) ? getBase58Encoder().encode(blockhash).length : -1;
-      } catch {
-        bytes = -1;
-      }
-      if (bytes < 0) throw new JsonRpcError(INVALID_PARAMS, "Invalid");
-      if (bytes !== 32) throw new JsonRpcError(INVALID_PARAMS, "WrongSize");
+      const blockhash = blockhashParam(params[0]);
       const slot = contextSlot(configParam(params, 1));
       return withContext(slot, chain.isBlockhashValid(blockhash));
     },

@@ -20,6 +20,8 @@ export const INTERNAL_ERROR = -32603;
 export const SEND_TRANSACTION_PREFLIGHT_FAILURE = -32002;
 export const TRANSACTION_SIGNATURE_VERIFICATION_FAILURE = -32003;
 export const MIN_CONTEXT_SLOT_NOT_REACHED = -32016;
+/** A scan whose results passed the node's byte limit (JSON_RPC_SCAN_ERROR). */
+export const SCAN_ERROR = -32012;
 export const UNSUPPORTED_TRANSACTION_VERSION = -32015;
 
 /** "Invalid params: …": a parameter of the wrong shape (serde's words after the colon). */

@@ -1,15 +1,19 @@
 import { parseJsonExactIntegers, stringifyJsonBigInts } from "../chain/json-bigints.ts";
+import { type AnswerBudget, answerTooLarge, createAnswerBudget } from "./answer-budget.ts";
 import {
   INTERNAL_ERROR,
-  INVALID_PARAMS,
   INVALID_REQUEST,
   JsonRpcError,
   METHOD_NOT_FOUND,
   PARSE_ERROR,
 } from "./json-rpc-error.ts";
+import { checkParamCount } from "./param-count-check.ts";
 
-/** One JSON-RPC method: its positional params in, its result out (or a JsonRpcError thrown). */
-export type RpcMethod = (params: readonly unknown[]) => unknown | Promise<unknown>;
+/**
+ * One JSON-RPC method: its positional params in, its result out (or a JsonRpcError thrown).
+ * Methods whose answers can be large charge their bulk to `answer` before building it.
+ */
+export type RpcMethod = (params: readonly unknown[], answer: AnswerBudget) => unknown | Promise<unknown>;
 
 export interface JsonRpcHandlerOptions {
   readonly methods: Readonly<Record<string, RpcMethod>>;
@@ -17,6 +21,12 @@ export interface JsonRpcHandlerOptions {
   readonly paramCounts?: Readonly<Record<string, readonly [min: number, max: number]>>;
   /** Requests one batch may hold; a larger batch is refused whole. */
   readonly maxBatch: number;
+  /**
+   * Bytes one answer may hold, a single request's or a whole batch's: a request whose answer would
+   * pass it answers -32012 instead (see answer-budget.ts), and in a batch, the requests after it
+   * get what is left.
+   */
+  readonly maxAnswerBytes: number;
   /** Told about every request: its method (or why it had none) and its outcome. */
   readonly onRequest?: (method: string, outcome: "ok" | "error", code?: number) => void;
   /** Told about errors no method meant to raise (they answer -32603 "Internal error"). */
@@ -24,14 +34,29 @@ export interface JsonRpcHandlerOptions {
 }
 
 export interface JsonRpcHandler {
-  /** Answers a request body (one request or a batch) with its response body, or "" when none is due. */
+  /**
+   * Answers a request body (one request or a batch) with its response body, or "" when none is
+   * due. Never rejects: what fails unexpectedly answers -32603 and is told to `onUnexpected`.
+   */
   handle(body: string): Promise<string>;
   /**
    * Answers one request given as a value (as JSON.parse would give it, with integers beyond 2^53
    * as bigints) with the response as a value, for callers in this process: the same answer as
-   * `handle`, without writing and reading the text.
+   * `handle`, without writing and reading the text (so only what methods charge is bounded).
    */
   handleValue(request: unknown): Promise<object | undefined>;
+}
+
+/** What one request came to. */
+interface Outcome {
+  /** The method (a known one), "unknown" or "invalid": a bounded metric label. */
+  readonly label: string;
+  /** The id its answer carries. */
+  readonly id: unknown;
+  /** Its answer; undefined for a notification. */
+  readonly response: object | undefined;
+  /** The error code it answered; undefined for a result. */
+  readonly code: number | undefined;
 }
 
 /**
@@ -42,7 +67,7 @@ export interface JsonRpcHandler {
  * and the in-process transport, so both answer byte for byte alike.
  */
 export function createJsonRpcHandler(options: JsonRpcHandlerOptions): JsonRpcHandler {
-  const { methods, maxBatch } = options;
+  const { methods, maxBatch, maxAnswerBytes } = options;
   const paramCounts = options.paramCounts ?? {};
   const onRequest = options.onRequest ?? (() => {});
   const onUnexpected = options.onUnexpected ?? (() => {});
@@ -56,48 +81,19 @@ export function createJsonRpcHandler(options: JsonRpcHandlerOptions): JsonRpcHan
     },
     id,
   });
+  const refusal = (label: string, id: unknown, error: JsonRpcError): Outcome => ({
+    label,
+    id,
+    response: failure(id, error),
+    code: error.code,
+  });
+  const count = (outcome: Outcome) =>
+    onRequest(outcome.label, outcome.code === undefined ? "ok" : "error", outcome.code);
 
-  /**
-   * The params a method's positional list must match, as jsonrpc-core's derive checks them before
-   * any method runs: trailing nulls count as omitted.
-   */
-  const checkParams = (method: string, params: unknown): JsonRpcError | undefined => {
-    const [min, max] = Object.hasOwn(paramCounts, method)
-      ? (paramCounts[method] as [number, number])
-      : [0, Infinity];
-    if (max === 0) {
-      const empty = params === undefined || params === null || (Array.isArray(params) && params.length === 0);
-      return empty
-        ? undefined
-        : new JsonRpcError(
-            INVALID_PARAMS,
-            "Invalid parameters: No parameters were expected",
-            rustDebug(params),
-          );
-    }
-    if (params !== undefined && params !== null && !Array.isArray(params)) {
-      return new JsonRpcError(INVALID_PARAMS, "`params` should be an array");
-    }
-    const list = (params as unknown[] | undefined | null) ?? [];
-    let given = list.length;
-    while (given > 0 && list[given - 1] === null) given--;
-    if (given < min)
-      return new JsonRpcError(INVALID_PARAMS, `\`params\` should have at least ${min} argument(s)`);
-    if (list.length > max) {
-      return new JsonRpcError(
-        INVALID_PARAMS,
-        `Invalid parameters: Expected from ${min} to ${max} parameters.`,
-        `Got: ${list.length}`,
-      );
-    }
-    return undefined;
-  };
-
-  /** One request's response object, or undefined for a notification. */
-  const one = async (request: unknown): Promise<object | undefined> => {
+  /** One request, run (it counts nothing: its outcome is counted once its answer is final). */
+  const one = async (request: unknown, budget: AnswerBudget): Promise<Outcome> => {
     if (typeof request !== "object" || request === null || Array.isArray(request)) {
-      onRequest("invalid", "error", INVALID_REQUEST);
-      return failure(null, new JsonRpcError(INVALID_REQUEST, "Invalid request"));
+      return refusal("invalid", null, new JsonRpcError(INVALID_REQUEST, "Invalid request"));
     }
     const fields = request as Record<string, unknown>;
     const { jsonrpc, method, params, id } = fields;
@@ -109,87 +105,154 @@ export function createJsonRpcHandler(options: JsonRpcHandlerOptions): JsonRpcHan
       typeof id === "bigint";
     if (!Object.hasOwn(fields, "jsonrpc")) {
       // jsonrpc-core answers a JSON-RPC 1.0 request so, without the "jsonrpc" member itself.
-      onRequest("invalid", "error", INVALID_REQUEST);
+      const answerId = validId ? (id ?? null) : null;
       return {
-        error: { code: INVALID_REQUEST, message: "Unsupported JSON-RPC protocol version" },
-        id: validId ? (id ?? null) : null,
+        label: "invalid",
+        id: answerId,
+        response: {
+          error: { code: INVALID_REQUEST, message: "Unsupported JSON-RPC protocol version" },
+          id: answerId,
+        },
+        code: INVALID_REQUEST,
       };
     }
     const unknownMember = Object.keys(fields).some((key) => !ENVELOPE_MEMBERS.has(key));
     if (jsonrpc !== "2.0" || typeof method !== "string" || !validId || unknownMember) {
-      onRequest("invalid", "error", INVALID_REQUEST);
-      return failure(validId ? (id ?? null) : null, new JsonRpcError(INVALID_REQUEST, "Invalid request"));
+      const answerId = validId ? (id ?? null) : null;
+      return refusal("invalid", answerId, new JsonRpcError(INVALID_REQUEST, "Invalid request"));
     }
     const implementation = Object.hasOwn(methods, method) ? methods[method] : undefined;
-    let response: object;
-    const refused = implementation === undefined ? undefined : checkParams(method, params);
+    let outcome: Outcome;
+    const refused =
+      implementation === undefined
+        ? undefined
+        : checkParamCount(params, Object.hasOwn(paramCounts, method) ? paramCounts[method] : undefined);
     if (implementation === undefined) {
-      onRequest("unknown", "error", METHOD_NOT_FOUND);
-      response = failure(id ?? null, new JsonRpcError(METHOD_NOT_FOUND, "Method not found"));
+      outcome = refusal("unknown", id ?? null, new JsonRpcError(METHOD_NOT_FOUND, "Method not found"));
     } else if (refused !== undefined) {
-      onRequest(method, "error", refused.code);
-      response = failure(id ?? null, refused);
+      outcome = refusal(method, id ?? null, refused);
     } else {
       try {
-        const result = await implementation((params as unknown[] | undefined | null) ?? []);
-        onRequest(method, "ok");
-        response = { jsonrpc: "2.0", result, id };
+        const result = await implementation((params as unknown[] | undefined | null) ?? [], budget);
+        outcome = { label: method, id, response: { jsonrpc: "2.0", result, id }, code: undefined };
       } catch (error) {
         const known = error instanceof JsonRpcError;
         if (!known) onUnexpected(error, method);
-        const rpcError = known ? error : new JsonRpcError(INTERNAL_ERROR, "Internal error");
-        onRequest(method, "error", rpcError.code);
-        response = failure(id ?? null, rpcError);
+        outcome = refusal(method, id ?? null, known ? error : internalError());
       }
     }
-    return id === undefined ? undefined : response;
+    return id === undefined ? { ...outcome, response: undefined } : outcome;
+  };
+
+  /**
+   * One request's outcome, whatever happens on the way: an error no code meant to raise (in
+   * checking the request or in the method) is reported once and answers -32603, so that nothing
+   * a caller sends can make the handler reject.
+   */
+  const settled = async (request: unknown, budget: AnswerBudget): Promise<Outcome> => {
+    try {
+      return await one(request, budget);
+    } catch (error) {
+      const label = labelOf(request);
+      onUnexpected(error, label);
+      const outcome = refusal(label, idOf(request) ?? null, internalError());
+      return idOf(request) === undefined ? { ...outcome, response: undefined } : outcome;
+    }
+  };
+
+  /**
+   * One request's answer as text ("" when none is due), within `room` bytes: past them the
+   * answer is the too-large error. Its outcome is counted here, once.
+   */
+  const written = async (request: unknown, room: number): Promise<string> => {
+    let outcome = await settled(request, createAnswerBudget({ bytes: room, maxAnswerBytes }));
+    let text = "";
+    if (outcome.response !== undefined) {
+      try {
+        text = stringifyJsonBigInts(outcome.response);
+      } catch (error) {
+        onUnexpected(error, outcome.label);
+        outcome = refusal(outcome.label, outcome.id, internalError());
+        text = stringifyJsonBigInts(outcome.response);
+      }
+      if (Buffer.byteLength(text) > room) {
+        outcome = refusal(outcome.label, outcome.id, answerTooLarge(maxAnswerBytes));
+        text = stringifyJsonBigInts(outcome.response);
+      }
+    }
+    count(outcome);
+    return text;
+  };
+
+  const handleBody = async (body: string): Promise<string> => {
+    let parsed: unknown;
+    try {
+      parsed = parseJsonExactIntegers(body);
+    } catch {
+      onRequest("invalid", "error", PARSE_ERROR);
+      return stringifyJsonBigInts(failure(null, new JsonRpcError(PARSE_ERROR, "Parse error")));
+    }
+    if (!Array.isArray(parsed)) return written(parsed, maxAnswerBytes);
+    if (parsed.length === 0 || parsed.length > maxBatch) {
+      onRequest("invalid", "error", INVALID_REQUEST);
+      const message =
+        parsed.length === 0
+          ? "Invalid request"
+          : `Invalid request: a batch may hold at most ${maxBatch} requests`;
+      return stringifyJsonBigInts(failure(null, new JsonRpcError(INVALID_REQUEST, message)));
+    }
+    // One after another: the chain is one machine, and a batch's order is its order. Each answer
+    // gets what the ones before it left (less the brackets and commas); an answer refused for its
+    // size leaves the room to the requests after it.
+    let room = maxAnswerBytes - 2;
+    const texts: string[] = [];
+    for (const request of parsed) {
+      const text = await written(request, room);
+      if (text === "") continue;
+      texts.push(text);
+      room -= Buffer.byteLength(text) + 1;
+    }
+    return texts.length === 0 ? "" : `[${texts.join(",")}]`;
   };
 
   return {
-    handleValue: one,
+    async handleValue(request) {
+      const outcome = await settled(request, createAnswerBudget({ bytes: maxAnswerBytes, maxAnswerBytes }));
+      count(outcome);
+      return outcome.response;
+    },
     async handle(body) {
-      let parsed: unknown;
       try {
-        parsed = parseJsonExactIntegers(body);
-      } catch {
-        onRequest("invalid", "error", PARSE_ERROR);
-        return stringifyJsonBigInts(failure(null, new JsonRpcError(PARSE_ERROR, "Parse error")));
+        return await handleBody(body);
+      } catch (error) {
+        // Past every per-request boundary: the body as a whole could not be answered.
+        onUnexpected(error, "unknown");
+        return stringifyJsonBigInts(failure(null, internalError()));
       }
-      if (!Array.isArray(parsed)) {
-        const response = await one(parsed);
-        return response === undefined ? "" : stringifyJsonBigInts(response);
-      }
-      if (parsed.length === 0 || parsed.length > maxBatch) {
-        onRequest("invalid", "error", INVALID_REQUEST);
-        const message =
-          parsed.length === 0
-            ? "Invalid request"
-            : `Invalid request: a batch may hold at most ${maxBatch} requests`;
-        return stringifyJsonBigInts(failure(null, new JsonRpcError(INVALID_REQUEST, message)));
-      }
-      // One after another: the chain is one machine, and a batch's order is its order.
-      const responses: object[] = [];
-      for (const request of parsed) {
-        const response = await one(request);
-        if (response !== undefined) responses.push(response);
-      }
-      return responses.length === 0 ? "" : stringifyJsonBigInts(responses);
     },
   };
+
+  function labelOf(request: unknown): string {
+    const method = (request as { method?: unknown } | null)?.method;
+    return typeof method === "string" && Object.hasOwn(methods, method) ? method : "unknown";
+  }
+}
+
+function internalError(): JsonRpcError {
+  return new JsonRpcError(INTERNAL_ERROR, "Internal error");
+}
+
+/**
+ * The id a request's answer carries: undefined for a notification (no answer), null when the
+ * request has none that is valid.
+ */
+function idOf(request: unknown): unknown {
+  if (typeof request !== "object" || request === null || Array.isArray(request)) return null;
+  if (!Object.hasOwn(request, "id")) return undefined;
+  const { id } = request as { id: unknown };
+  const valid = id === null || typeof id === "string" || typeof id === "number" || typeof id === "bigint";
+  return valid ? id : null;
 }
 
 /** The members a JSON-RPC 2.0 call may have (jsonrpc-core refuses any other). */
 const ENVELOPE_MEMBERS = new Set(["jsonrpc", "method", "params", "id"]);
-
-/** A JSON value as Rust's Debug writes serde_json's Value, as jsonrpc-core puts it in `data`. */
-function rustDebug(value: unknown): string {
-  if (value === null || value === undefined) return "Null";
-  if (typeof value === "boolean") return `Bool(${value})`;
-  if (typeof value === "number" || typeof value === "bigint") return `Number(${value})`;
-  if (typeof value === "string") return `String(${JSON.stringify(value)})`;
-  if (Array.isArray(value)) return `Array([${value.map(rustDebug).join(", ")}])`;
-  const entries = Object.entries(value as Record<string, unknown>).map(
-    ([k, v]) => `${JSON.stringify(k)}: ${rustDebug(v)}`,
-  );
-  return `Object({${entries.join(", ")}})`;
-}

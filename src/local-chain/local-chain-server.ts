@@ -1,5 +1,7 @@
 import * as http from "node:http";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
+import type { LocalChainPortLimits } from "../config.ts";
+import { createAnswerWriter } from "./answer-writer.ts";
 import type { JsonRpcHandler } from "./json-rpc-handler.ts";
 
 export interface LocalChainServerOptions {
@@ -8,8 +10,16 @@ export interface LocalChainServerOptions {
   readonly port: number;
   /** Largest request body read; a larger one is refused with 413. */
   readonly maxRequestBytes: number;
-  /** Told about requests turned away before JSON-RPC saw them: `too_large`, `method`, `content_type`. */
+  /** Connections, requests in flight, unsent bytes and the write timeout (the handler bounds answers). */
+  readonly limits: Omit<LocalChainPortLimits, "maxAnswerBytes">;
+  /**
+   * Told about requests turned away before JSON-RPC saw them (`too_large`, `method`,
+   * `content_type`, `in_flight_limit`, `unsent_limit`), connections refused (`connection_limit`)
+   * and answers cut off because the client did not read them (`write_timeout`).
+   */
   readonly onRejected?: (reason: string) => void;
+  /** Told about an error that escaped the JSON-RPC handler (its request answers -32603). */
+  readonly onUnexpected?: (error: unknown, method: string) => void;
 }
 
 export interface LocalChainServer {
@@ -22,53 +32,107 @@ export interface LocalChainServer {
 /** What Agave's server takes as a JSON body (jsonrpc-http-server), case aside. */
 const JSON_CONTENT_TYPE = /^application\/json(\s*;\s*charset=utf-8)?$/i;
 
+/** What a request answers when answering it failed: JSON-RPC's internal error, without an id. */
+const INTERNAL_ERROR_ANSWER =
+  '{"jsonrpc":"2.0","error":{"code":-32603,"message":"Internal error"},"id":null}\n';
+
 /** Only this host: the local chain's faucet and cheatcodes are for the developer at this machine. */
 const HOST = "127.0.0.1";
 
 /**
  * Serves the local chain's JSON-RPC over HTTP on 127.0.0.1, as a validator's RPC port does: POST
  * with a JSON-RPC body (any path, `application/json`; 415 otherwise), OPTIONS, and `GET /health`
- * answering "ok". JSON-RPC errors are HTTP 200, as kit expects. Bodies are read up to a bound,
- * slow clients are cut off, and nothing listens on any other interface.
+ * answering "ok". JSON-RPC errors are HTTP 200, as kit expects. The port runs in the service's
+ * process, so what one client can hold of it is bounded: bodies are read up to a bound, slow
+ * senders are cut off, connections and the requests each has unanswered (pipelining) are
+ * capped, and an answer the client does not read within the write timeout is cut off rather
+ * than held. Nothing listens on any other interface.
  */
 export async function startLocalChainServer(options: LocalChainServerOptions): Promise<LocalChainServer> {
-  const { handler, maxRequestBytes } = options;
+  const { handler, maxRequestBytes, limits } = options;
   const rejected = options.onRejected ?? (() => {});
+  const unexpected = options.onUnexpected ?? (() => {});
   const server = http.createServer({
     headersTimeout: 10_000,
     requestTimeout: 30_000,
     keepAliveTimeout: 5_000,
   });
+  // Past the cap Node closes new connections on arrival; the ones open keep being served.
+  server.maxConnections = limits.maxConnections;
+  server.on("drop", () => rejected("connection_limit"));
+
+  const writer = createAnswerWriter({
+    writeTimeoutMs: limits.writeTimeoutMs,
+    onTimeout: () => rejected("write_timeout"),
+  });
+  const send = writer.send;
+  const refuse = (res: http.ServerResponse, status: number, reason: string, text: string, close = false) => {
+    rejected(reason);
+    send(res, status, { "content-type": "text/plain", ...(close ? { connection: "close" } : {}) }, text);
+  };
+
+  // Requests each connection has unanswered: HTTP/1.1 lets a client send many before reading any
+  // answer, and Node runs every one it has parsed, so one write could queue hundreds of answers.
+  const inFlight = new WeakMap<Socket, number>();
   server.on("request", (req, res) => {
+    const socket = req.socket;
+    const unanswered = (inFlight.get(socket) ?? 0) + 1;
+    inFlight.set(socket, unanswered);
+    res.once("close", () => inFlight.set(socket, (inFlight.get(socket) ?? 1) - 1));
+    if (unanswered > limits.maxInFlightPerConnection) {
+      req.resume();
+      refuse(
+        res,
+        429,
+        "in_flight_limit",
+        `Too many requests in flight on this connection (at most ${limits.maxInFlightPerConnection}): read the answers before sending more\n`,
+        true,
+      );
+      return;
+    }
+    serve(req, res);
+  });
+
+  const serve = (req: http.IncomingMessage, res: http.ServerResponse) => {
     if (req.method === "GET" && (req.url === "/health" || req.url?.startsWith("/health?"))) {
-      res.writeHead(200, { "content-type": "text/plain" }).end("ok");
+      send(res, 200, { "content-type": "text/plain" }, "ok");
       return;
     }
     if (req.method === "OPTIONS") {
       req.resume();
-      res.writeHead(200, { allow: "POST, OPTIONS", "content-length": "0" }).end();
+      send(res, 200, { allow: "POST, OPTIONS", "content-length": "0" }, "");
       return;
     }
     if (req.method !== "POST") {
-      rejected("method");
       req.resume();
-      res
-        .writeHead(405, { allow: "POST, OPTIONS", "content-type": "text/plain" })
-        .end("Used HTTP Method is not allowed. POST or OPTIONS is required\n");
+      res.setHeader("allow", "POST, OPTIONS");
+      refuse(res, 405, "method", "Used HTTP Method is not allowed. POST or OPTIONS is required\n");
+      return;
+    }
+    if (writer.unsent >= limits.maxUnsentBytes) {
+      req.resume();
+      res.setHeader("retry-after", "1");
+      refuse(
+        res,
+        503,
+        "unsent_limit",
+        `The local chain holds ${writer.unsent} bytes of answers its clients have not read yet (at most ${limits.maxUnsentBytes}): try again once they are read\n`,
+      );
       return;
     }
     if (!JSON_CONTENT_TYPE.test(req.headers["content-type"] ?? "")) {
-      rejected("content_type");
       req.resume();
-      res
-        .writeHead(415, { "content-type": "text/plain" })
-        .end("Supplied content type is not allowed. Content-Type: application/json is required\n");
+      refuse(
+        res,
+        415,
+        "content_type",
+        "Supplied content type is not allowed. Content-Type: application/json is required\n",
+      );
       return;
     }
     const declared = Number(req.headers["content-length"] ?? Number.NaN);
     if (declared > maxRequestBytes) {
-      rejected("too_large");
-      res.writeHead(413, { connection: "close", "content-type": "text/plain" }).end("Payload Too Large");
+      refuse(res, 413, "too_large", "Payload Too Large", true);
       req.destroy();
       return;
     }
@@ -80,25 +144,41 @@ export async function startLocalChainServer(options: LocalChainServerOptions): P
       size += chunk.length;
       if (size > maxRequestBytes) {
         refused = true;
-        rejected("too_large");
-        res.writeHead(413, { connection: "close", "content-type": "text/plain" }).end("Payload Too Large");
+        refuse(res, 413, "too_large", "Payload Too Large", true);
         req.destroy();
         return;
       }
       chunks.push(chunk);
     });
-    req.on("end", async () => {
+    req.on("end", () => {
       if (refused) return;
-      const text = await handler.handle(Buffer.concat(chunks, size).toString("utf8"));
-      // As Agave's server writes it: the JSON, then a newline (nothing at all for notifications).
-      const answer = text === "" ? "" : `${text}\n`;
-      res.writeHead(200, {
-        "content-type": "application/json; charset=utf-8",
-        "content-length": Buffer.byteLength(answer),
+      // The request boundary: this listener's promise has no one to reject to, and an escaped
+      // rejection would end the whole process, the service's API with it.
+      void answer(res, Buffer.concat(chunks, size).toString("utf8")).catch((error: unknown) => {
+        unexpected(error, "unknown");
+        try {
+          if (res.headersSent) res.destroy();
+          else sendJson(res, INTERNAL_ERROR_ANSWER);
+        } catch {
+          res.destroy();
+        }
       });
-      res.end(answer);
     });
-  });
+  };
+
+  const answer = async (res: http.ServerResponse, body: string) => {
+    const text = await handler.handle(body);
+    // As Agave's server writes it: the JSON, then a newline (nothing at all for notifications).
+    sendJson(res, text === "" ? "" : `${text}\n`);
+  };
+  const sendJson = (res: http.ServerResponse, text: string) =>
+    send(
+      res,
+      200,
+      { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(text) },
+      text,
+    );
+
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port, HOST, () => {

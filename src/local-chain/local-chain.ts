@@ -65,6 +65,20 @@ export interface SignatureStatus {
   readonly confirmationStatus: "confirmed" | "finalized";
 }
 
+/**
+ * An account LiteSVM refuses to hold as given (an executable one it cannot load as a program);
+ * nothing was written. `reason` is LiteSVM's.
+ */
+export class AccountRefusedError extends Error {
+  override readonly name = "AccountRefusedError";
+  readonly reason: string;
+
+  constructor(reason: string, options?: ErrorOptions) {
+    super(`the account was refused: ${reason}`, options);
+    this.reason = reason;
+  }
+}
+
 export interface LocalChain {
   /** Produces the slot the wall clock is in, if it has not been produced; returns it. */
   tick(): number;
@@ -73,6 +87,7 @@ export interface LocalChain {
   isBlockhashValid(blockhash: string): boolean;
   account(address: string): RawAccount | undefined;
   programAccounts(program: string): { address: Address; account: RawAccount }[];
+  /** Writes an account as given; throws AccountRefusedError for one LiteSVM will not hold. */
   setAccount(address: string, account: RawAccount): void;
   rentExemption(size: number): bigint;
   send(bytes: Uint8Array, options: { skipPreflight: boolean }): SendOutcome;
@@ -347,14 +362,21 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
     programAccounts: (program) =>
       svm.getProgramAccounts(program as Address).map((account) => ({ address: account.address, account })),
     setAccount(address, account) {
-      svm.setAccount({
-        address: address as Address,
-        lamports: account.lamports as never,
-        programAddress: account.programAddress,
-        data: account.data as Uint8Array,
-        executable: account.executable,
-        space: BigInt(account.data.length),
-      });
+      try {
+        svm.setAccount({
+          address: address as Address,
+          lamports: account.lamports as never,
+          programAddress: account.programAddress,
+          data: account.data as Uint8Array,
+          executable: account.executable,
+          space: BigInt(account.data.length),
+        });
+      } catch (error) {
+        // LiteSVM loads an executable account as a program before keeping it, and refuses
+        // ("Failed to set account: incorrect program id for instruction") what it cannot load.
+        const reason = String((error as Error).message ?? error).replace(/^Failed to set account: /, "");
+        throw new AccountRefusedError(reason, { cause: error });
+      }
       decimals.delete(address);
       written.add(address);
       changed();

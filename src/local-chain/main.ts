@@ -1,5 +1,5 @@
 import { createLogger } from "../logger.ts";
-import { loadConfigOrExit, stopOnSignals } from "../process-lifecycle.ts";
+import { keepServingOnUnhandledRejection, loadConfigOrExit, stopOnSignals } from "../process-lifecycle.ts";
 import { loadCatalog } from "../token/catalog.ts";
 import { LOCAL_KEYS } from "./genesis.ts";
 import { startLocalChain } from "./start-local-chain.ts";
@@ -13,6 +13,7 @@ import { startLocalChain } from "./start-local-chain.ts";
 async function main(): Promise<void> {
   const config = loadConfigOrExit();
   const logger = createLogger({ level: config.logLevel, bufferBytes: config.logBufferBytes });
+  keepServingOnUnhandledRejection(logger);
   const local = config.solana.local;
   let chain: Awaited<ReturnType<typeof startLocalChain>>;
   try {
@@ -21,6 +22,7 @@ async function main(): Promise<void> {
       port: local.port,
       statePath: local.statePath,
       slotMs: local.slotMs,
+      limits: local.limits,
       log: (level, message, fields) => logger[level](fields ?? {}, message),
       onUnexpected: (error, method) => logger.error({ err: error, method }, "a JSON-RPC method failed"),
     });

@@ -20,10 +20,10 @@ export function createRpcMethods(options: { chain: LocalChain }): Record<string,
   return Object.fromEntries(
     Object.entries(methods).map(([name, method]) => [
       name,
-      (params: readonly unknown[]) => {
+      ((params, answer) => {
         chain.tick();
-        return method(params);
-      },
+        return method(params, answer);
+      }) satisfies RpcMethod,
     ]),
   );
 }

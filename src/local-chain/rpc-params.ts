@@ -2,6 +2,7 @@ import { isAddress } from "@solana/addresses";
 import { getBase58Encoder } from "@solana/kit";
 import type { Commitment } from "./block-clock.ts";
 import {
+  INVALID_PARAMS,
   invalidParam,
   invalidParams,
   JsonRpcError,
@@ -35,7 +36,7 @@ export function invalidType(value: unknown, expected: string): JsonRpcError {
 /** The params a method requires at least, as jsonrpc-core's derive reports a short list. */
 export function requireParams(params: readonly unknown[], count: number): void {
   if (params.length < count) {
-    throw new JsonRpcError(-32602, `\`params\` should have at least ${count} argument(s)`);
+    throw new JsonRpcError(INVALID_PARAMS, `\`params\` should have at least ${count} argument(s)`);
   }
 }
 
@@ -44,24 +45,58 @@ export function stringParam(value: unknown): string {
   return value;
 }
 
-/** A base58 public key, or Agave's ParsePubkeyError. */
-export function pubkeyParam(value: unknown): string {
+/**
+ * The longest base58 text of 32 bytes (a public key, a hash) and of 64 (a signature), as
+ * solana-sdk's `from_str` bounds them (MAX_BASE58_LEN, MAX_BASE58_SIGNATURE_LEN).
+ */
+export const MAX_BASE58_32_BYTES = 44;
+export const MAX_BASE58_64_BYTES = 88;
+
+/**
+ * Refuses base58 text longer than `max` before anything decodes it: base58 decodes in time
+ * quadratic in its length (a 100 KB blockhash once held the event loop for seconds), and
+ * solana-sdk refuses it so too (WrongSize) before decoding. Agave's word comes first, then the
+ * param and the rule.
+ */
+function refuseLongBase58(text: string, max: number, name: string, prefix: string): void {
+  if (text.length > max) {
+    throw new JsonRpcError(
+      INVALID_PARAMS,
+      `${prefix}WrongSize (${name}: at most ${max} base58 characters, got ${text.length})`,
+    );
+  }
+}
+
+/** A base58 public key, or Agave's ParsePubkeyError; `name` is the param's, for a refusal's words. */
+export function pubkeyParam(value: unknown, name: string): string {
   const text = stringParam(value);
+  refuseLongBase58(text, MAX_BASE58_32_BYTES, name, "Invalid param: ");
   if (isAddress(text)) return text;
-  throw invalidParam(decodedLength(text, 32) === "invalid" ? "Invalid" : "WrongSize");
+  throw invalidParam(decodedLength(text) === "invalid" ? "Invalid" : "WrongSize");
 }
 
 /** A base58 signature, or Agave's ParseSignatureError. */
-export function signatureParam(value: unknown): string {
+export function signatureParam(value: unknown, name: string): string {
   const text = stringParam(value);
-  const length = decodedLength(text, 64);
+  refuseLongBase58(text, MAX_BASE58_64_BYTES, name, "Invalid param: ");
+  const length = decodedLength(text);
   if (length === 64) return text;
   throw invalidParam(length === "invalid" ? "Invalid" : "WrongSize");
 }
 
-/** The byte length base58 text decodes to, or "invalid" when it is not base58 (or far too long). */
-function decodedLength(text: string, expected: number): number | "invalid" {
-  if (text.length > expected * 2 || !/^[1-9A-HJ-NP-Za-km-z]*$/.test(text)) return "invalid";
+/** A base58 hash, or Agave's ParseHashError, which isBlockhashValid reports without "Invalid param: ". */
+export function blockhashParam(value: unknown): string {
+  const text = stringParam(value);
+  refuseLongBase58(text, MAX_BASE58_32_BYTES, "blockhash", "");
+  const length = decodedLength(text);
+  if (length === "invalid") throw new JsonRpcError(INVALID_PARAMS, "Invalid");
+  if (length !== 32) throw new JsonRpcError(INVALID_PARAMS, "WrongSize");
+  return text;
+}
+
+/** The byte length base58 text decodes to, or "invalid" when it is not base58. Bound its length first. */
+function decodedLength(text: string): number | "invalid" {
+  if (!/^[1-9A-HJ-NP-Za-km-z]*$/.test(text)) return "invalid";
   try {
     return getBase58Encoder().encode(text).length;
   } catch {
@@ -69,8 +104,11 @@ function decodedLength(text: string, expected: number): number | "invalid" {
   }
 }
 
-/** A list param of at most `max` items, each read by `read` (Agave's "Too many inputs provided"). */
-export function listParam<T>(value: unknown, max: number, read: (item: unknown) => T): T[] {
+/**
+ * A list param of at most `max` items (Agave's "Too many inputs provided"), counted before any is
+ * read; each is read by `read`, with its index.
+ */
+export function listParam<T>(value: unknown, max: number, read: (item: unknown, index: number) => T): T[] {
   if (!Array.isArray(value)) throw invalidType(value, "a sequence");
   if (value.length > max) throw paramError(`Too many inputs provided; max ${max}`);
   return value.map(read);

@@ -4,6 +4,7 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import type { RpcTransport } from "@solana/kit";
+import { DEFAULT_LOCAL_CHAIN_PORT_LIMITS, type LocalChainPortLimits } from "../config.ts";
 import type { Catalog } from "../token/catalog.ts";
 import { createBlockClock } from "./block-clock.ts";
 import { type ChainState, readChainState, writeChainState } from "./chain-state.ts";
@@ -24,6 +25,8 @@ export interface StartLocalChainOptions {
   readonly slotMs: number;
   /** Largest JSON-RPC request body the port reads. */
   readonly maxRequestBytes?: number;
+  /** What one client can hold of the port (the answer bound applies in-process too); default: the configuration's defaults. */
+  readonly limits?: Partial<LocalChainPortLimits>;
   /** Where a built genesis is kept for the next start (default: node_modules/.cache). */
   readonly cacheDir?: string;
   readonly now?: () => number;
@@ -123,10 +126,12 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
   });
   chain.tick();
   const methods = createRpcMethods({ chain });
+  const limits = { ...DEFAULT_LOCAL_CHAIN_PORT_LIMITS, ...options.limits };
   const handler = createJsonRpcHandler({
     methods,
     paramCounts: LOCAL_CHAIN_PARAM_COUNTS,
     maxBatch: MAX_BATCH,
+    maxAnswerBytes: limits.maxAnswerBytes,
     ...(options.onRequest === undefined ? {} : { onRequest: options.onRequest }),
     ...(options.onUnexpected === undefined ? {} : { onUnexpected: options.onUnexpected }),
   });
@@ -137,7 +142,9 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
           handler,
           port: options.port,
           maxRequestBytes: options.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES,
+          limits,
           ...(options.onRejected === undefined ? {} : { onRejected: options.onRejected }),
+          ...(options.onUnexpected === undefined ? {} : { onUnexpected: options.onUnexpected }),
         });
   await save();
   return {

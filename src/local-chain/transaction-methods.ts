@@ -74,7 +74,7 @@ export function transactionMethods(chain: LocalChain): Record<string, RpcMethod>
       return outcome.signature;
     },
 
-    simulateTransaction(params) {
+    simulateTransaction(params, answer) {
       requireParams(params, 1);
       const config = configParam(params, 1);
       const bytes = transactionBytes(params[0], config);
@@ -90,9 +90,14 @@ export function transactionMethods(chain: LocalChain): Record<string, RpcMethod>
         if (typeof accountsConfig !== "object" || !Array.isArray(accountsConfig.addresses)) {
           throw invalidType(accountsConfig, "struct RpcSimulateTransactionAccountsConfig");
         }
-        addresses = accountsConfig.addresses.map(pubkeyParam);
+        // Counted before any is read, as Agave does.
         const named = accountCountOf(bytes);
-        if (addresses.length > named) throw paramError(`Too many accounts provided; max ${named}`);
+        if (accountsConfig.addresses.length > named) {
+          throw paramError(`Too many accounts provided; max ${named}`);
+        }
+        addresses = accountsConfig.addresses.map((item: unknown, i: number) =>
+          pubkeyParam(item, `accounts.addresses[${i}]`),
+        );
         accountEncoding = encodingOf(accountsConfig, "base64");
         if (accountEncoding === "binary" || accountEncoding === "base58") {
           throw paramError("base58 encoding not supported");
@@ -117,14 +122,16 @@ export function transactionMethods(chain: LocalChain): Record<string, RpcMethod>
             : result.simulation.accounts.map((account) =>
                 account === undefined
                   ? null
-                  : accountJson(account, accountEncoding, undefined, (a) => chain.account(a)),
+                  : accountJson(account, accountEncoding, undefined, (a) => chain.account(a), answer),
               ),
       });
     },
 
     getSignatureStatuses(params) {
       requireParams(params, 1);
-      const signatures = listParam(params[0], MAX_SIGNATURE_STATUSES, signatureParam);
+      const signatures = listParam(params[0], MAX_SIGNATURE_STATUSES, (item, i) =>
+        signatureParam(item, `signatures[${i}]`),
+      );
       const config = params[1];
       let searchHistory = false;
       if (config !== undefined && config !== null) {
@@ -156,7 +163,7 @@ export function transactionMethods(chain: LocalChain): Record<string, RpcMethod>
 
     getTransaction(params) {
       requireParams(params, 1);
-      const signature = signatureParam(params[0]);
+      const signature = signatureParam(params[0], "signature");
       // The config may also be the encoding alone (the deprecated form).
       const config = typeof params[1] === "string" ? { encoding: params[1] } : configParam(params, 1);
       const encoding = transactionEncodingOf(config);
@@ -185,7 +192,7 @@ export function transactionMethods(chain: LocalChain): Record<string, RpcMethod>
 
     getSignaturesForAddress(params) {
       requireParams(params, 1);
-      const address = pubkeyParam(params[0]);
+      const address = pubkeyParam(params[0], "address");
       const config = configParam(params, 1);
       const commitment = historyCommitment(config);
       const limitValue = config.limit;
@@ -195,8 +202,8 @@ export function transactionMethods(chain: LocalChain): Record<string, RpcMethod>
           : Number(u64Param(limitValue, "usize"));
       if (limit === 0 || limit > MAX_SIGNATURES_LIMIT)
         throw paramError(`Invalid limit; max ${MAX_SIGNATURES_LIMIT}`);
-      const before = optionalSignature(config.before);
-      const until = optionalSignature(config.until);
+      const before = optionalSignature(config.before, "before");
+      const until = optionalSignature(config.until, "until");
       contextSlot(config, commitment);
       const entries = chain.signaturesFor(
         address,
@@ -241,7 +248,7 @@ export function transactionMethods(chain: LocalChain): Record<string, RpcMethod>
 
     requestAirdrop(params) {
       requireParams(params, 2);
-      const address = pubkeyParam(params[0]);
+      const address = pubkeyParam(params[0], "pubkey");
       const lamports = u64Param(params[1]);
       configParam(params, 2);
       if (lamports === 0n || lamports > MAX_AIRDROP_LAMPORTS) {
@@ -262,8 +269,8 @@ function historyCommitment(config: Record<string, unknown>): Commitment {
   return commitment;
 }
 
-function optionalSignature(value: unknown): string | undefined {
-  return value === undefined || value === null ? undefined : signatureParam(value);
+function optionalSignature(value: unknown, name: string): string | undefined {
+  return value === undefined || value === null ? undefined : signatureParam(value, name);
 }
 
 type TransactionEncoding = "json" | "jsonParsed" | "base58" | "base64";

@@ -49,7 +49,8 @@ export function registerChainMetrics(
 
 /**
  * The embedded local chain's JSON-RPC on the server's registry: requests by method and outcome
- * (`ok`, or the JSON-RPC error code), and HTTP requests turned away before JSON-RPC saw them.
+ * (`ok`, or the JSON-RPC error code), and what its port turned away before JSON-RPC saw it or cut
+ * off (requests, connections past the cap, answers past the write timeout).
  */
 export function registerLocalChainMetrics(
   registry: Registry,
@@ -67,7 +68,7 @@ export function registerLocalChainMetrics(
   });
   const rejections = new Counter({
     name: "local_chain_http_rejections_total",
-    help: "HTTP requests to the local chain's JSON-RPC port turned away before JSON-RPC, by reason.",
+    help: "Requests and connections the local chain's JSON-RPC port turned away before JSON-RPC, or answers it cut off, by reason.",
     labelNames: ["reason"] as const,
     registers: [registry],
   });

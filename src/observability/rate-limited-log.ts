@@ -10,7 +10,7 @@ export type RateLimitedLog = (fields: Record<string, unknown>, message: string) 
  */
 export function createRateLimitedLog(options: {
   logger: Logger;
-  level: "info" | "warn";
+  level: "info" | "warn" | "error";
   perSecond: number;
   /** The clock, in ms (tests pass their own). */
   now?: () => number;
