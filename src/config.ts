@@ -197,6 +197,11 @@ export interface StreamsConfig {
   readonly maxPerKey: number;
   /** Messages a stream may have waiting for its reader; past it the stream ends (resource_exhausted). */
   readonly bufferMessages: number;
+  /**
+   * A stream whose connection took none of what was written for this long is ended: its reader
+   * stopped reading (or vanished without a word), and would hold its slot and its watch for good.
+   */
+  readonly writeTimeoutMs: number;
   /** How often each process reads the event log for new events (one read for all its watchers). */
   readonly eventPollIntervalMs: number;
   /** Agent events older than this are dropped; a cursor older than that is out_of_range. */
@@ -352,6 +357,7 @@ export const CONFIG_VARIABLES = {
   STREAM_HEARTBEAT_MS: "15000",
   STREAM_MAX_PER_KEY: "100",
   STREAM_BUFFER_MESSAGES: "256",
+  STREAM_WRITE_TIMEOUT_MS: "30000",
   EVENT_POLL_INTERVAL_MS: "250",
   EVENT_RETENTION_HOURS: "72",
   EVENT_REPAIR_INTERVAL_MS: "60000",
@@ -529,6 +535,7 @@ export function loadConfig(env: Env = process.env): Config {
     heartbeatMs: int("STREAM_HEARTBEAT_MS", 100, 3_600_000),
     maxPerKey: int("STREAM_MAX_PER_KEY", 1, 1_000_000),
     bufferMessages: int("STREAM_BUFFER_MESSAGES", 1, 100_000),
+    writeTimeoutMs: int("STREAM_WRITE_TIMEOUT_MS", 100, 3_600_000),
     eventPollIntervalMs: int("EVENT_POLL_INTERVAL_MS", 10, 60_000),
     eventRetentionMs: int("EVENT_RETENTION_HOURS", 1, 24 * 365) * 3_600_000,
     eventRepairIntervalMs: int("EVENT_REPAIR_INTERVAL_MS", 100, 3_600_000),

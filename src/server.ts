@@ -188,6 +188,7 @@ export function build(context: AppContext, options: BuildOptions = {}): Server {
       rest = createRestHandler({
         handlers: router.handlers,
         maxRequestBytes: config.maxRequestBytes,
+        streamWriteTimeoutMs: config.streams.writeTimeoutMs,
         onRejected: rejected,
       });
     },
@@ -208,6 +209,7 @@ export function build(context: AppContext, options: BuildOptions = {}): Server {
     interceptors,
     jsonOptions,
     readMaxBytes: config.maxRequestBytes,
+    streamWriteTimeoutMs: config.streams.writeTimeoutMs,
     contextValues: callContextValues,
     onRejected: rejected,
   });

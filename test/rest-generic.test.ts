@@ -119,7 +119,11 @@ beforeAll(async () => {
   const router = createConnectRouter({ interceptors: [record] });
   const echo = Object.fromEntries(service.methods.map((m) => [m.localName, (req: unknown) => req]));
   router.service(service, echo as never);
-  const rest = createRestHandler({ handlers: router.handlers, maxRequestBytes: 1024 });
+  const rest = createRestHandler({
+    handlers: router.handlers,
+    maxRequestBytes: 1024,
+    streamWriteTimeoutMs: 30_000,
+  });
   server = http.createServer((req, res) => {
     if (rest(req, res)) return;
     res.statusCode = 404;
@@ -210,8 +214,8 @@ describe("a service annotated only in its descriptors is served over REST", () =
     const broken = widgetFile({ Broken: { pattern: { case: "get", value: "/v1/{colour}" } } });
     const router = createConnectRouter();
     router.service(broken.services[0] as DescService, {});
-    expect(() => createRestHandler({ handlers: router.handlers, maxRequestBytes: 1024 })).toThrow(
-      /test\.rest\.v1\.WidgetService\.Broken.*no field colour/,
-    );
+    expect(() =>
+      createRestHandler({ handlers: router.handlers, maxRequestBytes: 1024, streamWriteTimeoutMs: 30_000 }),
+    ).toThrow(/test\.rest\.v1\.WidgetService\.Broken.*no field colour/);
   });
 });

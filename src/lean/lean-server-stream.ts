@@ -1,4 +1,4 @@
-import type * as http2 from "node:http2";
+import * as http2 from "node:http2";
 import {
   create,
   type DescMessage,
@@ -16,6 +16,7 @@ import {
 } from "@connectrpc/connect";
 import { createAsyncIterable } from "@connectrpc/connect/protocol";
 import { headerGrpcStatus, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import { awaitDrain } from "../http/await-drain.ts";
 import { handlerContextOf, intercepted } from "./handler-context.ts";
 import { createResponseHeaders } from "./response-headers.ts";
 
@@ -36,6 +37,8 @@ export interface ServerStreamCall {
   readonly deadline: number | undefined;
   /** Serializes one response message (the lean binary encoder, or connect's serialization). */
   readonly encode: (message: MessageShape<DescMessage>) => Uint8Array;
+  /** The stream is reset when its reader took nothing for this long (STREAM_WRITE_TIMEOUT_MS). */
+  readonly writeTimeoutMs: number;
 }
 
 /**
@@ -43,9 +46,10 @@ export interface ServerStreamCall {
  * implementation as connect-node's handler (a StreamRequest in, a StreamResponse out, the same
  * HandlerContext), with each message written as one gRPC frame as it comes, under HTTP/2 flow
  * control (a reader that stops reading stops the writes, and the implementation's own buffer
- * decides what then), and the status in the trailers. connect-node's streaming pipeline (a chain
- * of async generators per message) cost several times the work of the message itself; the profile
- * is in the README's stream figures.
+ * decides what then; one that takes nothing for `writeTimeoutMs` has its stream reset with
+ * ENHANCE_YOUR_CALM, which gRPC clients read as resource_exhausted), and the status in the
+ * trailers. connect-node's streaming pipeline (a chain of async generators per message) cost
+ * several times the work of the message itself; the profile is in the README's stream figures.
  */
 export async function serveServerStream(
   stream: http2.ServerHttp2Stream,
@@ -121,7 +125,14 @@ export async function serveServerStream(
       frame[0] = 0;
       frame.writeUInt32BE(bytes.byteLength, 1);
       frame.set(bytes, 5);
-      if (!stream.write(frame) && !(await drained(stream))) break;
+      if (!stream.write(frame)) {
+        const outcome = await awaitDrain(stream, call.writeTimeoutMs);
+        if (outcome === "stalled") {
+          // Trailers would queue behind the data the reader does not take: a reset reaches it.
+          stream.close(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
+        }
+        if (outcome !== "drained") break;
+      }
       step = await messages.next();
     }
   } catch (error) {
@@ -190,21 +201,6 @@ function respond(
   } catch {
     return false;
   }
-}
-
-/** Resolves true once the stream can take more, false once it is gone. */
-function drained(stream: http2.ServerHttp2Stream): Promise<boolean> {
-  return new Promise((resolve) => {
-    const done = (ok: boolean) => {
-      stream.off("drain", onDrain);
-      stream.off("close", onClose);
-      resolve(ok);
-    };
-    const onDrain = () => done(true);
-    const onClose = () => done(false);
-    stream.once("drain", onDrain);
-    stream.once("close", onClose);
-  });
 }
 
 /** The implementation's answers as messages (implementations may yield init objects). */

@@ -51,6 +51,8 @@ export interface LeanUnaryOptions {
   readonly interceptors: readonly Interceptor[];
   readonly jsonOptions?: Partial<JsonReadOptions & JsonWriteOptions>;
   readonly readMaxBytes: number;
+  /** A server stream whose reader took nothing for this long is reset (STREAM_WRITE_TIMEOUT_MS). */
+  readonly streamWriteTimeoutMs: number;
   /**
    * The context values a call starts with, as the adapter's `contextValues` option makes them: a
    * new object for every call (the lean path keeps the call's own state in it, see invoke-unary).
@@ -456,6 +458,7 @@ export function createLeanUnary(options: LeanUnaryOptions): LeanUnary {
           signal: controller.signal,
           deadline,
           encode,
+          writeTimeoutMs: options.streamWriteTimeoutMs,
         },
         interceptors,
       );

@@ -33,18 +33,27 @@ export function registerStreamMetrics(registry: Registry): StreamMetrics {
     labelNames: ["rpc"] as const,
     registers: [registry],
   });
+  // Bound once per RPC: every stream of an RPC counts on the same children. The gauge starts at 0
+  // once, so that it shows before the first stream opens; setting it again for each stream would
+  // wipe the count of the streams already open (and send it below 0 as they close).
+  const bound = new Map<string, ReturnType<StreamMetrics["of"]>>();
   return {
     of(rpc) {
-      open.set({ rpc }, 0);
-      const openChild = open.labels({ rpc });
-      const sentChild = sent.labels({ rpc });
-      const slowChild = slow.labels({ rpc });
-      return {
-        opened: () => openChild.inc(),
-        closed: () => openChild.dec(),
-        sent: () => sentChild.inc(),
-        slowConsumer: () => slowChild.inc(),
-      };
+      let counters = bound.get(rpc);
+      if (counters === undefined) {
+        open.set({ rpc }, 0);
+        const openChild = open.labels({ rpc });
+        const sentChild = sent.labels({ rpc });
+        const slowChild = slow.labels({ rpc });
+        counters = {
+          opened: () => openChild.inc(),
+          closed: () => openChild.dec(),
+          sent: () => sentChild.inc(),
+          slowConsumer: () => slowChild.inc(),
+        };
+        bound.set(rpc, counters);
+      }
+      return counters;
     },
   };
 }

@@ -1,4 +1,3 @@
-import { once } from "node:events";
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import {
   encodeEnvelope,
@@ -7,6 +6,7 @@ import {
   type UniversalHandler,
 } from "@connectrpc/connect/protocol";
 import { codeFromString, codeToHttpStatus } from "@connectrpc/connect/protocol-connect";
+import { awaitDrain } from "../http/await-drain.ts";
 import type { RequestHandler } from "../http/dual-protocol-server.ts";
 
 type Request = Parameters<UniversalHandler>[0];
@@ -30,12 +30,17 @@ const FIRST_MESSAGE_WAIT_MS = 250;
  * browser's EventSource resumes with Last-Event-ID). Heartbeats become comment lines, which
  * EventSource ignores and proxies see as traffic. An error that ends the stream becomes
  * `event: error` with Connect's error JSON as its data.
+ *
+ * A client that goes away, or stops reading for `writeTimeoutMs` (STREAM_WRITE_TIMEOUT_MS) while
+ * the connection's buffers are full, ends the stream: the handler's generator is returned, so its
+ * stream slot, watch and queue are let go.
  */
 export async function serveEventStream(
   handler: UniversalHandler,
   request: Omit<Request, "body">,
   message: JsonObject,
   res: Parameters<RequestHandler>[1],
+  options: { readonly writeTimeoutMs: number },
 ): Promise<void> {
   const header = new Headers(request.header);
   header.set("content-type", "application/connect+json");
@@ -47,7 +52,8 @@ export async function serveEventStream(
       yield body;
     })(),
   });
-  const frames = pipe(response.body ?? emptyBody(), transformSplitEnvelope(MAX_MESSAGE_BYTES))[
+  const answer = (response.body ?? emptyBody())[Symbol.asyncIterator]();
+  const frames = pipe({ [Symbol.asyncIterator]: () => answer }, transformSplitEnvelope(MAX_MESSAGE_BYTES))[
     Symbol.asyncIterator
   ]();
   try {
@@ -85,14 +91,25 @@ export async function serveEventStream(
       const frame = await next;
       if (frame.done) break;
       const text = eventOf(frame.value.flags, frame.value.data);
-      if (text !== "" && !res.write(text)) await once(res, "drain");
+      if (text !== "" && !res.write(text)) {
+        const outcome = await awaitDrain(res, options.writeTimeoutMs);
+        if (outcome === "stalled") {
+          // The reader is not reading: nothing more can reach it, not even an error event.
+          res.destroy();
+          return;
+        }
+        if (outcome === "closed") return;
+      }
       if ((frame.value.flags & END_STREAM) !== 0) break;
       next = frames.next();
     }
     res.end();
   } finally {
-    // The client went away (or the stream ended): let the handler's generator finish.
+    // The client went away (or the stream ended): let the handler's generator finish. connect's
+    // pipe does not return its source when it is returned itself, so the answer is returned here:
+    // that runs the handler's generator to its end, and its slot, watch and queue are let go.
     await frames.return?.();
+    await answer.return?.();
   }
 }
 

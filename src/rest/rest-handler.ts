@@ -46,6 +46,8 @@ export function createRestHandler(options: {
   handlers: readonly UniversalHandler[];
   /** Largest request body accepted (MAX_REQUEST_BYTES); larger is resource_exhausted. */
   maxRequestBytes: number;
+  /** A server stream whose reader took nothing for this long is ended (STREAM_WRITE_TIMEOUT_MS). */
+  streamWriteTimeoutMs: number;
   /**
    * Told of every REST request refused before it reaches the service's handler (a bad parameter,
    * body or method), which the interceptors therefore never see; counted like other refusals.
@@ -77,7 +79,7 @@ export function createRestHandler(options: {
         continue;
       }
       const query = new URLSearchParams(queryAt < 0 ? "" : url.slice(queryAt + 1));
-      serve(route, values, query, options.maxRequestBytes, req, res).catch((reason: unknown) => {
+      serve(route, values, query, options, req, res).catch((reason: unknown) => {
         if (ConnectError.from(reason).code !== Code.Aborted && !res.headersSent) {
           onRejected("rest_invalid_request");
           answerError(res, reason);
@@ -125,7 +127,7 @@ async function serve(
   route: Route,
   pathValues: ReadonlyMap<string, string>,
   query: URLSearchParams,
-  maxRequestBytes: number,
+  limits: { readonly maxRequestBytes: number; readonly streamWriteTimeoutMs: number },
   req: Parameters<RequestHandler>[0],
   res: Parameters<RequestHandler>[1],
 ): Promise<void> {
@@ -138,7 +140,7 @@ async function serve(
     const body = await readJsonBody(
       universal.body as AsyncIterable<Uint8Array>,
       req.headers,
-      maxRequestBytes,
+      limits.maxRequestBytes,
     );
     if (binding.body.kind === "all") {
       if (typeof body !== "object" || body === null || Array.isArray(body))
@@ -190,7 +192,9 @@ async function serve(
       message.after = lastEventId;
     }
     header.delete("last-event-id");
-    await serveEventStream(route.handler, { ...universal, method: "POST", header }, message, res);
+    await serveEventStream(route.handler, { ...universal, method: "POST", header }, message, res, {
+      writeTimeoutMs: limits.streamWriteTimeoutMs,
+    });
     return;
   }
   const response = await route.handler({ ...universal, method: "POST", header, body: message });

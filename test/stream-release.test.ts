@@ -1,0 +1,188 @@
+/**
+ * A stream's slot, watch and queue come back however its reader ends: a REST (Server-Sent Events)
+ * client that drops while its replay still fills the connection's buffers, and readers that stay
+ * connected but stop reading (REST, and gRPC on the lean stream path), which are ended after
+ * STREAM_WRITE_TIMEOUT_MS. On the memory store and on MongoDB (FerretDB).
+ */
+import { randomBytes } from "node:crypto";
+import * as http2 from "node:http2";
+import * as net from "node:net";
+import { describe, expect, inject, it } from "vitest";
+import type { NewEvent } from "../src/events/event-log.ts";
+import { useCleanups } from "./support/cleanups.ts";
+import { type RunningServer, startServer } from "./support/start-server.ts";
+
+const cleanup = useCleanups();
+
+const STORES: [string, () => Record<string, string>][] = [
+  ["memory", () => ({})],
+  [
+    "mongo",
+    () => ({
+      MONGODB_URI: inject("mongoUri"),
+      MONGODB_DB: `stream_release_${randomBytes(3).toString("hex")}`,
+    }),
+  ],
+];
+
+/**
+ * Events enough that their replay cannot fit in the buffers between the server and a client that
+ * reads nothing: Node's, and the kernel's on both sides of a loopback connection, about 4 MB here
+ * (a socket's send buffer grows up to net.ipv4.tcp_wmem's 4 MB). Each event carries a run error of
+ * 2,000 characters: some 14 MB in all.
+ */
+const REPLAYED_EVENTS = 1_500;
+const FILLER = "x".repeat(10_000);
+
+async function serve(env: Record<string, string>): Promise<RunningServer> {
+  const server = await startServer({ env });
+  cleanup(async () => {
+    if (env.MONGODB_URI !== undefined) {
+      await server.context.mongoClient?.db(server.context.config.mongo?.dbName).dropDatabase();
+    }
+    await server.close();
+  });
+  return server;
+}
+
+const agentEvent = (n: number): NewEvent => ({
+  type: "run.succeeded",
+  owner: "anonymous",
+  agentId: `agent-${n % 10}`,
+  at: new Date(Date.UTC(2026, 10, 1, 0, 0, 0, n)),
+  key: `release-${n}`,
+  data: { run: { runId: `run-${n}`, attempt: 1, scheduledAt: "2026-11-01T00:00:00.000Z", error: FILLER } },
+});
+
+/** Appends `count` events, many at once (the MongoDB log batches concurrent appends). */
+async function appendEvents(server: RunningServer, count: number): Promise<void> {
+  for (let start = 0; start < count; start += 1_000) {
+    await Promise.all(
+      Array.from({ length: Math.min(1_000, count - start) }, (_, i) =>
+        server.context.events.append(agentEvent(start + i)),
+      ),
+    );
+  }
+}
+
+/**
+ * An HTTP/1.1 GET whose client reads the response's first bytes (its status line) and then
+ * nothing more: the server's writes fill the connection's buffers and stop.
+ */
+async function openUnread(
+  server: RunningServer,
+  path: string,
+): Promise<{ socket: net.Socket; head: string }> {
+  const socket = net.connect(server.port, "127.0.0.1");
+  cleanup(async () => void socket.destroy());
+  await new Promise<void>((resolve, reject) => {
+    socket.once("connect", resolve);
+    socket.once("error", reject);
+  });
+  socket.write(`GET ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\naccept: text/event-stream\r\n\r\n`);
+  const head = await new Promise<string>((resolve, reject) => {
+    socket.once("data", (chunk: Buffer) => {
+      socket.pause();
+      resolve(chunk.toString("latin1").split("\r\n")[0] ?? "");
+    });
+    socket.once("error", reject);
+  });
+  return { socket, head };
+}
+
+/** The value of the `streams_open` gauge for WatchAgentEvents, as /metrics shows it. */
+async function streamsOpenGauge(server: RunningServer): Promise<number> {
+  const text = await (await fetch(`${server.baseUrl}/metrics`)).text();
+  const line = text.split("\n").find((l) => l.startsWith('streams_open{rpc="WatchAgentEvents"}'));
+  return Number(line?.split(" ")[1]);
+}
+
+const nothingHeld = {
+  slots: { streams: 0, keys: 0 },
+  events: { watches: 0, live: 0, timer: false },
+  prices: { subscriptions: 0, mints: 0, timer: false },
+};
+
+describe.each(STORES)("stream slots on the %s store", (_name, storeEnv) => {
+  it("come back from REST event streams whose clients drop mid-replay, so the next streams open", {
+    timeout: 60_000,
+  }, async () => {
+    const cap = 2;
+    const server = await serve({ ...storeEnv(), STREAM_MAX_PER_KEY: String(cap) });
+    await appendEvents(server, REPLAYED_EVENTS);
+    // More drops than the caller may hold streams: each must give its slot back.
+    for (let i = 0; i <= cap; i++) {
+      const { socket, head } = await openUnread(server, "/v1/agents/events:watch?after=0");
+      expect(head, `stream ${i + 1}`).toBe("HTTP/1.1 200 OK");
+      // Still replaying: the unread client holds the replay up, as it would a server without
+      // a way out of its wait for "drain".
+      expect(server.streamStats().events).toMatchObject({ watches: 1, live: 0 });
+      socket.destroy();
+      await expect
+        .poll(() => server.streamStats().slots, { timeout: 10_000 })
+        .toEqual({ streams: 0, keys: 0 });
+    }
+    await expect.poll(() => server.streamStats(), { timeout: 10_000 }).toEqual(nothingHeld);
+    expect(await streamsOpenGauge(server)).toBe(0);
+
+    // Streams that read, after all that: as many as the caller may hold open at once, each
+    // replaying from the start, counted as open while they are.
+    const abort = new AbortController();
+    await Promise.all(
+      Array.from({ length: cap }, async () => {
+        const response = await fetch(`${server.baseUrl}/v1/agents/events:watch?after=0`, {
+          signal: abort.signal,
+        });
+        expect(response.status).toBe(200);
+        const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+        let text = "";
+        while (!text.includes("\nid: 1\n")) text += new TextDecoder().decode((await reader.read()).value);
+      }),
+    );
+    expect(await streamsOpenGauge(server)).toBe(cap);
+    abort.abort();
+    await expect.poll(() => server.streamStats(), { timeout: 10_000 }).toEqual(nothingHeld);
+    expect(await streamsOpenGauge(server)).toBe(0);
+  });
+
+  it("come back from a REST reader that stays connected but stops reading (STREAM_WRITE_TIMEOUT_MS)", async () => {
+    const server = await serve({ ...storeEnv(), STREAM_WRITE_TIMEOUT_MS: "500" });
+    await appendEvents(server, REPLAYED_EVENTS);
+    const { socket, head } = await openUnread(server, "/v1/agents/events:watch?after=0");
+    expect(head).toBe("HTTP/1.1 200 OK");
+    // The server ends it (the client never closes its side, nor reads), and lets go of all it held.
+    await expect.poll(() => server.streamStats(), { timeout: 10_000 }).toEqual(nothingHeld);
+    expect(await streamsOpenGauge(server)).toBe(0);
+    // The connection is gone too: a client that reads again finds it closed.
+    const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+    socket.on("error", () => {});
+    socket.resume();
+    await closed;
+  });
+
+  it("come back from a gRPC reader that stops reading, reset with ENHANCE_YOUR_CALM (resource_exhausted)", async () => {
+    const server = await serve({ ...storeEnv(), STREAM_WRITE_TIMEOUT_MS: "500" });
+    await appendEvents(server, REPLAYED_EVENTS);
+    const session = http2.connect(server.baseUrl);
+    cleanup(async () => void session.destroy());
+    // WatchAgentEvents {after: "0"}: field 2, a string of one byte.
+    const message = Buffer.from([0x12, 0x01, 0x30]);
+    const frame = Buffer.concat([Buffer.from([0, 0, 0, 0, message.length]), message]);
+    const stream = session.request({
+      ":method": "POST",
+      ":path": "/agent.v1.AgentService/WatchAgentEvents",
+      "content-type": "application/grpc",
+      te: "trailers",
+    });
+    stream.on("error", () => {});
+    // HTTP/2 flow control: a stream that is not read sends no WINDOW_UPDATE, and the server's
+    // writes stop once the window is spent.
+    stream.pause();
+    stream.end(frame);
+    await new Promise((resolve) => stream.once("response", resolve));
+    await expect.poll(() => stream.closed, { timeout: 10_000 }).toBe(true);
+    expect(stream.rstCode).toBe(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
+    await expect.poll(() => server.streamStats(), { timeout: 10_000 }).toEqual(nothingHeld);
+    expect(await streamsOpenGauge(server)).toBe(0);
+  });
+});
