@@ -1,7 +1,7 @@
 import { Counter, Gauge, type Registry } from "prom-client";
 
 export interface StreamMetrics {
-  /** The counters of one streaming RPC, bound once (messages are counted on every send). */
+  /** The counters of one streaming RPC, bound on its first stream and the same ones after. */
   of(rpc: string): {
     opened(): void;
     closed(): void;
@@ -33,18 +33,30 @@ export function registerStreamMetrics(registry: Registry): StreamMetrics {
     labelNames: ["rpc"] as const,
     registers: [registry],
   });
+  // Bound once per RPC (the names are the code's, so this holds a handful): the gauge is set to 0
+  // on the first bind only, so that it shows before any stream opened, and moves by inc and dec
+  // alone after that. Setting it on every bind would reset it at every stream's opening.
+  const bound = new Map<string, ReturnType<StreamMetrics["of"]>>();
+  const bind = (rpc: string): ReturnType<StreamMetrics["of"]> => {
+    open.set({ rpc }, 0);
+    const openChild = open.labels({ rpc });
+    const sentChild = sent.labels({ rpc });
+    const slowChild = slow.labels({ rpc });
+    return {
+      opened: () => openChild.inc(),
+      closed: () => openChild.dec(),
+      sent: () => sentChild.inc(),
+      slowConsumer: () => slowChild.inc(),
+    };
+  };
   return {
     of(rpc) {
-      open.set({ rpc }, 0);
-      const openChild = open.labels({ rpc });
-      const sentChild = sent.labels({ rpc });
-      const slowChild = slow.labels({ rpc });
-      return {
-        opened: () => openChild.inc(),
-        closed: () => openChild.dec(),
-        sent: () => sentChild.inc(),
-        slowConsumer: () => slowChild.inc(),
-      };
+      let counters = bound.get(rpc);
+      if (counters === undefined) {
+        counters = bind(rpc);
+        bound.set(rpc, counters);
+      }
+      return counters;
     },
   };
 }
