@@ -8,7 +8,7 @@ import { randomBytes } from "node:crypto";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { MongoClient } from "mongodb";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
 import { AgentService } from "../gen/agent/v1/agent_pb.ts";
 import { Health } from "../gen/health/v1/health_pb.ts";
 import { TokenService } from "../gen/token/v1/token_pb.ts";
@@ -152,6 +152,22 @@ describe("metrics on the in-memory store", () => {
       code: "canceled",
     });
     expect(ended).toBe(1);
+  });
+
+  it("counts streams open: three at once read 3, and 0 once they have all ended", async () => {
+    const tokens = createClient(TokenService, createGrpcTransport({ baseUrl: server.baseUrl }));
+    const aborts = [new AbortController(), new AbortController(), new AbortController()];
+    const streams = aborts.map((abort) =>
+      tokens.watchTokenPrices({ symbols: ["SOL"] }, { signal: abort.signal })[Symbol.asyncIterator](),
+    );
+    // Each stream has answered, so each is open on the server.
+    await Promise.all(streams.map((stream) => stream.next()));
+    const open = async () =>
+      sampleValue((await scrape(server.baseUrl)).samples, "streams_open", { rpc: "WatchTokenPrices" });
+    expect(await open()).toBe(3);
+    for (const abort of aborts) abort.abort();
+    await Promise.all(streams.map((stream) => stream.next().catch(() => {})));
+    await vi.waitFor(async () => expect(await open()).toBe(0), { timeout: 10_000, interval: 50 });
   });
 
   it("includes the process's and Node's own metrics", async () => {

@@ -49,8 +49,8 @@ export function stringParam(value: unknown): string {
  * The longest base58 text of 32 bytes (a public key, a hash) and of 64 (a signature), as
  * solana-sdk's `from_str` bounds them (MAX_BASE58_LEN, MAX_BASE58_SIGNATURE_LEN).
  */
-export const MAX_BASE58_32_BYTES = 44;
-export const MAX_BASE58_64_BYTES = 88;
+const MAX_BASE58_32_BYTES = 44;
+const MAX_BASE58_64_BYTES = 88;
 
 /**
  * Refuses base58 text longer than `max` before anything decodes it: base58 decodes in time
