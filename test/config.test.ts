@@ -192,6 +192,7 @@ describe("loadConfig", () => {
         eventRetentionMs: 72 * 3_600_000,
         eventRepairIntervalMs: 60_000,
         eventRepairWindowMs: 120_000,
+        writeTimeoutMs: 30_000,
       },
       webhooks: {
         enabled: true,
@@ -403,6 +404,7 @@ describe("loadConfig", () => {
         STREAM_HEARTBEAT_MS: "5000",
         STREAM_MAX_PER_KEY: "7",
         STREAM_BUFFER_MESSAGES: "64",
+        STREAM_WRITE_TIMEOUT_MS: "4000",
         EVENT_POLL_INTERVAL_MS: "100",
         EVENT_RETENTION_HOURS: "2",
         EVENT_REPAIR_INTERVAL_MS: "1000",
@@ -529,6 +531,7 @@ describe("loadConfig", () => {
         eventRetentionMs: 2 * 3_600_000,
         eventRepairIntervalMs: 1000,
         eventRepairWindowMs: 30_000,
+        writeTimeoutMs: 4000,
       },
       webhooks: {
         enabled: false,
