@@ -117,16 +117,41 @@ export interface TransferChain {
   /** A recent blockhash and the last block height a transaction made with it can land at. */
   getLatestBlockhash(signal?: AbortSignal): Promise<{ blockhash: string; lastValidBlockHeight: bigint }>;
   getBlockHeight(signal?: AbortSignal): Promise<bigint>;
-  /** The statuses of transactions, history searched (undefined: the cluster does not know it). */
+  /**
+   * The statuses of transactions (undefined: the cluster does not know it). `searchHistory` asks
+   * the cluster to look past its recent status cache, which costs it more: for transactions that
+   * may be older than a few minutes.
+   */
   getSignatureStatuses(
     signatures: readonly string[],
     signal?: AbortSignal,
+    options?: { readonly searchHistory?: boolean },
   ): Promise<readonly (SentStatus | undefined)[]>;
   /** What the transaction would do now: its error (null: none) and its logs. */
   simulateTransaction(
     transaction: string,
     signal?: AbortSignal,
   ): Promise<{ err: unknown; logs: readonly string[] }>;
-  /** Sends a signed transaction (base64) without preflight: the executor simulated it already. */
-  sendTransaction(transaction: string, signal?: AbortSignal): Promise<void>;
+  /**
+   * Sends a signed transaction (base64). With `preflight`, the cluster simulates it first and
+   * refuses one that would fail, throwing PreflightFailure with the transaction's error: such a
+   * transaction was not sent and cannot land. Without, it is sent as is (to send again the same
+   * bytes, which may have landed meanwhile).
+   */
+  sendTransaction(
+    transaction: string,
+    signal?: AbortSignal,
+    options?: { readonly preflight?: boolean },
+  ): Promise<void>;
+}
+
+/** The cluster's preflight simulation refused a transaction: it was not sent. */
+export class PreflightFailure extends Error {
+  override readonly name = "PreflightFailure";
+  /** The transaction's error in the cluster's JSON form ("BlockhashNotFound", {InstructionError: …}). */
+  readonly err: unknown;
+  constructor(err: unknown) {
+    super("the transaction failed its preflight simulation and was not sent");
+    this.err = err;
+  }
 }

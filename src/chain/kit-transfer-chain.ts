@@ -9,8 +9,12 @@ import {
 } from "@solana/kit";
 import { getTokenDecoder } from "@solana-program/token";
 import type { SolanaCommitment } from "../config.ts";
-import type { TransferChain } from "./chain.ts";
+import { UnavailableError } from "../domain/errors.ts";
+import { PreflightFailure, type TransferChain } from "./chain.ts";
 import { guardChainRead } from "./kit-chain.ts";
+
+/** The JSON-RPC error of a transaction its preflight simulation refused (Agave's -32002). */
+const PREFLIGHT_FAILURE = -32002;
 
 /** Token-2022 token accounts share SPL Token's first 165 bytes, which hold everything read here. */
 const ACCOUNT_SIZE = 165;
@@ -32,6 +36,7 @@ export function createKitTransferChain(options: {
   const commitment = options.commitment === "processed" ? "confirmed" : options.commitment;
   const base64 = getBase64Encoder();
   const abort = (signal: AbortSignal | undefined) => (signal === undefined ? {} : { abortSignal: signal });
+  let sent = 0;
 
   return {
     getTokenAccount: (at, signal) =>
@@ -63,10 +68,12 @@ export function createKitTransferChain(options: {
       guardChainRead(signal, async () =>
         BigInt(await rpc.getBlockHeight({ commitment }).send(abort(signal))),
       ),
-    getSignatureStatuses: (signatures, signal) =>
+    getSignatureStatuses: (signatures, signal, statusOptions) =>
       guardChainRead(signal, async () => {
         const { value } = await rpc
-          .getSignatureStatuses(signatures as Signature[], { searchTransactionHistory: true })
+          .getSignatureStatuses(signatures as Signature[], {
+            searchTransactionHistory: statusOptions?.searchHistory === true,
+          })
           .send(abort(signal));
         return value.map((status) =>
           status === null || status.confirmationStatus === "processed"
@@ -84,14 +91,41 @@ export function createKitTransferChain(options: {
           .send(abort(signal));
         return { err: value.err, logs: value.logs ?? [] };
       }),
-    sendTransaction: (transaction, signal) =>
-      guardChainRead(signal, async () => {
-        await rpc
-          .sendTransaction(transaction as Base64EncodedWireTransaction, {
-            encoding: "base64",
-            skipPreflight: true,
-          })
-          .send(abort(signal));
-      }),
+    async sendTransaction(transaction, signal, sendOptions) {
+      if (sendOptions?.preflight !== true) {
+        return guardChainRead(signal, async () => {
+          await rpc
+            .sendTransaction(transaction as Base64EncodedWireTransaction, {
+              encoding: "base64",
+              skipPreflight: true,
+            })
+            .send(abort(signal));
+        });
+      }
+      // Straight through the transport: kit turns a preflight failure into an error whose
+      // transaction error is no longer in the cluster's JSON form, which the executor reads.
+      const response = await guardChainRead(signal, () =>
+        options.transport<{ error?: { code?: number | bigint; data?: { err?: unknown } } }>({
+          payload: {
+            jsonrpc: "2.0",
+            id: ++sent,
+            method: "sendTransaction",
+            params: [transaction, { encoding: "base64", preflightCommitment: commitment }],
+          },
+          ...(signal === undefined ? {} : { signal }),
+        }),
+      );
+      const error = response.error;
+      if (error === undefined) return;
+      // Kit's transports read integers exactly, as bigints.
+      if (
+        Number(error.code) === PREFLIGHT_FAILURE &&
+        error.data?.err !== undefined &&
+        error.data.err !== null
+      ) {
+        throw new PreflightFailure(error.data.err);
+      }
+      throw new UnavailableError("the Solana RPC refused the transaction", { cause: error });
+    },
   };
 }

@@ -18,10 +18,11 @@ export function createLazyTransferChain(load: () => Promise<TransferChain>): Tra
     getTokenAccount: async (address, signal) => (await get()).getTokenAccount(address, signal),
     getLatestBlockhash: async (signal) => (await get()).getLatestBlockhash(signal),
     getBlockHeight: async (signal) => (await get()).getBlockHeight(signal),
-    getSignatureStatuses: async (signatures, signal) =>
-      (await get()).getSignatureStatuses(signatures, signal),
+    getSignatureStatuses: async (signatures, signal, options) =>
+      (await get()).getSignatureStatuses(signatures, signal, options),
     simulateTransaction: async (transaction, signal) =>
       (await get()).simulateTransaction(transaction, signal),
-    sendTransaction: async (transaction, signal) => (await get()).sendTransaction(transaction, signal),
+    sendTransaction: async (transaction, signal, options) =>
+      (await get()).sendTransaction(transaction, signal, options),
   };
 }

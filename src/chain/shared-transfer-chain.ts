@@ -29,18 +29,24 @@ export function createSharedTransferChain(
     resolve(statuses: readonly (SentStatus | undefined)[]): void;
     reject(error: unknown): void;
   }
-  let queue: Asked[] = [];
+  /** The callers of this turn, apart by whether they asked for history to be searched. */
+  const queues: [Asked[], Asked[]] = [[], []];
   let flushing = false;
   const flush = () => {
     flushing = false;
-    const asked = queue;
-    queue = [];
+    flushQueue(false);
+    flushQueue(true);
+  };
+  const flushQueue = (searchHistory: boolean) => {
+    const index = searchHistory ? 1 : 0;
+    const asked = queues[index];
+    queues[index] = [];
     // Calls of at most MAX_STATUSES_PER_CALL signatures, each caller's whole within one call.
     let batch: Asked[] = [];
     let size = 0;
     const send = (group: Asked[]) => {
       const all = group.flatMap((a) => a.signatures);
-      chain.getSignatureStatuses(all).then(
+      chain.getSignatureStatuses(all, undefined, { searchHistory }).then(
         (statuses) => {
           let at = 0;
           for (const a of group) {
@@ -69,12 +75,14 @@ export function createSharedTransferChain(
     getTokenAccount: (address, signal) => chain.getTokenAccount(address, signal),
     getLatestBlockhash: (signal) => withSignal(blockhash(), signal),
     getBlockHeight: (signal) => withSignal(height(), signal),
-    getSignatureStatuses(signatures, signal) {
+    getSignatureStatuses(signatures, signal, options) {
       if (signatures.length === 0) return Promise.resolve([]);
       // A caller asking for more than one call carries is served alone, in its own calls.
-      if (signatures.length > MAX_STATUSES_PER_CALL) return chain.getSignatureStatuses(signatures, signal);
+      if (signatures.length > MAX_STATUSES_PER_CALL) {
+        return chain.getSignatureStatuses(signatures, signal, options);
+      }
       const answer = new Promise<readonly (SentStatus | undefined)[]>((resolve, reject) => {
-        queue.push({ signatures, resolve, reject });
+        queues[options?.searchHistory === true ? 1 : 0].push({ signatures, resolve, reject });
       });
       if (!flushing) {
         flushing = true;
@@ -83,7 +91,7 @@ export function createSharedTransferChain(
       return withSignal(answer, signal);
     },
     simulateTransaction: (transaction, signal) => chain.simulateTransaction(transaction, signal),
-    sendTransaction: (transaction, signal) => chain.sendTransaction(transaction, signal),
+    sendTransaction: (transaction, signal, options) => chain.sendTransaction(transaction, signal, options),
   };
 }
 

@@ -53,6 +53,29 @@ export async function associatedTokenAccount(owner: string, token: TokenRef): Pr
   return account;
 }
 
+/** How a transaction builder finds a wallet's associated token account. */
+export type AssociatedAccountOf = (owner: string, token: TokenRef) => Promise<string>;
+
+/**
+ * associatedTokenAccount, remembering up to `max` answers: a program-derived address costs about
+ * a millisecond (SHA-256 through WebCrypto and an on-curve check per bump tried), and a keeper
+ * derives the same sources and destinations at every slot.
+ */
+export function createAssociatedAccountCache(max = 10_000): AssociatedAccountOf {
+  const known = new Map<string, Promise<string>>();
+  return (owner, token) => {
+    const key = `${owner}:${token.mint}:${token.program}`;
+    let found = known.get(key);
+    if (found === undefined) {
+      found = associatedTokenAccount(owner, token);
+      known.set(key, found);
+      found.catch(() => known.delete(key));
+      if (known.size > max) known.delete(known.keys().next().value as string);
+    }
+    return found;
+  };
+}
+
 /**
  * The approval an owner signs: approveChecked on the owner's associated token account, naming
  * `delegate` with a cap of `amount` base units, fee paid by the owner. Unsigned: its one signature
@@ -97,11 +120,14 @@ export async function delegatedTransferTransaction(options: {
   token: TokenRef;
   amount: bigint;
   lifetime: Lifetime;
+  /** Where associated token accounts come from (a cache, say); associatedTokenAccount by default. */
+  accountOf?: AssociatedAccountOf;
 }): Promise<{ transaction: string; signature: string; sourceAccount: string; destinationAccount: string }> {
   const { feePayer, authority, source, destination, token, amount, lifetime } = options;
+  const accountOf = options.accountOf ?? associatedTokenAccount;
   const [sourceAccount, destinationAccount] = await Promise.all([
-    associatedTokenAccount(source, token),
-    associatedTokenAccount(destination, token),
+    accountOf(source, token),
+    accountOf(destination, token),
   ]);
   const payer = createNoopSigner(feePayer.address);
   const delegate = createNoopSigner(authority.address);

@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { JsonObject } from "../agent/agent-store.ts";
-import type { Chain, TransferChain } from "../chain/chain.ts";
+import { type Chain, PreflightFailure, type TransferChain } from "../chain/chain.ts";
 import type { DelegateKeys } from "../chain/delegate-keys.ts";
 import type { SigningKey } from "../chain/ed25519-key.ts";
-import type { TokenRef } from "../chain/token-transactions.ts";
+import type { AssociatedAccountOf, TokenRef } from "../chain/token-transactions.ts";
 import { baseUnits } from "../domain/base-units.ts";
 import { UnavailableError } from "../domain/errors.ts";
 import type { PriceSource } from "../token/token-source.ts";
@@ -82,6 +82,8 @@ const TOKEN_ERRORS: Record<number, string> = {
 export function createTransferExecutor(options: TransferExecutorOptions): Executor {
   const { chain, transfers, executor, delegates, prices, caps } = options;
   const pollMs = options.pollMs ?? 400;
+  /** Associated token accounts derived once per wallet and token (made with the builders). */
+  let accountOf: AssociatedAccountOf | undefined;
 
   return {
     async execute(execution) {
@@ -120,9 +122,11 @@ export function createTransferExecutor(options: TransferExecutorOptions): Execut
     const sent = await journal.transactions();
     if (sent.length > 0) {
       const height = await transfers.getBlockHeight(signal);
+      // History searched: an attempt after a crash may come long after the send.
       const statuses = await transfers.getSignatureStatuses(
         sent.map((t) => t.signature),
         signal,
+        { searchHistory: true },
       );
       const landed = sent.findIndex((_, i) => statuses[i] !== undefined && statuses[i]?.err === null);
       if (landed >= 0) return succeeded(sent[landed] as SentTransaction, moving);
@@ -151,8 +155,9 @@ export function createTransferExecutor(options: TransferExecutorOptions): Execut
         `moving ${usd.toFixed(2)} USD more would pass the cap of ${caps.perDayUsd} USD per day (${movedToday.toFixed(2)} USD moved today)`,
       );
     }
-    const { associatedTokenAccount, delegatedTransferTransaction } = await loadTokenTransactions();
-    const sourceAccount = await associatedTokenAccount(source, token);
+    const { createAssociatedAccountCache, delegatedTransferTransaction } = await loadTokenTransactions();
+    accountOf ??= createAssociatedAccountCache();
+    const sourceAccount = await accountOf(source, token);
     const state = await transfers.getTokenAccount(sourceAccount, signal);
     if (state === undefined) return final(`the source wallet has no ${symbol} account`);
     if (state.frozen) return final(`the source's ${symbol} account is frozen`);
@@ -179,9 +184,8 @@ export function createTransferExecutor(options: TransferExecutorOptions): Execut
       token,
       amount: units,
       lifetime,
+      accountOf,
     });
-    const simulated = await transfers.simulateTransaction(built.transaction, signal);
-    if (simulated.err !== null && simulated.err !== undefined) return failedOnChain(simulated.err);
     const kept = {
       signature: built.signature,
       lastValidBlockHeight: lifetime.lastValidBlockHeight,
@@ -189,7 +193,15 @@ export function createTransferExecutor(options: TransferExecutorOptions): Execut
     };
     if (!(await journal.record(kept))) return retry("the run lost its hold on this slot before sending");
     options.hooks?.beforeSend?.();
-    await transfers.sendTransaction(built.transaction, signal);
+    try {
+      // The send's own preflight is the simulation: a transaction it refuses was not sent and
+      // cannot land, so the run fails with the chain's reason (and a later attempt that finds it
+      // in the journal sees it unknown, and signs anew once its blockhash has expired).
+      await transfers.sendTransaction(built.transaction, signal, { preflight: true });
+    } catch (error) {
+      if (error instanceof PreflightFailure) return failedOnChain(error.err);
+      throw error;
+    }
     options.hooks?.afterSend?.();
     return follow({ ...kept, generation: 0, recordedAt: new Date() }, moving);
   }
