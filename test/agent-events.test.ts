@@ -146,6 +146,9 @@ describe.each(STORES)("agent events on the %s store", (_name, storeEnv) => {
         EVENT_POLL_INTERVAL_MS: "50",
         STREAM_MAX_PER_KEY: "5000",
         HTTP2_MAX_CONCURRENT_STREAMS: "2000",
+        // 1,000 resumes at once read the log together; on a busy two-core machine one read may
+        // wait longer than the default 5 s, which is a slow machine, not a lost event.
+        MONGODB_OPERATION_TIMEOUT_MS: "30000",
       },
     });
     cleanup(() => server.close());

@@ -6,6 +6,9 @@
  * never depend on the database.
  */
 import { randomBytes } from "node:crypto";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { DescService, JsonValue } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
@@ -13,6 +16,7 @@ import { AgentService } from "../gen/agent/v1/agent_pb.ts";
 import { TokenService } from "../gen/token/v1/token_pb.ts";
 import { createProtocols, type Outcome, type Protocol } from "./support/callers.ts";
 import { useCleanups } from "./support/cleanups.ts";
+import { writeDelegateSeed } from "./support/executor-keypair.ts";
 import { type FerretdbServer, startFerretdb } from "./support/ferretdb.ts";
 import { type RunningServer, startServer } from "./support/start-server.ts";
 
@@ -51,13 +55,24 @@ interface Service {
   close(): Promise<void>;
 }
 
+const DELEGATE_SEED_FILE = join(mkdtempSync(join(tmpdir(), "mongo-faults-")), "delegate.seed");
+writeDelegateSeed(DELEGATE_SEED_FILE);
+
 async function startService(
   db: FerretdbServer,
   dbName: string,
   env: Record<string, string> = {},
 ): Promise<Service> {
   const server = await startServer({
-    env: { MONGODB_URI: db.uri, MONGODB_DB: dbName, MONGODB_SERVER_SELECTION_TIMEOUT_MS: "500", ...env },
+    env: {
+      MONGODB_URI: db.uri,
+      MONGODB_DB: dbName,
+      MONGODB_SERVER_SELECTION_TIMEOUT_MS: "500",
+      // One delegates' secret for every service of the test, as replicas and restarts share it:
+      // the delegates a pending agent names stay the same across a restart.
+      DELEGATE_SEED: DELEGATE_SEED_FILE,
+      ...env,
+    },
   });
   const protocols = createProtocols(server.baseUrl).filter((p) => CHECKED.includes(p.name));
   expect(protocols.map((p) => p.name)).toEqual(CHECKED);

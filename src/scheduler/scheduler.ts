@@ -295,10 +295,13 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
 
   async function poll(): Promise<void> {
     if (stopping) return;
-    await activatePending();
     const free = options.concurrency - running.size;
+    // Both reads at once: a poll costs the slower of the two, not their sum.
+    const [, due] = await Promise.all([
+      activatePending(),
+      free > 0 ? agents.due(now(), free * 2) : Promise.resolve([] as readonly AgentRecord[]),
+    ]);
     if (stopping || free <= 0) return;
-    const due = await agents.due(now(), free * 2);
     /** Claims under way, so that concurrent claims cannot overfill `concurrency`. */
     let claiming = 0;
     // Agents are handled a few at a time: a poll costs a few round trips rather than a few per
