@@ -6,6 +6,7 @@ import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Registry as PrometheusRegistry } from "prom-client";
 import type { AppContext } from "./app-context.ts";
 import { createRateLimiter } from "./auth/rate-limiter.ts";
+import { createRevocationWatch } from "./auth/revocation-watch.ts";
 import { createAgentEventWatch } from "./events/agent-event-watch.ts";
 import { createEventFeed } from "./events/event-feed.ts";
 import { createCorsHandler } from "./http/cors.ts";
@@ -45,6 +46,7 @@ export interface Server {
     readonly slots: { streams: number; keys: number };
     readonly events: { watches: number; live: number; timer: boolean };
     readonly prices: { subscriptions: number; mints: number; timer: boolean };
+    readonly revocations: { keys: number; holds: number; timer: boolean };
   };
 }
 
@@ -103,12 +105,25 @@ export function build(context: AppContext, options: BuildOptions = {}): Server {
     prices: context.prices,
     intervalMs: config.prices.watchIntervalMs,
   });
+  const revocationLog = createRateLimitedLog({ logger, level: "warn", perSecond: 1 });
+  // Streams outlive the key check at their start: a revoked key's streams are ended.
+  const revocations = createRevocationWatch({
+    keys: context.apiKeys,
+    periodMs: context.apiKeys.cacheTtlMs,
+    onError: (error) => {
+      revocationLog(
+        { err: error instanceof Error ? error.message : String(error) },
+        "checking the API keys of open streams failed",
+      );
+    },
+  });
   const streams: StreamSettings = {
     heartbeatMs: config.streams.heartbeatMs,
     bufferMessages: config.streams.bufferMessages,
     slots: createStreamSlots({ maxPerKey: config.streams.maxPerKey }),
     metrics: registerStreamMetrics(metrics.registry),
     shutdown: shutdown.signal,
+    revocations,
   };
   const agentEvents = createAgentEventWatch({
     feed,
@@ -244,13 +259,19 @@ export function build(context: AppContext, options: BuildOptions = {}): Server {
         });
       });
     },
-    streamStats: () => ({ slots: streams.slots.stats(), events: feed.stats(), prices: priceWatch.stats() }),
+    streamStats: () => ({
+      slots: streams.slots.stats(),
+      events: feed.stats(),
+      prices: priceWatch.stats(),
+      revocations: revocations.stats(),
+    }),
     async close() {
       // Readiness and health turn NOT_SERVING, and health watches and other streams end (with
       // unavailable, so clients reconnect elsewhere), before the drain begins.
       shutdown.abort();
       feed.close();
       priceWatch.close();
+      revocations.close();
       await dual.close(config.shutdownTimeoutMs);
     },
   };

@@ -101,6 +101,7 @@ const nothingHeld = {
   slots: { streams: 0, keys: 0 },
   events: { watches: 0, live: 0, timer: false },
   prices: { subscriptions: 0, mints: 0, timer: false },
+  revocations: { keys: 0, holds: 0, timer: false },
 };
 
 describe.each(STORES)("stream slots on the %s store", (_name, storeEnv) => {
