@@ -14,6 +14,7 @@ import { drainUnreadBody } from "./http/drain-unread-body.ts";
 import { createDualProtocolServer } from "./http/dual-protocol-server.ts";
 import { createMetricsEndpoint } from "./http/metrics-endpoint.ts";
 import { createProbeHandler } from "./http/probes.ts";
+import { createStalledWrites } from "./http/stalled-writes.ts";
 import { answerUnknownRoute } from "./http/unknown-route.ts";
 import { createLeanUnary } from "./lean/lean-unary.ts";
 import { droppedLogLines } from "./logger.ts";
@@ -145,6 +146,9 @@ export function build(context: AppContext, options: BuildOptions = {}): Server {
   };
   /** Paths of RPCs whose request is a stream: REQUEST_TIMEOUT_MS does not cut them off. */
   const streamingPaths = new Set<string>();
+  /** Paths of RPCs whose answer is a stream: connect-node's writes of them get a deadline. */
+  const serverStreamingPaths = new Set<string>();
+  const stalledWrites = createStalledWrites({ timeoutMs: config.streams.writeTimeoutMs });
   /** REST paths from the contract's google.api.http rules, served by the same Connect handlers. */
   let rest: ReturnType<typeof createRestHandler> = () => false;
   // Outermost first. Logging and metrics see every call as its caller does, so they sit outside
@@ -199,6 +203,7 @@ export function build(context: AppContext, options: BuildOptions = {}): Server {
       for (const handler of router.handlers) {
         const kind = handler.method.methodKind;
         if (kind === "client_streaming" || kind === "bidi_streaming") streamingPaths.add(handler.requestPath);
+        if (kind === "server_streaming") serverStreamingPaths.add(handler.requestPath);
       }
       rest = createRestHandler({
         handlers: router.handlers,
@@ -240,6 +245,9 @@ export function build(context: AppContext, options: BuildOptions = {}): Server {
         return;
       clampDeadlineHeaders(req.headers);
       drainUnreadBody(req);
+      const url = req.url ?? "";
+      const query = url.indexOf("?");
+      if (serverStreamingPaths.has(query < 0 ? url : url.slice(0, query))) stalledWrites.watch(res);
       connect(req, res);
     },
     streamHandler: config.leanUnary ? lean.http2 : undefined,
@@ -272,6 +280,7 @@ export function build(context: AppContext, options: BuildOptions = {}): Server {
       feed.close();
       priceWatch.close();
       revocations.close();
+      stalledWrites.stop();
       await dual.close(config.shutdownTimeoutMs);
     },
   };
