@@ -171,9 +171,16 @@ export interface WebhooksConfig {
   readonly maxEndpointsPerOwner: number;
   /** Each attempt's bound, from connecting to the last byte of the answer read. */
   readonly timeoutMs: number;
+  /**
+   * The bound on connecting (resolving, TCP, TLS) within `timeoutMs`: a host that does not take
+   * the connection frees its place soon, while an endpoint that is slow to answer keeps the rest.
+   */
+  readonly connectTimeoutMs: number;
   /** Attempts in flight in this process, and to one endpoint from this process. */
   readonly concurrency: number;
   readonly maxInFlightPerEndpoint: number;
+  /** Attempts in flight for one owner's endpoints from this process: one owner cannot take every place. */
+  readonly maxInFlightPerOwner: number;
   /** How often this process looks for new events and for due deliveries. */
   readonly pollIntervalMs: number;
   /** The first retry's delay; each later one doubles, up to `retryMaxMs`, with ±20% jitter. */
@@ -367,8 +374,10 @@ export const CONFIG_VARIABLES = {
   WEBHOOK_ALLOW_PRIVATE_NETWORKS: "false",
   WEBHOOK_MAX_ENDPOINTS_PER_OWNER: "10",
   WEBHOOK_TIMEOUT_MS: "10000",
+  WEBHOOK_CONNECT_TIMEOUT_MS: "3000",
   WEBHOOK_CONCURRENCY: "32",
   WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT: "4",
+  WEBHOOK_MAX_IN_FLIGHT_PER_OWNER: "8",
   WEBHOOK_POLL_INTERVAL_MS: "250",
   WEBHOOK_RETRY_BASE_MS: "5000",
   WEBHOOK_RETRY_MAX_MS: "14400000",
@@ -561,8 +570,10 @@ export function loadConfig(env: Env = process.env): Config {
     allowPrivateNetworks: bool("WEBHOOK_ALLOW_PRIVATE_NETWORKS"),
     maxEndpointsPerOwner: int("WEBHOOK_MAX_ENDPOINTS_PER_OWNER", 1, 1000),
     timeoutMs: int("WEBHOOK_TIMEOUT_MS", 100, 60_000),
+    connectTimeoutMs: int("WEBHOOK_CONNECT_TIMEOUT_MS", 100, 60_000),
     concurrency: int("WEBHOOK_CONCURRENCY", 1, 1000),
     maxInFlightPerEndpoint: int("WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT", 1, 100),
+    maxInFlightPerOwner: int("WEBHOOK_MAX_IN_FLIGHT_PER_OWNER", 1, 1000),
     pollIntervalMs: int("WEBHOOK_POLL_INTERVAL_MS", 10, 60_000),
     retryBaseMs: int("WEBHOOK_RETRY_BASE_MS", 1, 3_600_000),
     retryMaxMs: int("WEBHOOK_RETRY_MAX_MS", 1, 86_400_000),

@@ -6,6 +6,7 @@ import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Registry as PrometheusRegistry } from "prom-client";
 import type { AppContext } from "./app-context.ts";
 import { createRateLimiter } from "./auth/rate-limiter.ts";
+import { createRevocationWatch } from "./auth/revocation-watch.ts";
 import { createAgentEventWatch } from "./events/agent-event-watch.ts";
 import { createEventFeed } from "./events/event-feed.ts";
 import { createCorsHandler } from "./http/cors.ts";
@@ -13,6 +14,7 @@ import { drainUnreadBody } from "./http/drain-unread-body.ts";
 import { createDualProtocolServer } from "./http/dual-protocol-server.ts";
 import { createMetricsEndpoint } from "./http/metrics-endpoint.ts";
 import { createProbeHandler } from "./http/probes.ts";
+import { createStalledWrites } from "./http/stalled-writes.ts";
 import { answerUnknownRoute } from "./http/unknown-route.ts";
 import { createLeanUnary } from "./lean/lean-unary.ts";
 import { droppedLogLines } from "./logger.ts";
@@ -45,6 +47,7 @@ export interface Server {
     readonly slots: { streams: number; keys: number };
     readonly events: { watches: number; live: number; timer: boolean };
     readonly prices: { subscriptions: number; mints: number; timer: boolean };
+    readonly revocations: { keys: number; holds: number; timer: boolean };
   };
 }
 
@@ -103,12 +106,25 @@ export function build(context: AppContext, options: BuildOptions = {}): Server {
     prices: context.prices,
     intervalMs: config.prices.watchIntervalMs,
   });
+  const revocationLog = createRateLimitedLog({ logger, level: "warn", perSecond: 1 });
+  // Streams outlive the key check at their start: a revoked key's streams are ended.
+  const revocations = createRevocationWatch({
+    keys: context.apiKeys,
+    periodMs: context.apiKeys.cacheTtlMs,
+    onError: (error) => {
+      revocationLog(
+        { err: error instanceof Error ? error.message : String(error) },
+        "checking the API keys of open streams failed",
+      );
+    },
+  });
   const streams: StreamSettings = {
     heartbeatMs: config.streams.heartbeatMs,
     bufferMessages: config.streams.bufferMessages,
     slots: createStreamSlots({ maxPerKey: config.streams.maxPerKey }),
     metrics: registerStreamMetrics(metrics.registry),
     shutdown: shutdown.signal,
+    revocations,
   };
   const agentEvents = createAgentEventWatch({
     feed,
@@ -130,6 +146,9 @@ export function build(context: AppContext, options: BuildOptions = {}): Server {
   };
   /** Paths of RPCs whose request is a stream: REQUEST_TIMEOUT_MS does not cut them off. */
   const streamingPaths = new Set<string>();
+  /** Paths of RPCs whose answer is a stream: connect-node's writes of them get a deadline. */
+  const serverStreamingPaths = new Set<string>();
+  const stalledWrites = createStalledWrites({ timeoutMs: config.streams.writeTimeoutMs });
   /** REST paths from the contract's google.api.http rules, served by the same Connect handlers. */
   let rest: ReturnType<typeof createRestHandler> = () => false;
   // Outermost first. Logging and metrics see every call as its caller does, so they sit outside
@@ -184,6 +203,7 @@ export function build(context: AppContext, options: BuildOptions = {}): Server {
       for (const handler of router.handlers) {
         const kind = handler.method.methodKind;
         if (kind === "client_streaming" || kind === "bidi_streaming") streamingPaths.add(handler.requestPath);
+        if (kind === "server_streaming") serverStreamingPaths.add(handler.requestPath);
       }
       rest = createRestHandler({
         handlers: router.handlers,
@@ -225,6 +245,9 @@ export function build(context: AppContext, options: BuildOptions = {}): Server {
         return;
       clampDeadlineHeaders(req.headers);
       drainUnreadBody(req);
+      const url = req.url ?? "";
+      const query = url.indexOf("?");
+      if (serverStreamingPaths.has(query < 0 ? url : url.slice(0, query))) stalledWrites.watch(res);
       connect(req, res);
     },
     streamHandler: config.leanUnary ? lean.http2 : undefined,
@@ -244,13 +267,20 @@ export function build(context: AppContext, options: BuildOptions = {}): Server {
         });
       });
     },
-    streamStats: () => ({ slots: streams.slots.stats(), events: feed.stats(), prices: priceWatch.stats() }),
+    streamStats: () => ({
+      slots: streams.slots.stats(),
+      events: feed.stats(),
+      prices: priceWatch.stats(),
+      revocations: revocations.stats(),
+    }),
     async close() {
       // Readiness and health turn NOT_SERVING, and health watches and other streams end (with
       // unavailable, so clients reconnect elsewhere), before the drain begins.
       shutdown.abort();
       feed.close();
       priceWatch.close();
+      revocations.close();
+      stalledWrites.stop();
       await dual.close(config.shutdownTimeoutMs);
     },
   };

@@ -71,7 +71,7 @@ async function appendEvents(server: RunningServer, count: number): Promise<void>
  */
 async function openUnread(
   server: RunningServer,
-  path: string,
+  request: string | Buffer,
 ): Promise<{ socket: net.Socket; head: string }> {
   const socket = net.connect(server.port, "127.0.0.1");
   cleanup(async () => void socket.destroy());
@@ -79,7 +79,7 @@ async function openUnread(
     socket.once("connect", resolve);
     socket.once("error", reject);
   });
-  socket.write(`GET ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\naccept: text/event-stream\r\n\r\n`);
+  socket.write(request);
   const head = await new Promise<string>((resolve, reject) => {
     socket.once("data", (chunk: Buffer) => {
       socket.pause();
@@ -88,6 +88,21 @@ async function openUnread(
     socket.once("error", reject);
   });
   return { socket, head };
+}
+
+/** A REST event stream's request. */
+const sseRequest = (path: string) =>
+  `GET ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\naccept: text/event-stream\r\n\r\n`;
+
+/** A server-streaming call over the Connect protocol (JSON on HTTP/1.1), served by connect-node. */
+function connectStreamRequest(path: string, message: unknown): Buffer {
+  const json = Buffer.from(JSON.stringify(message));
+  const envelope = Buffer.concat([Buffer.from([0, 0, 0, 0, 0]), json]);
+  envelope.writeUInt32BE(json.length, 1);
+  const head =
+    `POST ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/connect+json\r\n` +
+    `connect-protocol-version: 1\r\ncontent-length: ${envelope.length}\r\n\r\n`;
+  return Buffer.concat([Buffer.from(head), envelope]);
 }
 
 /** The value of the `streams_open` gauge for WatchAgentEvents, as /metrics shows it. */
@@ -101,6 +116,7 @@ const nothingHeld = {
   slots: { streams: 0, keys: 0 },
   events: { watches: 0, live: 0, timer: false },
   prices: { subscriptions: 0, mints: 0, timer: false },
+  revocations: { keys: 0, holds: 0, timer: false },
 };
 
 describe.each(STORES)("stream slots on the %s store", (_name, storeEnv) => {
@@ -112,7 +128,7 @@ describe.each(STORES)("stream slots on the %s store", (_name, storeEnv) => {
     await appendEvents(server, REPLAYED_EVENTS);
     // More drops than the caller may hold streams: each must give its slot back.
     for (let i = 0; i <= cap; i++) {
-      const { socket, head } = await openUnread(server, "/v1/agents/events:watch?after=0");
+      const { socket, head } = await openUnread(server, sseRequest("/v1/agents/events:watch?after=0"));
       expect(head, `stream ${i + 1}`).toBe("HTTP/1.1 200 OK");
       // Still replaying: the unread client holds the replay up, as it would a server without
       // a way out of its wait for "drain".
@@ -148,12 +164,28 @@ describe.each(STORES)("stream slots on the %s store", (_name, storeEnv) => {
   it("come back from a REST reader that stays connected but stops reading (STREAM_WRITE_TIMEOUT_MS)", async () => {
     const server = await serve({ ...storeEnv(), STREAM_WRITE_TIMEOUT_MS: "500" });
     await appendEvents(server, REPLAYED_EVENTS);
-    const { socket, head } = await openUnread(server, "/v1/agents/events:watch?after=0");
+    const { socket, head } = await openUnread(server, sseRequest("/v1/agents/events:watch?after=0"));
     expect(head).toBe("HTTP/1.1 200 OK");
     // The server ends it (the client never closes its side, nor reads), and lets go of all it held.
     await expect.poll(() => server.streamStats(), { timeout: 10_000 }).toEqual(nothingHeld);
     expect(await streamsOpenGauge(server)).toBe(0);
     // The connection is gone too: a client that reads again finds it closed.
+    const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+    socket.on("error", () => {});
+    socket.resume();
+    await closed;
+  });
+
+  it("come back from a Connect-protocol reader (connect-node) that stays connected but stops reading", async () => {
+    const server = await serve({ ...storeEnv(), STREAM_WRITE_TIMEOUT_MS: "500" });
+    await appendEvents(server, REPLAYED_EVENTS);
+    const { socket, head } = await openUnread(
+      server,
+      connectStreamRequest("/agent.v1.AgentService/WatchAgentEvents", { after: "0" }),
+    );
+    expect(head).toBe("HTTP/1.1 200 OK");
+    await expect.poll(() => server.streamStats(), { timeout: 10_000 }).toEqual(nothingHeld);
+    expect(await streamsOpenGauge(server)).toBe(0);
     const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
     socket.on("error", () => {});
     socket.resume();

@@ -260,6 +260,7 @@ describe("streams: errors and limits", () => {
         slots: { streams: 0, keys: 0 },
         events: { watches: 0, live: 0, timer: false },
         prices: { subscriptions: 0, mints: 0, timer: false },
+        revocations: { keys: 0, holds: 0, timer: false },
       });
   });
 });

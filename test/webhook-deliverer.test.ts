@@ -3,6 +3,7 @@
  * whose every delivery fails for the disable period is disabled (a success in between starts the
  * period again). Real HTTP to a receiver on a loopback socket; the memory store.
  */
+import { spawn } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createHttpWebhookSender } from "../src/webhooks/http-webhook-sender.ts";
 import { createMemoryWebhookStore } from "../src/webhooks/memory-webhook-store.ts";
@@ -69,6 +70,7 @@ describe("disabling an endpoint that keeps failing", () => {
     const store = createMemoryWebhookStore();
     const sender = createHttpWebhookSender({
       timeoutMs: 2_000,
+      connectTimeoutMs: 2_000,
       maxResponseBytes: 65_536,
       allowPrivateNetworks: true,
       maxSocketsPerHost: 2,
@@ -81,6 +83,7 @@ describe("disabling an endpoint that keeps failing", () => {
       worker: "w",
       concurrency: 4,
       maxInFlightPerEndpoint: 4,
+      maxInFlightPerOwner: 16,
       leaseMs: 5_000,
       retry: DEFAULTS,
       disableAfterMs: 72 * HOUR,
@@ -166,6 +169,7 @@ describe("the sender's bounds", () => {
     const port = (server.address() as { port: number }).port;
     const sender = createHttpWebhookSender({
       timeoutMs: 300,
+      connectTimeoutMs: 300,
       maxResponseBytes: 65_536,
       allowPrivateNetworks: true,
       maxSocketsPerHost: 2,
@@ -201,6 +205,7 @@ describe("the sender's bounds", () => {
     const port = (server.address() as { port: number }).port;
     const sender = createHttpWebhookSender({
       timeoutMs: 5_000,
+      connectTimeoutMs: 5_000,
       maxResponseBytes: 65_536,
       allowPrivateNetworks: true,
       maxSocketsPerHost: 2,
@@ -215,6 +220,142 @@ describe("the sender's bounds", () => {
       server.close();
     }
     expect(written).toBeLessThan(64 * 1024 * 1024);
+  });
+});
+
+describe("the sender's connect timeout", () => {
+  /**
+   * A listener whose process never accepts (its event loop is blocked): once the kernel's accept
+   * queue is full (the backlog of 1 holds two connections), new connections are not taken, and a
+   * connect to it waits.
+   */
+  async function startUnreachable(): Promise<{ port: number; close: () => void }> {
+    const child = spawn(
+      process.execPath,
+      [
+        "-e",
+        `const net = require("node:net");
+         const server = net.createServer();
+         server.listen({ port: 0, host: "127.0.0.1", backlog: 1 }, () => {
+           require("node:fs").writeSync(1, server.address().port + "\\n");
+           Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);
+         });`,
+      ],
+      { stdio: ["ignore", "pipe", "inherit"] },
+    );
+    const port = await new Promise<number>((resolve) =>
+      child.stdout.once("data", (d) => resolve(Number(String(d)))),
+    );
+    const { connect } = await import("node:net");
+    const queued = [connect(port, "127.0.0.1"), connect(port, "127.0.0.1")];
+    await Promise.all(queued.map((s) => new Promise((resolve) => s.once("connect", resolve))));
+    return {
+      port,
+      close: () => {
+        for (const s of queued) s.destroy();
+        child.kill("SIGKILL");
+      },
+    };
+  }
+
+  it("gives up on a host that does not take the connection, and not on one that is slow to answer", async () => {
+    const unreachable = await startUnreachable();
+    const { createServer } = await import("node:net");
+    // Takes the connection, never answers.
+    const silent = createServer(() => {});
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    const silentPort = (silent.address() as { port: number }).port;
+    const sender = createHttpWebhookSender({
+      timeoutMs: 3_000,
+      connectTimeoutMs: 300,
+      maxResponseBytes: 65_536,
+      allowPrivateNetworks: true,
+      maxSocketsPerHost: 2,
+      userAgent: "test",
+    });
+    try {
+      const send = (port: number) =>
+        sender.send({ url: `http://127.0.0.1:${port}/`, headers: {}, body: "{}" });
+      expect(await send(unreachable.port)).toEqual({ kind: "failed", error: "no connection within 300 ms" });
+      expect(await send(silentPort)).toEqual({ kind: "failed", error: "no answer within 3000 ms" });
+    } finally {
+      sender.close();
+      unreachable.close();
+      silent.close();
+    }
+  });
+});
+
+describe("owners sharing the places", () => {
+  it("gives each owner with work a place in turn, however much another owner has waiting", async () => {
+    const receiver = await startWebhookReceiver();
+    // Every request is held open: the places stay taken, so who got them shows.
+    receiver.answer = () => undefined;
+    const store = createMemoryWebhookStore();
+    const sender = createHttpWebhookSender({
+      timeoutMs: 10_000,
+      connectTimeoutMs: 10_000,
+      maxResponseBytes: 65_536,
+      allowPrivateNetworks: true,
+      maxSocketsPerHost: 8,
+      userAgent: "test",
+    });
+    const deliverer = createWebhookDeliverer({
+      store,
+      sender,
+      worker: "w",
+      concurrency: 2,
+      maxInFlightPerEndpoint: 2,
+      // No cap binds: the places go round the owners all the same.
+      maxInFlightPerOwner: 2,
+      leaseMs: 30_000,
+      retry: DEFAULTS,
+      disableAfterMs: 72 * HOUR,
+      sign: signWebhook,
+    });
+    const secrets = [{ secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", createdAt: new Date() }];
+    for (const owner of ["busy", "quiet"]) {
+      await store.createEndpoint(
+        {
+          endpointId: `ep_${owner}`,
+          owner,
+          url: `${receiver.url}?to=${owner}`,
+          eventTypes: [],
+          description: "",
+          createdAt: new Date(),
+          fromSeq: 0,
+          secrets,
+        },
+        10,
+      );
+    }
+    const delivery = (owner: string, seq: number): DeliveryRecord => ({
+      deliveryId: `ep_${owner}_${seq}`,
+      endpointId: `ep_${owner}`,
+      owner,
+      eventSeq: seq,
+      eventType: "agent.created",
+      eventAt: new Date(),
+      payload: "{}",
+      createdAt: new Date(),
+      status: "pending",
+      attempts: 0,
+      lastResponseCode: 0,
+      nextAttemptAt: new Date(),
+      windowStart: new Date(),
+    });
+    try {
+      // The busy owner's backlog comes first, the quiet owner's one delivery last.
+      const all = [...Array.from({ length: 6 }, (_, i) => delivery("busy", i)), delivery("quiet", 6)];
+      await deliverer.offer(await store.enqueue(all));
+      await receiver.waitFor(2);
+      expect(receiver.received.map((h) => h.path.split("?to=")[1]).sort()).toEqual(["busy", "quiet"]);
+      expect(deliverer.inFlight()).toBe(2);
+    } finally {
+      await receiver.close();
+      await deliverer.drain();
+      sender.close();
+    }
   });
 });
 
@@ -257,6 +398,7 @@ describe("attempts in flight per endpoint", () => {
     const store = createMemoryWebhookStore();
     const sender = createHttpWebhookSender({
       timeoutMs: 10_000,
+      connectTimeoutMs: 10_000,
       maxResponseBytes: 65_536,
       allowPrivateNetworks: true,
       maxSocketsPerHost: 8,
@@ -268,6 +410,7 @@ describe("attempts in flight per endpoint", () => {
       worker: "w",
       concurrency: 16,
       maxInFlightPerEndpoint: 2,
+      maxInFlightPerOwner: 16,
       leaseMs: 30_000,
       retry: DEFAULTS,
       disableAfterMs: 72 * HOUR,

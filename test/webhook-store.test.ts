@@ -94,6 +94,23 @@ describe.each(ADAPTERS)("the webhook store on %s", (_name, make) => {
     expect(deliveries[0]).toEqual(delivery("e1", 3));
   });
 
+  it("answers what is due without the owners it is told to leave out, the longest waiting first", async () => {
+    const store = await open();
+    await store.createEndpoint(endpoint("e1", "alice"), 10);
+    await store.createEndpoint(endpoint("e2", "bob"), 10);
+    await store.enqueue([
+      ...[1, 2, 3].map((seq) => ({ ...delivery("e1", seq, "alice"), nextAttemptAt: at(seq) })),
+      { ...delivery("e2", 4, "bob"), nextAttemptAt: at(4) },
+    ]);
+    const ids = (due: readonly DeliveryRecord[]) => due.map((d) => d.deliveryId);
+    // alice's backlog fills a short answer...
+    expect(ids(await store.due(at(10), 2))).toEqual(["msg_e1_1", "msg_e1_2"]);
+    // ...unless she is left out: bob's delivery is found.
+    expect(ids(await store.due(at(10), 2, { excludeOwners: ["alice"] }))).toEqual(["msg_e2_4"]);
+    expect(ids(await store.due(at(10), 10, { excludeOwners: ["alice", "bob"] }))).toEqual([]);
+    expect(ids(await store.due(at(10), 10, { excludeOwners: [] }))).toHaveLength(4);
+  });
+
   it("gives each attempt to one claimer, takes over an abandoned claim, drops a stale retry, and keeps the first end", async () => {
     const store = await open();
     await store.createEndpoint(endpoint("e1"), 10);

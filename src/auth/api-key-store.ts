@@ -17,4 +17,6 @@ export interface ApiKeyStore {
   list(query: { owner?: string; limit: number; offset: number }): Promise<ApiKeyPage>;
   /** Marks the key revoked at `at`; false when it is unknown or already revoked. */
   revoke(keyId: string, at: Date): Promise<{ revoked: boolean; hash?: string }>;
+  /** Which of these key ids are revoked (one query for all: the streams of a process ask together). */
+  revokedAmong(keyIds: readonly string[]): Promise<ReadonlySet<string>>;
 }

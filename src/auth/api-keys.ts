@@ -18,6 +18,18 @@ export interface ApiKeys {
   /** True when the key was revoked now; false when unknown or revoked before. */
   revoke(keyId: string): Promise<boolean>;
   /**
+   * Which of these key ids are revoked, as the store says now (no cache): for what a key opened
+   * that outlasts its call, such as a stream. The bootstrap admin key is never revoked.
+   */
+  revokedAmong(keyIds: readonly string[]): Promise<ReadonlySet<string>>;
+  /** Tells `listener` of each key revoked through this object; returns the way to stop. */
+  onRevoked(listener: (keyId: string) => void): () => void;
+  /**
+   * How long a verified key is trusted without asking the store again: a revoke reaches the
+   * other replicas' calls within this long, and their streams should go no slower.
+   */
+  readonly cacheTtlMs: number;
+  /**
    * The caller a presented key speaks for; undefined for an unknown or revoked key. With
    * `cachedOnly`, only keys verified recently (and the admin key) are recognised, and the store is
    * not asked: for callers that have spent their budget of failed attempts.
@@ -58,6 +70,7 @@ export function createApiKeys(options: ApiKeysOptions): ApiKeys {
   const adminHash =
     options.adminKey === undefined ? undefined : Buffer.from(hashKey(options.adminKey), "hex");
   const cache = new Map<string, { caller: Caller | undefined; expires: number }>();
+  const revokedListeners = new Set<(keyId: string) => void>();
 
   function remember(hash: string, caller: Caller | undefined): void {
     if (cache.size >= maxEntries) cache.delete(cache.keys().next().value as string);
@@ -126,8 +139,21 @@ export function createApiKeys(options: ApiKeysOptions): ApiKeys {
       }
       const result = await store.revoke(keyId, now());
       if (result.hash !== undefined) cache.delete(result.hash);
+      if (result.revoked) for (const listener of revokedListeners) listener(keyId);
       return result.revoked;
     },
+
+    async revokedAmong(keyIds) {
+      const stored = keyIds.filter((keyId) => keyId !== ADMIN_OWNER);
+      return stored.length === 0 ? new Set() : store.revokedAmong(stored);
+    },
+
+    onRevoked(listener) {
+      revokedListeners.add(listener);
+      return () => revokedListeners.delete(listener);
+    },
+
+    cacheTtlMs: ttlMs,
 
     async verify(key, verifyOptions) {
       if (key.length === 0 || key.length > MAX_KEY_CHARS) return undefined;

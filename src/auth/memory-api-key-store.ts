@@ -28,5 +28,8 @@ export function createMemoryApiKeyStore(): ApiKeyStore {
       byHash.set(record.hash, revoked);
       return { revoked: true, hash: record.hash };
     },
+    async revokedAmong(keyIds) {
+      return new Set(keyIds.filter((keyId) => byId.get(keyId)?.revokedAt !== undefined));
+    },
   };
 }

@@ -14,6 +14,9 @@ interface ApiKeyDoc {
   revokedAt?: Date;
 }
 
+/** Key ids one query of revokedAmong asks about, at most. */
+const REVOKED_QUERY_IDS = 1_000;
+
 export interface MongoApiKeyStoreOptions {
   readonly db: Db;
   /**
@@ -82,6 +85,22 @@ export function createMongoApiKeyStore(options: MongoApiKeyStoreOptions): ApiKey
           { writeConcern: { w: "majority" } },
         );
         return before === null ? { revoked: false } : { revoked: true, hash: before.hash };
+      });
+    },
+    revokedAmong(keyIds) {
+      return run(async () => {
+        const revoked = new Set<string>();
+        // In pieces, so that a process with many keys streaming sends no unbounded query.
+        for (let i = 0; i < keyIds.length; i += REVOKED_QUERY_IDS) {
+          const docs = await keys
+            .find(
+              { _id: { $in: keyIds.slice(i, i + REVOKED_QUERY_IDS) }, revokedAt: { $exists: true } },
+              { projection: { _id: 1 }, ...bounded },
+            )
+            .toArray();
+          for (const doc of docs) revoked.add(doc._id);
+        }
+        return revoked;
       });
     },
   };

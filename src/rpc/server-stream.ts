@@ -1,4 +1,5 @@
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
+import type { RevocationWatch } from "../auth/revocation-watch.ts";
 import type { StreamMetrics } from "../observability/stream-metrics.ts";
 import type { StreamSlots } from "../streams/stream-slots.ts";
 import {
@@ -20,6 +21,8 @@ export interface StreamSettings {
   readonly metrics: StreamMetrics;
   /** Aborts when the server begins to drain: every stream ends with unavailable. */
   readonly shutdown: AbortSignal;
+  /** Ends the streams of an API key once it is revoked, with unauthenticated. */
+  readonly revocations: RevocationWatch;
 }
 
 /** The trailer (gRPC metadata) that carries the cursor a stream ended at. */
@@ -45,19 +48,25 @@ export interface StreamSpec<T, M> {
  * Serves one server stream from a subscriber queue: the caller's stream slot held while it lasts,
  * a heartbeat whenever nothing was sent for `heartbeatMs`, and an end with a code that tells the
  * client what to do: unavailable at shutdown (reconnect, elsewhere), resource_exhausted when it
- * fell behind (resume), each with the cursor of the last item sent when there is one.
+ * fell behind (resume), unauthenticated when the caller's API key was revoked (a key is checked as
+ * the call starts; a stream outlives that check), each with the cursor of the last item sent when
+ * there is one.
  */
 export async function* serveStream<T, M>(
   settings: StreamSettings,
   ctx: HandlerContext,
   spec: StreamSpec<T, M>,
 ): AsyncGenerator<M> {
-  const caller = ctx.values.get(keyIdKey) || `address:${ctx.values.get(clientAddressKey)}`;
+  const keyId = ctx.values.get(keyIdKey);
+  const caller = keyId || `address:${ctx.values.get(clientAddressKey)}`;
   const release = settings.slots.acquire(caller);
   const counters = settings.metrics.of(spec.rpc);
   counters.opened();
   const queue = createSubscriberQueue<T>({ capacity: settings.bufferMessages });
-  const stop = AbortSignal.any([ctx.signal, settings.shutdown]);
+  const key = keyId === "" ? undefined : settings.revocations.hold(keyId);
+  /** Ends the stream ahead of whatever is still queued for it. */
+  const interrupt = key === undefined ? settings.shutdown : AbortSignal.any([settings.shutdown, key.signal]);
+  const stop = AbortSignal.any([ctx.signal, interrupt]);
   let watch: { close(): void } | undefined;
   let cursor: string | undefined;
   const resume = () =>
@@ -73,12 +82,20 @@ export async function* serveStream<T, M>(
     for (;;) {
       let item: T | typeof IDLE;
       try {
+        if (interrupt.aborted) throw interrupt.reason;
         item = await queue.take(settings.heartbeatMs, stop);
       } catch (error) {
         if (ctx.signal.aborted) throw ConnectError.from(ctx.signal.reason);
         const { hint = "", metadata } = resume();
         if (settings.shutdown.aborted) {
           throw new ConnectError(`the server is shutting down: reconnect${hint}`, Code.Unavailable, metadata);
+        }
+        if (key?.signal.aborted === true) {
+          throw new ConnectError(
+            `the API key of this stream was revoked: reconnect with a valid key${hint}`,
+            Code.Unauthenticated,
+            metadata,
+          );
         }
         if (error instanceof QueueOverflowError) {
           counters.slowConsumer();
@@ -100,6 +117,7 @@ export async function* serveStream<T, M>(
     }
   } finally {
     watch?.close();
+    key?.close();
     release();
     counters.closed();
   }

@@ -45,16 +45,28 @@ class AddressRefusedError extends Error {
   }
 }
 
+/** The connection was not made within the connect timeout. */
+class ConnectTimeoutError extends Error {
+  readonly timeoutMs: number;
+  constructor(timeoutMs: number) {
+    super(`no connection within ${timeoutMs} ms`);
+    this.timeoutMs = timeoutMs;
+  }
+}
+
 /**
  * POSTs webhooks with node:http(s), SSRF-safe: the host name is resolved here, every address it
  * resolves to is checked, and the connection goes to a checked address (the `lookup` the socket
  * uses is this one, so no second resolution can point it elsewhere: DNS rebinding finds nothing to
  * rebind). Literal addresses are checked before connecting. Redirects are never followed. Each
- * attempt is bounded in time from the first byte to the last, and the answer is read up to
- * `maxResponseBytes` (the rest is not read: the connection is dropped).
+ * attempt is bounded in time from the first byte to the last, connecting (resolving, TCP, TLS) by
+ * `connectTimeoutMs` within that, and the answer is read up to `maxResponseBytes` (the rest is not
+ * read: the connection is dropped).
  */
 export function createHttpWebhookSender(options: {
   readonly timeoutMs: number;
+  /** At most `timeoutMs` in effect: the attempt's bound covers its connection too. */
+  readonly connectTimeoutMs: number;
   readonly maxResponseBytes: number;
   readonly allowPrivateNetworks: boolean;
   /** Connections to one host at once (keep-alive). */
@@ -126,6 +138,18 @@ export function createHttpWebhookSender(options: {
             "user-agent": options.userAgent,
           },
         });
+        if (options.connectTimeoutMs < timeoutMs) {
+          request.on("socket", (socket) => {
+            // A socket the agent kept alive is connected already.
+            if (!socket.connecting) return;
+            const timer = setTimeout(
+              () => request.destroy(new ConnectTimeoutError(options.connectTimeoutMs)),
+              options.connectTimeoutMs,
+            );
+            socket.once(secure ? "secureConnect" : "connect", () => clearTimeout(timer));
+            socket.once("close", () => clearTimeout(timer));
+          });
+        }
         request.on("response", (response) => {
           status = response.statusCode ?? 0;
           let read = 0;
@@ -159,6 +183,7 @@ export function createHttpWebhookSender(options: {
 
 /** Why a request got no answer, in words fit for the endpoint's owner (never a stack or a raw message). */
 function describeFailure(err: NodeJS.ErrnoException, timeoutMs: number): string {
+  if (err instanceof ConnectTimeoutError) return err.message;
   if (err.name === "AbortError" || err.name === "TimeoutError" || err.code === "ABORT_ERR") {
     return `no answer within ${timeoutMs} ms`;
   }

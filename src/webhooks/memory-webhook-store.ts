@@ -104,11 +104,12 @@ export function createMemoryWebhookStore(): WebhookStore {
       }
       return added;
     },
-    async due(now, limit) {
+    async due(now, limit, options) {
+      const excluded = new Set(options?.excludeOwners);
       const found: DeliveryRecord[] = [];
       for (const id of pending) {
         const d = deliveries.get(id) as DeliveryRecord;
-        if (d.nextAttemptAt !== undefined && d.nextAttemptAt <= now) found.push(d);
+        if (d.nextAttemptAt !== undefined && d.nextAttemptAt <= now && !excluded.has(d.owner)) found.push(d);
       }
       found.sort((a, b) => (a.nextAttemptAt as Date).getTime() - (b.nextAttemptAt as Date).getTime());
       return found.slice(0, limit);

@@ -238,11 +238,17 @@ export function createMongoWebhookStore(options: MongoWebhookStoreOptions): Webh
         const inserted = await insertIgnoringDuplicates(outbox, records.map(toDeliveryDoc));
         return records.filter((r) => inserted.has(r.deliveryId));
       }),
-    due: (now, limit) =>
+    due: (now, limit, dueOptions) =>
       run(async () => {
         await flushMoved();
+        const excluded = dueOptions?.excludeOwners ?? [];
         const docs = await outbox
-          .find({ nextAttemptAt: { $lte: now } }, bounded)
+          .find(
+            excluded.length === 0
+              ? { nextAttemptAt: { $lte: now } }
+              : { nextAttemptAt: { $lte: now }, owner: { $nin: [...excluded] } },
+            bounded,
+          )
           .sort({ nextAttemptAt: 1 })
           .limit(limit)
           .toArray();

@@ -45,6 +45,11 @@ export interface WebhookDeliverer {
  * 2xx delivers; 410 Gone fails the delivery and disables the endpoint; anything else (a redirect,
  * another status, a refused address, no answer) is retried on the schedule until its window ends.
  * An endpoint whose every attempt failed for `disableAfterMs` is disabled.
+ *
+ * Owners share the process' attempts fairly: each has at most `maxInFlightPerOwner` in flight, and
+ * free places go round the owners with work in turn. Endpoints that never answer hold their
+ * attempts for the whole timeout; without the cap, one owner's endpoints could hold every place,
+ * and every other owner's deliveries would wait behind them.
  */
 export function createWebhookDeliverer(options: {
   readonly store: WebhookStore;
@@ -53,6 +58,7 @@ export function createWebhookDeliverer(options: {
   readonly worker: string;
   readonly concurrency: number;
   readonly maxInFlightPerEndpoint: number;
+  readonly maxInFlightPerOwner: number;
   /** A claim's lease: longer than an attempt can take. */
   readonly leaseMs: number;
   readonly retry: RetrySchedule;
@@ -70,6 +76,7 @@ export function createWebhookDeliverer(options: {
   const random = options.random ?? Math.random;
   const running = new Map<string, Promise<void>>();
   const perEndpoint = new Map<string, number>();
+  const perOwner = new Map<string, number>();
 
   const settle = (delivery: DeliveryRecord, status: "delivered" | "failed" | "canceled", at: Date) =>
     observer.onSettled?.(status, Math.max(0, (at.getTime() - delivery.eventAt.getTime()) / 1000));
@@ -149,53 +156,110 @@ export function createWebhookDeliverer(options: {
 
   const start = (delivery: DeliveryRecord, n: number) => {
     const id = delivery.deliveryId;
-    perEndpoint.set(delivery.endpointId, (perEndpoint.get(delivery.endpointId) ?? 0) + 1);
+    increment(perEndpoint, delivery.endpointId, 1);
+    increment(perOwner, delivery.owner, 1);
     const work = attempt(delivery, n)
       .catch((error: unknown) => observer.onError?.(error))
       .finally(() => {
         running.delete(id);
-        const left = (perEndpoint.get(delivery.endpointId) ?? 1) - 1;
-        if (left === 0) perEndpoint.delete(delivery.endpointId);
-        else perEndpoint.set(delivery.endpointId, left);
+        increment(perEndpoint, delivery.endpointId, -1);
+        increment(perOwner, delivery.owner, -1);
         afterAttempt();
       });
     running.set(id, work);
   };
 
   /**
-   * Deliveries to attempt next, oldest first: those just enqueued here, and those the last look
-   * at the outbox found due. An attempt that ends takes the next one from here, so a busy process
-   * asks the store what is due once per `concurrency` attempts, not once per attempt. A candidate
-   * that moved on meanwhile (another replica attempted it) is simply not claimed.
+   * Deliveries to attempt next: those just enqueued here, and those the last look at the outbox
+   * found due, by owner, each owner's oldest first. An attempt that ends takes the next one from
+   * here, so a busy process asks the store what is due once per `concurrency` attempts, not once
+   * per attempt. A candidate that moved on meanwhile (another replica attempted it) is simply not
+   * claimed. The owners are a round: the one served goes to the back, so each owner with work
+   * gets a place in turn, however much work another one has waiting. Each owner keeps at most
+   * `maxReadyPerOwner` here, so that one owner's backlog leaves room for the others' work.
    */
-  const ready = new Map<string, DeliveryRecord>();
+  const ready = new Map<string, Map<string, DeliveryRecord>>();
+  let readyCount = 0;
   const maxReady = options.concurrency * 8;
+  const maxReadyPerOwner = options.maxInFlightPerOwner * 4;
+  /** Takes `owner`'s oldest candidate that may start now (its owner and endpoint have room). */
+  const take = (owner: string, candidates: Map<string, DeliveryRecord>): DeliveryRecord | undefined => {
+    if ((perOwner.get(owner) ?? 0) >= options.maxInFlightPerOwner) return undefined;
+    for (const [id, delivery] of candidates) {
+      if (running.has(id)) {
+        candidates.delete(id);
+        readyCount--;
+        continue;
+      }
+      if ((perEndpoint.get(delivery.endpointId) ?? 0) >= options.maxInFlightPerEndpoint) continue;
+      candidates.delete(id);
+      readyCount--;
+      return delivery;
+    }
+    return undefined;
+  };
   let filling = false;
+  let fillAgain = false;
   const fill = async () => {
-    if (filling) return;
+    if (filling) {
+      // An attempt ended while this one claims: it looks again once done, so no place stays empty.
+      fillAgain = true;
+      return;
+    }
     filling = true;
     try {
-      for (const [id, delivery] of ready) {
-        if (running.size >= options.concurrency) break;
-        if ((perEndpoint.get(delivery.endpointId) ?? 0) >= options.maxInFlightPerEndpoint) continue;
-        ready.delete(id);
-        if (running.has(id)) continue;
-        const n = await store.claimAttempt(delivery, {
-          worker: options.worker,
-          now: now(),
-          leaseMs: options.leaseMs,
-        });
-        if (n !== undefined) start(delivery, n);
-      }
+      do {
+        fillAgain = false;
+        // Owners passed over in a row (all their candidates wait for room): a whole round of
+        // them means nothing can start now.
+        let passed = 0;
+        while (running.size < options.concurrency && passed < ready.size) {
+          const [owner, candidates] = ready.entries().next().value as [string, Map<string, DeliveryRecord>];
+          ready.delete(owner);
+          const delivery = take(owner, candidates);
+          if (candidates.size > 0) ready.set(owner, candidates);
+          if (delivery === undefined) {
+            // Back in the round only when it still has candidates waiting for room.
+            if (candidates.size > 0) passed++;
+            continue;
+          }
+          passed = 0;
+          const n = await store.claimAttempt(delivery, {
+            worker: options.worker,
+            now: now(),
+            leaseMs: options.leaseMs,
+          });
+          if (n !== undefined) start(delivery, n);
+        }
+      } while (fillAgain);
     } finally {
       filling = false;
     }
   };
   const add = (deliveries: readonly DeliveryRecord[]) => {
     for (const d of deliveries) {
-      if (ready.size >= maxReady) break;
-      if (!running.has(d.deliveryId)) ready.set(d.deliveryId, d);
+      if (readyCount >= maxReady) break;
+      if (running.has(d.deliveryId)) continue;
+      let candidates = ready.get(d.owner);
+      if (candidates?.has(d.deliveryId) === true || (candidates?.size ?? 0) >= maxReadyPerOwner) continue;
+      if (candidates === undefined) {
+        candidates = new Map();
+        ready.set(d.owner, candidates);
+      }
+      candidates.set(d.deliveryId, d);
+      readyCount++;
     }
+  };
+  /**
+   * Owners the outbox need not be asked about now: those with every place they may take in use,
+   * or with candidates enough waiting here. Their due deliveries would fill a look at the outbox
+   * (the longest waiting come first) and leave the other owners' work unseen.
+   */
+  const saturated = (): string[] => {
+    const owners = new Set<string>();
+    for (const [owner, count] of perOwner) if (count >= options.maxInFlightPerOwner) owners.add(owner);
+    for (const [owner, candidates] of ready) if (candidates.size >= maxReadyPerOwner) owners.add(owner);
+    return [...owners];
   };
   /** An attempt ended: the next candidate takes its place (`start` calls this once it has ended). */
   const afterAttempt = () => {
@@ -203,13 +267,15 @@ export function createWebhookDeliverer(options: {
       .catch((error: unknown) => observer.onError?.(error))
       .finally(() => {
         // Nothing left to take: the loop looks at the outbox again.
-        if (ready.size === 0) options.onFree?.();
+        if (readyCount === 0) options.onFree?.();
       });
   };
 
   return {
     async step() {
-      if (ready.size < options.concurrency) add(await store.due(now(), options.concurrency * 4));
+      if (readyCount < options.concurrency) {
+        add(await store.due(now(), options.concurrency * 4, { excludeOwners: saturated() }));
+      }
       await fill();
     },
     async offer(deliveries) {
@@ -221,6 +287,13 @@ export function createWebhookDeliverer(options: {
       await Promise.all(running.values());
     },
   };
+}
+
+/** Adds `by` to `key`'s count, dropping counts that come to 0. */
+function increment(counts: Map<string, number>, key: string, by: number): void {
+  const count = (counts.get(key) ?? 0) + by;
+  if (count <= 0) counts.delete(key);
+  else counts.set(key, count);
 }
 
 function resultOf(sent: SendResult): AttemptResult {

@@ -35,6 +35,7 @@ export function createWebhookPipeline(options: {
   const { settings, store, metrics, logger } = options;
   const sender = createHttpWebhookSender({
     timeoutMs: settings.timeoutMs,
+    connectTimeoutMs: settings.connectTimeoutMs,
     maxResponseBytes: MAX_RESPONSE_BYTES,
     allowPrivateNetworks: settings.allowPrivateNetworks,
     maxSocketsPerHost: settings.maxInFlightPerEndpoint,
@@ -55,6 +56,7 @@ export function createWebhookPipeline(options: {
     worker: `${hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`,
     concurrency: settings.concurrency,
     maxInFlightPerEndpoint: settings.maxInFlightPerEndpoint,
+    maxInFlightPerOwner: settings.maxInFlightPerOwner,
     leaseMs: leaseMsOf(settings.timeoutMs),
     retry: { baseMs: settings.retryBaseMs, maxMs: settings.retryMaxMs, forMs: settings.retryForMs },
     disableAfterMs: settings.disableAfterMs,

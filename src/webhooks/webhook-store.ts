@@ -114,8 +114,15 @@ export interface WebhookStore {
   subscribers(owners: readonly string[]): Promise<readonly EndpointRecord[]>;
   /** Adds deliveries, once per `deliveryId`; resolves with those that were new. */
   enqueue(deliveries: readonly DeliveryRecord[]): Promise<readonly DeliveryRecord[]>;
-  /** Pending deliveries due at `now`, the longest waiting first. */
-  due(now: Date, limit: number): Promise<readonly DeliveryRecord[]>;
+  /**
+   * Pending deliveries due at `now`, the longest waiting first; none of `excludeOwners` (owners
+   * whose due deliveries could not start now: their backlog would fill the answer).
+   */
+  due(
+    now: Date,
+    limit: number,
+    options?: { readonly excludeOwners?: readonly string[] },
+  ): Promise<readonly DeliveryRecord[]>;
   /**
    * Claims the next attempt at a delivery read as `delivery`: its attempt number, or undefined
    * when another holder has it, or the delivery moved on since it was read.
