@@ -7,7 +7,9 @@
  *   npm run bench                      (BENCH_SECONDS=5 per run, BENCH_ROUNDS=3 paired rounds)
  *   BENCH_LOG_LEVEL=warn npm run bench (the service without its per-call log line: what the line costs)
  *   BENCH_ONLY=chain npm run bench     (only the chain figures: start time, GetTokenTransactions)
- *   BENCH_ONLY=transfers npm run bench (only the transfer figures: 1000 agents due at once)
+ *   BENCH_ONLY=transfers npm run bench (only the transfer figures: 1000 agents due at once, in one
+ *                                       process on memory, then on FerretDB with the chain apart;
+ *                                       BENCH_ONLY=transfers-memory for the first alone)
  *   BENCH_ONLY=prices npm run bench    (only the Jupiter figures: warm cache vs catalog, cold stampede)
  *   BENCH_ONLY=streams npm run bench   (only the stream figures: 1,000 price watchers on one process)
  *   BENCH_ONLY=webhooks npm run bench  (only the webhook figures: deliveries per second, lag from event to delivery)
@@ -35,9 +37,9 @@ import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect
 import { getAddressDecoder } from "@solana/addresses";
 import { AgentService } from "../gen/agent/v1/agent_pb.ts";
 import { GetTokenPricesRequestSchema, TokenService } from "../gen/token/v1/token_pb.ts";
+import { createDelegateKeys } from "../src/chain/delegate-keys.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
 import { SWAP } from "../test/support/agent-fixtures.ts";
-import { createDelegateKeys } from "../src/chain/delegate-keys.ts";
 import { writeDelegateSeed, writeExecutorKeypair } from "../test/support/executor-keypair.ts";
 import { startFakeJupiter } from "../test/support/fake-jupiter.ts";
 import { type FerretdbServer, startFerretdb } from "../test/support/ferretdb.ts";
@@ -352,6 +354,8 @@ try {
     });
   }
   if (only === undefined || only === "chain") await chainFigures();
+  if (only === undefined || only === "transfers" || only === "transfers-memory")
+    await memoryTransferFigures();
   if (only === undefined || only === "transfers") await transferFigures();
   if (only === undefined || only === "prices") await priceFigures();
   if (only === undefined || only === "streams") await streamFigures();
@@ -536,6 +540,135 @@ function executorKeypair(): string {
   const path = join(work, "executor.json");
   executorAddress ??= writeExecutorKeypair(path);
   return path;
+}
+
+/**
+ * Transfers in one process, as `npm start` runs: the memory store and the embedded chain, 1,000
+ * transfer agents (BENCH_TRANSFER_AGENTS) whose first slots fall due within a few seconds, each
+ * source approving its own agent's delegate (set by cheatcode on the chain's port) and each
+ * transfer creating its destination's token account. Figures: transfers a second from the first
+ * slot to the last confirmed signature (goal: 200), the lag from slot to confirmed signature p50 and
+ * p99 (goal: 10 s), the process's CPU per transfer, and chain requests per transfer (the service's
+ * own solana_rpc_requests_total; goal: 3). The limit beside it: how many of the same transfers the
+ * local chain itself takes a second, sent one after another over its port by one client.
+ */
+async function memoryTransferFigures(): Promise<void> {
+  const AGENTS = Number(process.env.BENCH_TRANSFER_AGENTS ?? 1000);
+  const chainPort = await freePort();
+  const seedPath = join(work, "delegate-memory.seed");
+  const delegates = createDelegateKeys({ secret: writeDelegateSeed(seedPath) });
+  const runner = await start(["node", ...startFlags, mainScript], {
+    LOG_LEVEL: "warn",
+    AUTH_MODE: "none",
+    LOCAL_SOLANA_RPC_PORT: String(chainPort),
+    DELEGATE_SEED: seedPath,
+    // An hour of schedule time every 20 s: the agents are made before their first slot.
+    SCHEDULE_TIME_SCALE: "180",
+    SCHEDULER_POLL_INTERVAL_MS: "250",
+    SCHEDULER_CONCURRENCY: process.env.BENCH_TRANSFER_CONCURRENCY ?? "64",
+  });
+  const rpcUrl = `http://127.0.0.1:${chainPort}`;
+  const rpc = async (batch: { method: string; params: unknown[] }[]) => {
+    const res = await fetch(rpcUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(batch.map((b, id) => ({ jsonrpc: "2.0", id, ...b }))),
+    });
+    const answers = (await res.json()) as { error?: unknown }[];
+    const failed = answers.find((a) => a.error !== undefined);
+    if (failed !== undefined) throw new Error(`local chain: ${JSON.stringify(failed.error)}`);
+  };
+  const usdc = "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v";
+  const newAddress = () => getAddressDecoder().decode(randomBytes(32));
+  const agents = Array.from({ length: AGENTS }, () => ({ source: newAddress(), destination: newAddress() }));
+  for (let i = 0; i < AGENTS; i += 100) {
+    await rpc(
+      agents.slice(i, i + 100).map((a) => ({
+        method: "surfnet_setTokenAccount",
+        params: [
+          a.source,
+          usdc,
+          {
+            amount: 1_000_000_000,
+            delegate: delegates.addressOf("anonymous", a.source),
+            delegatedAmount: 1_000_000_000,
+          },
+        ],
+      })),
+    );
+  }
+  const base = `http://127.0.0.1:${runner.port}`;
+  const ids: string[] = [];
+  for (let i = 0; i < AGENTS; i += 50) {
+    const made = await Promise.all(
+      agents.slice(i, i + 50).map(async (a) => {
+        const res = await fetch(`${base}/v1/agents`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({
+            type: "transfer",
+            config: { ...a, amount: 1, token: "USDC", schedule: "hourly" },
+          }),
+        });
+        if (!res.ok) throw new Error(`CreateAgent: ${res.status} ${await res.text()}`);
+        return ((await res.json()) as { data: { agentId: string } }).data.agentId;
+      }),
+    );
+    ids.push(...made);
+  }
+  const metric = async (pattern: RegExp) => {
+    const text = await (await fetch(`${base}/metrics`)).text();
+    return [...text.matchAll(pattern)].reduce((sum, m) => sum + Number(m[1]), 0);
+  };
+  const succeededRuns = () => metric(/^agent_runs_total\{outcome="succeeded"\} (\d+)/gm);
+  const cpuBefore = processCpuMs(runner.pid);
+  const requestsBefore = await metric(/^solana_rpc_requests_total\{[^}]*\} (\d+)/gm);
+  const deadline = performance.now() + 600_000;
+  while ((await succeededRuns()) < AGENTS) {
+    if (performance.now() > deadline) throw new Error(`${AGENTS} transfers did not finish within 10 minutes`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  const cpu = processCpuMs(runner.pid) - cpuBefore;
+  const requests = (await metric(/^solana_rpc_requests_total\{[^}]*\} (\d+)/gm)) - requestsBefore;
+  const done = await succeededRuns();
+  const firstRuns: { scheduledAt: number; finishedAt: number }[] = [];
+  for (let i = 0; i < ids.length; i += 50) {
+    const pages = await Promise.all(
+      ids.slice(i, i + 50).map(async (id) => {
+        const res = await fetch(`${base}/v1/agents/${id}/runs?limit=100`);
+        return (
+          (await res.json()) as {
+            data: { runs: { scheduledAt: string; finishedAt: string; outcome: string }[] };
+          }
+        ).data.runs;
+      }),
+    );
+    for (const runs of pages) {
+      const ok = runs
+        .filter((r) => r.outcome === "succeeded")
+        .sort((a, b) => a.scheduledAt.localeCompare(b.scheduledAt));
+      const first = ok[0];
+      if (first !== undefined) {
+        firstRuns.push({
+          scheduledAt: Date.parse(first.scheduledAt),
+          finishedAt: Date.parse(first.finishedAt),
+        });
+      }
+    }
+  }
+  runner.child.kill("SIGTERM");
+  const firstSlot = Math.min(...firstRuns.map((r) => r.scheduledAt));
+  const lastSlot = Math.max(...firstRuns.map((r) => r.scheduledAt));
+  const lastConfirmed = Math.max(...firstRuns.map((r) => r.finishedAt));
+  const lags = firstRuns.map((r) => r.finishedAt - r.scheduledAt).sort((a, b) => a - b);
+  const at = (q: number) => lags[Math.min(lags.length - 1, Math.floor(q * lags.length))] as number;
+  const perSecond = (firstRuns.length * 1000) / (lastConfirmed - firstSlot);
+  notes.push(
+    `transfers in one process (memory store, embedded chain), ${AGENTS} agents due within ${((lastSlot - firstSlot) / 1000).toFixed(1)} s: ` +
+      `${perSecond.toFixed(1)} a second (goal: 200); lag from slot to confirmed signature p50 ${(at(0.5) / 1000).toFixed(2)} s, ` +
+      `p99 ${(at(0.99) / 1000).toFixed(2)} s (goal: 10 s); ${(cpu / Math.max(1, done)).toFixed(2)} ms of the process's CPU per transfer; ` +
+      `${(requests / Math.max(1, done)).toFixed(2)} chain RPC requests per transfer (goal: 3 or fewer)`,
+  );
 }
 
 /**
