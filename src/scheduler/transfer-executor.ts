@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { JsonObject } from "../agent/agent-store.ts";
-import { type Chain, PreflightFailure, type TransferChain } from "../chain/chain.ts";
+import { type Chain, PreflightFailure, type SentStatus, type TransferChain } from "../chain/chain.ts";
 import type { DelegateKeys } from "../chain/delegate-keys.ts";
 import type { SigningKey } from "../chain/ed25519-key.ts";
 import type { AssociatedAccountOf, TokenRef } from "../chain/token-transactions.ts";
@@ -116,7 +116,7 @@ export function createTransferExecutor(options: TransferExecutorOptions): Execut
     const token: TokenRef = { mint, program: mintAccount.program, decimals: mintAccount.decimals };
     const units = baseUnits(amount, token.decimals);
     const show = (value: bigint) => `${uiAmount(value, token.decimals)} ${symbol}`;
-    const moving: Moving = { symbol, token, units, signal };
+    const moving: Moving = { symbol, token, units, signal, source, destination };
 
     // What earlier attempts sent decides whether this one may sign at all.
     const sent = await journal.transactions();
@@ -129,7 +129,9 @@ export function createTransferExecutor(options: TransferExecutorOptions): Execut
         { searchHistory: true },
       );
       const landed = sent.findIndex((_, i) => statuses[i] !== undefined && statuses[i]?.err === null);
-      if (landed >= 0) return succeeded(sent[landed] as SentTransaction, moving);
+      if (landed >= 0) {
+        return succeeded(sent[landed] as SentTransaction, moving, (statuses[landed] as SentStatus).slot);
+      }
       const live = sent.filter((t, i) => statuses[i] === undefined && height <= t.lastValidBlockHeight);
       const newest = live.at(-1);
       if (newest !== undefined) {
@@ -214,7 +216,7 @@ export function createTransferExecutor(options: TransferExecutorOptions): Execut
       const height = await transfers.getBlockHeight(signal);
       const [status] = await transfers.getSignatureStatuses([tx.signature], signal);
       if (status !== undefined) {
-        return status.err === null ? succeeded(tx, moving) : failedOnChain(status.err);
+        return status.err === null ? succeeded(tx, moving, status.slot) : failedOnChain(status.err);
       }
       // The height was read before the status: past it with no status, the transaction can no
       // longer land, and the next attempt signs a new one.
@@ -246,11 +248,36 @@ export function createTransferExecutor(options: TransferExecutorOptions): Execut
   }
 
   /** The run's record of a landed transfer: signature, slot, fee, and what moved, from the chain. */
-  async function succeeded(tx: SentTransaction, moving: Moving): Promise<ExecutionResult> {
+  /**
+   * The run's record of a landed transfer. With SPL Token, everything in it is known already: the
+   * status gave the slot, the transaction is ours (its signatures set the fee: Solana's base fee per
+   * signature, and no priority fee is asked), and a transferChecked that succeeded moved exactly its
+   * amount from the source to the destination. Token-2022 mints may take a transfer fee or run a
+   * hook, so what moved there is read back from the landed transaction.
+   */
+  async function succeeded(tx: SentTransaction, moving: Moving, slot: bigint): Promise<ExecutionResult> {
     const { symbol, token, units, signal } = moving;
-    const landed = await chain.getTransaction(tx.signature, signal);
-    if (landed === undefined) throw new UnavailableError("the transfer landed but cannot be read back yet");
-    const moved = tokenTransactionFromChain(landed, token.mint);
+    let landedFacts: { slot: number; fee: number; sender: string; recipient: string; moved: number };
+    if (token.program === "spl-token") {
+      landedFacts = {
+        slot: Number(slot),
+        fee: LAMPORTS_PER_SIGNATURE * signatureCount(tx.transaction),
+        sender: moving.source,
+        recipient: moving.destination,
+        moved: uiAmount(units, token.decimals),
+      };
+    } else {
+      const landed = await chain.getTransaction(tx.signature, signal);
+      if (landed === undefined) throw new UnavailableError("the transfer landed but cannot be read back yet");
+      const moved = tokenTransactionFromChain(landed, token.mint);
+      landedFacts = {
+        slot: Number(landed.slot),
+        fee: Number(landed.fee),
+        sender: moved.sender,
+        recipient: moved.recipient,
+        moved: moved.amount,
+      };
+    }
     // The transfer has landed whatever the price source says now; unpriced, it counts as 0 USD.
     const quoted = await usdPriceOf(token.mint, symbol);
     const price = typeof quoted === "number" ? quoted : 0;
@@ -259,28 +286,37 @@ export function createTransferExecutor(options: TransferExecutorOptions): Execut
       kind: "transfer",
       simulated: false,
       signature: tx.signature,
-      slot: Number(landed.slot),
-      blockTime: landed.blockTime ?? 0,
-      fee: Number(landed.fee),
+      slot: landedFacts.slot,
+      fee: landedFacts.fee,
       token: symbol,
       mint: token.mint,
       amount,
       amountUnits: units.toString(),
-      sender: moved.sender,
-      recipient: moved.recipient,
-      moved: moved.amount,
+      sender: landedFacts.sender,
+      recipient: landedFacts.recipient,
+      moved: landedFacts.moved,
       usdValue: Math.round(amount * price * 100) / 100,
     };
     return { ok: true, result };
   }
 }
 
-/** What one run moves, and the signal that abandons it. */
+/** What one run moves, between which wallets, and the signal that abandons it. */
 interface Moving {
   readonly symbol: string;
   readonly token: TokenRef;
   readonly units: bigint;
   readonly signal: AbortSignal;
+  readonly source: string;
+  readonly destination: string;
+}
+
+/** Solana's base fee, per signature of a transaction. */
+const LAMPORTS_PER_SIGNATURE = 5000;
+
+/** The signatures a wire transaction (base64) carries: its first byte, a compact-u16 below 128. */
+function signatureCount(transaction: string): number {
+  return Buffer.from(transaction.slice(0, 4), "base64")[0] ?? 1;
 }
 
 /** Sent again while it may still land, as wallets do: a validator may have dropped it. */
