@@ -535,6 +535,52 @@ async function startLocalChainProcess(): Promise<{ chainPort: number; chainProce
   return { chainPort, chainProcess };
 }
 
+/** A batch of JSON-RPC calls to the local chain's port; any error in it fails the bench. */
+function localChainRpc(rpcUrl: string) {
+  return async (batch: { method: string; params: unknown[] }[]): Promise<void> => {
+    const res = await fetch(rpcUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(batch.map((b, id) => ({ jsonrpc: "2.0", id, ...b }))),
+    });
+    const answers = (await res.json()) as { error?: unknown }[];
+    const failed = answers.find((a) => a.error !== undefined);
+    if (failed !== undefined) throw new Error(`local chain: ${JSON.stringify(failed.error)}`);
+  };
+}
+
+/**
+ * `count` transfer agents' wallets: each source holds 1,000 USDC and has approved its agent's
+ * delegate (anonymous's, for that source) for all of it, set by cheatcode as the owners' signed
+ * approvals would; each destination is new, so its first transfer creates its token account.
+ */
+async function approvedAgents(
+  rpc: ReturnType<typeof localChainRpc>,
+  count: number,
+  delegates: ReturnType<typeof createDelegateKeys>,
+): Promise<{ source: string; destination: string }[]> {
+  const usdc = "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v";
+  const newAddress = () => getAddressDecoder().decode(randomBytes(32));
+  const agents = Array.from({ length: count }, () => ({ source: newAddress(), destination: newAddress() }));
+  for (let i = 0; i < count; i += 100) {
+    await rpc(
+      agents.slice(i, i + 100).map((a) => ({
+        method: "surfnet_setTokenAccount",
+        params: [
+          a.source,
+          usdc,
+          {
+            amount: 1_000_000_000,
+            delegate: delegates.addressOf("anonymous", a.source),
+            delegatedAmount: 1_000_000_000,
+          },
+        ],
+      })),
+    );
+  }
+  return agents;
+}
+
 /** A key file for the executor, written once per bench run (a cluster needs one). */
 function executorKeypair(): string {
   const path = join(work, "executor.json");
@@ -568,35 +614,7 @@ async function memoryTransferFigures(): Promise<void> {
     SCHEDULER_CONCURRENCY: process.env.BENCH_TRANSFER_CONCURRENCY ?? "64",
   });
   const rpcUrl = `http://127.0.0.1:${chainPort}`;
-  const rpc = async (batch: { method: string; params: unknown[] }[]) => {
-    const res = await fetch(rpcUrl, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(batch.map((b, id) => ({ jsonrpc: "2.0", id, ...b }))),
-    });
-    const answers = (await res.json()) as { error?: unknown }[];
-    const failed = answers.find((a) => a.error !== undefined);
-    if (failed !== undefined) throw new Error(`local chain: ${JSON.stringify(failed.error)}`);
-  };
-  const usdc = "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v";
-  const newAddress = () => getAddressDecoder().decode(randomBytes(32));
-  const agents = Array.from({ length: AGENTS }, () => ({ source: newAddress(), destination: newAddress() }));
-  for (let i = 0; i < AGENTS; i += 100) {
-    await rpc(
-      agents.slice(i, i + 100).map((a) => ({
-        method: "surfnet_setTokenAccount",
-        params: [
-          a.source,
-          usdc,
-          {
-            amount: 1_000_000_000,
-            delegate: delegates.addressOf("anonymous", a.source),
-            delegatedAmount: 1_000_000_000,
-          },
-        ],
-      })),
-    );
-  }
+  const agents = await approvedAgents(localChainRpc(rpcUrl), AGENTS, delegates);
   const base = `http://127.0.0.1:${runner.port}`;
   const ids: string[] = [];
   for (let i = 0; i < AGENTS; i += 50) {
@@ -694,41 +712,12 @@ async function transferFigures(): Promise<void> {
   ferret ??= await startFerretdb();
   const { chainPort, chainProcess } = await startLocalChainProcess();
   const rpcUrl = `http://127.0.0.1:${chainPort}`;
-  const rpc = async (batch: { method: string; params: unknown[] }[]) => {
-    const res = await fetch(rpcUrl, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(batch.map((b, id) => ({ jsonrpc: "2.0", id, ...b }))),
-    });
-    const answers = (await res.json()) as { error?: unknown }[];
-    const failed = answers.find((a) => a.error !== undefined);
-    if (failed !== undefined) throw new Error(`local chain: ${JSON.stringify(failed.error)}`);
-  };
+  const rpc = localChainRpc(rpcUrl);
   const keypair = executorKeypair();
   const seedPath = join(work, "delegate.seed");
   const delegates = createDelegateKeys({ secret: writeDelegateSeed(seedPath) });
   await rpc([{ method: "requestAirdrop", params: [executorAddress, 100 * 1e9] }]);
-  const usdc = "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v";
-  const { getAddressDecoder } = await import("@solana/kit");
-  const { randomBytes } = await import("node:crypto");
-  const newAddress = () => getAddressDecoder().decode(randomBytes(32));
-  const agents = Array.from({ length: AGENTS }, () => ({ source: newAddress(), destination: newAddress() }));
-  for (let i = 0; i < AGENTS; i += 100) {
-    await rpc(
-      agents.slice(i, i + 100).map((a) => ({
-        method: "surfnet_setTokenAccount",
-        params: [
-          a.source,
-          usdc,
-          {
-            amount: 1_000_000_000,
-            delegate: delegates.addressOf("anonymous", a.source),
-            delegatedAmount: 1_000_000_000,
-          },
-        ],
-      })),
-    );
-  }
+  const agents = await approvedAgents(rpc, AGENTS, delegates);
   const { MongoClient } = await import("mongodb");
   const client = new MongoClient(ferret.uri);
   const common = {
