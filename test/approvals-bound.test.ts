@@ -91,18 +91,12 @@ describe.each(STORES)("approvals bound to their owner, on the %s store", (storeN
     const accountM = await ata(walletM, USDC);
 
     // 2. Alice: a transfer agent from wallet A, approved by wallet A's own signature for 50 USDC.
-    const aliceAgent = (
-      await alice.ok("POST", "/v1/agents", {
-        type: "transfer",
-        config: {
-          source: walletA.address,
-          destination: walletB,
-          amount: 1,
-          token: "USDC",
-          schedule: "hourly",
-        },
-      })
-    ).agentId as string;
+    const aliceAgent = await alice.createTransfer({
+      source: walletA.address,
+      destination: walletB,
+      amount: 1,
+      token: "USDC",
+    });
     const aliceApproval = await alice.approve(aliceAgent, 50, walletA);
     const aliceDelegate = aliceApproval.delegate as string;
     expect(aliceDelegate).not.toBe(feePayer);
@@ -111,18 +105,12 @@ describe.each(STORES)("approvals bound to their owner, on the %s store", (storeN
     expect(await alice.tokenAccount(accountA)).toMatchObject({ delegate: aliceDelegate });
 
     // 3. Mallory: her own agent naming wallet A as its source, 7 USDC an hour to her wallet M.
-    const malloryAgent = (
-      await mallory.ok("POST", "/v1/agents", {
-        type: "transfer",
-        config: {
-          source: walletA.address,
-          destination: walletM,
-          amount: 7,
-          token: "USDC",
-          schedule: "hourly",
-        },
-      })
-    ).agentId as string;
+    const malloryAgent = await mallory.createTransfer({
+      source: walletA.address,
+      destination: walletM,
+      amount: 7,
+      token: "USDC",
+    });
     // Her approval would name another delegate, which wallet A never signs for.
     const malloryDelegate = (
       await mallory.ok("POST", `/v1/agents/${malloryAgent}:prepareApproval`, { allowance: 7 })
@@ -192,12 +180,7 @@ describe.each(STORES)("approvals bound to their owner, on the %s store", (storeN
       { amount: 10_000_000, delegate: feePayer, delegatedAmount: 10_000_000 },
     ]);
     expect(set.error).toBeUndefined();
-    const agentId = (
-      await alice.ok("POST", "/v1/agents", {
-        type: "transfer",
-        config: { source: wallet, destination, amount: 1, token: "USDC", schedule: "hourly" },
-      })
-    ).agentId as string;
+    const agentId = await alice.createTransfer({ source: wallet, destination, amount: 1, token: "USDC" });
     // Active since before the change, as a migrated agent is.
     await server.context.agentStore.update("alice", agentId, () => ({
       status: "active",
@@ -230,30 +213,18 @@ describe.each(STORES)("approvals bound to their owner, on the %s store", (storeN
     const accountAusdt = await ata(walletA.address, USDT);
     const usdcBefore = await alice.balance(accountAusdc);
     // Alice moves USDC from wallet A, bob moves USDT from the same wallet; A approves each.
-    const aliceAgent = (
-      await alice.ok("POST", "/v1/agents", {
-        type: "transfer",
-        config: {
-          source: walletA.address,
-          destination: walletB,
-          amount: 1,
-          token: "USDC",
-          schedule: "hourly",
-        },
-      })
-    ).agentId as string;
-    const bobAgent = (
-      await bob.ok("POST", "/v1/agents", {
-        type: "transfer",
-        config: {
-          source: walletA.address,
-          destination: walletC,
-          amount: 2,
-          token: "USDT",
-          schedule: "hourly",
-        },
-      })
-    ).agentId as string;
+    const aliceAgent = await alice.createTransfer({
+      source: walletA.address,
+      destination: walletB,
+      amount: 1,
+      token: "USDC",
+    });
+    const bobAgent = await bob.createTransfer({
+      source: walletA.address,
+      destination: walletC,
+      amount: 2,
+      token: "USDT",
+    });
     const aliceDelegate = (await alice.approve(aliceAgent, 20, walletA)).delegate as string;
     const bobDelegate = (await bob.approve(bobAgent, 10, walletA)).delegate as string;
     expect(bobDelegate).not.toBe(aliceDelegate);

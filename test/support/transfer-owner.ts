@@ -67,6 +67,14 @@ export function createTransferOwner(options: { baseUrl: string; chain: ChainClie
       expect(status.err).toBeNull();
       return approval;
     },
+    /** CreateAgent over REST: an hourly transfer agent; resolves with its id. */
+    async createTransfer(config: { source: string; destination: string; amount: number; token: string }) {
+      const created = await ok("POST", "/v1/agents", {
+        type: "transfer",
+        config: { ...config, schedule: "hourly" },
+      });
+      return created.agentId as string;
+    },
     runsOf: async (agentId: string): Promise<Json[]> =>
       (await ok("GET", `/v1/agents/${agentId}/runs?limit=100`)).runs as Json[],
   };
