@@ -112,6 +112,16 @@ export interface LocalChainConfig {
   readonly slotMs: number;
   /** Bounds on what one client can hold of the port (it shares the service's process and memory). */
   readonly limits: LocalChainPortLimits;
+  /**
+   * surfpool's cheatcodes (surfnet_setAccount, surfnet_setTokenAccount) are served: they rewrite
+   * any account, so they are off under NODE_ENV=production unless asked for.
+   */
+  readonly cheatcodes: boolean;
+  /**
+   * Host header values the port answers besides localhost, 127.0.0.1 and [::1]: a web page that
+   * rebinds its own name to 127.0.0.1 sends that name, and is refused.
+   */
+  readonly allowedHosts: readonly string[];
 }
 
 export interface LocalChainPortLimits {
@@ -331,6 +341,8 @@ export const CONFIG_VARIABLES = {
   LOCAL_SOLANA_MAX_CONNECTIONS: "64",
   LOCAL_SOLANA_MAX_IN_FLIGHT_PER_CONNECTION: "8",
   LOCAL_SOLANA_MAX_UNSENT_BYTES: "67108864",
+  LOCAL_SOLANA_CHEATCODES: "",
+  LOCAL_SOLANA_ALLOWED_HOSTS: "",
   TRANSFER_EXECUTOR: "chain",
   EXECUTOR_KEYPAIR: "",
   DELEGATE_SEED: "",
@@ -516,7 +528,7 @@ export function loadConfig(env: Env = process.env): Config {
     anonymous: bucket("ANONYMOUS"),
   };
 
-  const solana = readSolana(read, int, problems);
+  const solana = readSolana(read, int, bool, problems, production);
   const transfers = readTransfers(read, int, problems, solana);
   if (
     authMode === "none" &&
@@ -598,8 +610,9 @@ export function loadConfig(env: Env = process.env): Config {
 
 type Read = (name: keyof typeof CONFIG_VARIABLES) => string;
 type Int = (name: keyof typeof CONFIG_VARIABLES, min: number, max: number) => number;
+type Bool = (name: keyof typeof CONFIG_VARIABLES) => boolean;
 
-function readSolana(read: Read, int: Int, problems: string[]): SolanaConfig {
+function readSolana(read: Read, int: Int, bool: Bool, problems: string[], production: boolean): SolanaConfig {
   const url = read("SOLANA_RPC_URL");
   if (url !== "" && !isHttpUrl(url)) {
     // Not echoed: providers put their API key in the URL.
@@ -633,6 +646,9 @@ function readSolana(read: Read, int: Int, problems: string[]): SolanaConfig {
         maxInFlightPerConnection: int("LOCAL_SOLANA_MAX_IN_FLIGHT_PER_CONNECTION", 1, 1000),
         maxUnsentBytes: int("LOCAL_SOLANA_MAX_UNSENT_BYTES", 1024 * 1024, 4 * 1024 * 1024 * 1024),
       },
+      // Unset: on for development, off in the container (NODE_ENV=production).
+      cheatcodes: read("LOCAL_SOLANA_CHEATCODES") === "" ? !production : bool("LOCAL_SOLANA_CHEATCODES"),
+      allowedHosts: parseHosts(read("LOCAL_SOLANA_ALLOWED_HOSTS"), problems),
     },
   };
 }
@@ -715,6 +731,22 @@ function readPrices(read: Read, int: Int, problems: string[]): PricesConfig {
     catalogTickMs: int("CATALOG_PRICE_TICK_MS", 0, 86_400_000),
     watchIntervalMs: int("PRICE_WATCH_INTERVAL_MS", 10, 3_600_000),
   };
+}
+
+/** A host name as a Host header carries it, without its port: letters, digits, dots and dashes. */
+const HOST_NAME = /^(?=.{1,253}$)[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/;
+
+function parseHosts(text: string, problems: string[]): string[] {
+  if (text === "") return [];
+  const hosts = text.split(",").map((h) => h.trim().toLowerCase());
+  for (const host of hosts) {
+    if (!HOST_NAME.test(host)) {
+      problems.push(
+        `LOCAL_SOLANA_ALLOWED_HOSTS must be a comma-separated list of host names without ports, like devbox.local (got "${host.slice(0, 64)}")`,
+      );
+    }
+  }
+  return hosts;
 }
 
 function isHttpUrl(text: string): boolean {

@@ -412,6 +412,8 @@ async function startEmbeddedChain(
       statePath: local.statePath,
       slotMs: local.slotMs,
       limits: local.limits,
+      cheatcodes: local.cheatcodes,
+      allowedHosts: local.allowedHosts,
       log: (level, message, fields) => logger[level](fields ?? {}, message),
       onRequest: metrics.onRequest,
       onRejected: metrics.onRejected,
@@ -425,7 +427,7 @@ async function startEmbeddedChain(
     throw error;
   }
   logger.info(
-    { solana_rpc: running.url, state: local.statePath ?? null },
+    { solana_rpc: running.url, state: local.statePath ?? null, cheatcodes: local.cheatcodes },
     `the embedded local chain serves Solana JSON-RPC at ${running.url}`,
   );
   return running;

@@ -156,6 +156,8 @@ describe("loadConfig", () => {
             maxInFlightPerConnection: 8,
             maxUnsentBytes: 67_108_864,
           },
+          cheatcodes: true,
+          allowedHosts: [],
         },
       },
       transfers: {
@@ -378,6 +380,8 @@ describe("loadConfig", () => {
         LOCAL_SOLANA_MAX_CONNECTIONS: "16",
         LOCAL_SOLANA_MAX_IN_FLIGHT_PER_CONNECTION: "2",
         LOCAL_SOLANA_MAX_UNSENT_BYTES: "16777216",
+        LOCAL_SOLANA_CHEATCODES: "false",
+        LOCAL_SOLANA_ALLOWED_HOSTS: "devbox.local,chain.test",
         TRANSFER_EXECUTOR: "Simulated",
         EXECUTOR_KEYPAIR: "/run/secrets/executor.json",
         DELEGATE_SEED: "/run/secrets/delegate.seed",
@@ -494,6 +498,8 @@ describe("loadConfig", () => {
             maxInFlightPerConnection: 2,
             maxUnsentBytes: 16_777_216,
           },
+          cheatcodes: false,
+          allowedHosts: ["devbox.local", "chain.test"],
         },
       },
       transfers: {

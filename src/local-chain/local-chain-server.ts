@@ -2,6 +2,7 @@ import * as http from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import type { LocalChainPortLimits } from "../config.ts";
 import { createAnswerWriter } from "./answer-writer.ts";
+import { createHostCheck } from "./host-check.ts";
 import type { JsonRpcHandler } from "./json-rpc-handler.ts";
 
 export interface LocalChainServerOptions {
@@ -13,13 +14,15 @@ export interface LocalChainServerOptions {
   /** Connections, requests in flight, unsent bytes and the write timeout (the handler bounds answers). */
   readonly limits: Omit<LocalChainPortLimits, "maxAnswerBytes">;
   /**
-   * Told about requests turned away before JSON-RPC saw them (`too_large`, `method`,
+   * Told about requests turned away before JSON-RPC saw them (`host`, `too_large`, `method`,
    * `content_type`, `in_flight_limit`, `unsent_limit`), connections refused (`connection_limit`)
    * and answers cut off because the client did not read them (`write_timeout`).
    */
   readonly onRejected?: (reason: string) => void;
   /** Told about an error that escaped the JSON-RPC handler (its request answers -32603). */
   readonly onUnexpected?: (error: unknown, method: string) => void;
+  /** Host names answered besides the loopback ones (see host-check.ts). */
+  readonly allowedHosts?: readonly string[];
 }
 
 export interface LocalChainServer {
@@ -50,6 +53,10 @@ const HOST = "127.0.0.1";
  */
 export async function startLocalChainServer(options: LocalChainServerOptions): Promise<LocalChainServer> {
   const { handler, maxRequestBytes, limits } = options;
+  const hostAllowed = createHostCheck({
+    boundHost: HOST,
+    ...(options.allowedHosts === undefined ? {} : { allowedHosts: options.allowedHosts }),
+  });
   const rejected = options.onRejected ?? (() => {});
   const unexpected = options.onUnexpected ?? (() => {});
   const server = http.createServer({
@@ -94,6 +101,16 @@ export async function startLocalChainServer(options: LocalChainServerOptions): P
   });
 
   const serve = (req: http.IncomingMessage, res: http.ServerResponse) => {
+    if (!hostAllowed(req.headers.host)) {
+      req.resume();
+      refuse(
+        res,
+        403,
+        "host",
+        "Invalid Host header: the local chain answers requests to localhost, 127.0.0.1 and [::1] (add names with LOCAL_SOLANA_ALLOWED_HOSTS)\n",
+      );
+      return;
+    }
     if (req.method === "GET" && (req.url === "/health" || req.url?.startsWith("/health?"))) {
       send(res, 200, { "content-type": "text/plain" }, "ok");
       return;

@@ -9,13 +9,17 @@ import { transactionMethods } from "./transaction-methods.ts";
  * Every JSON-RPC method the local chain serves. Each call first brings the chain up to the wall
  * clock (a new slot and blockhash when one is due), as a validator would have produced them.
  */
-export function createRpcMethods(options: { chain: LocalChain }): Record<string, RpcMethod> {
+export function createRpcMethods(options: {
+  chain: LocalChain;
+  /** Serve surfpool's cheatcodes; without them surfnet_* are unknown methods, as on a validator. */
+  cheatcodes?: boolean;
+}): Record<string, RpcMethod> {
   const { chain } = options;
   const methods = {
     ...clusterMethods(chain),
     ...accountMethods(chain),
     ...transactionMethods(chain),
-    ...cheatcodeMethods(chain),
+    ...(options.cheatcodes === false ? {} : cheatcodeMethods(chain)),
   };
   return Object.fromEntries(
     Object.entries(methods).map(([name, method]) => [

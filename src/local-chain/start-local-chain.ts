@@ -27,6 +27,10 @@ export interface StartLocalChainOptions {
   readonly maxRequestBytes?: number;
   /** What one client can hold of the port (the answer bound applies in-process too); default: the configuration's defaults. */
   readonly limits?: Partial<LocalChainPortLimits>;
+  /** Serve surfpool's cheatcodes (surfnet_*); default true. */
+  readonly cheatcodes?: boolean;
+  /** Host header names the port answers besides the loopback ones (see host-check.ts). */
+  readonly allowedHosts?: readonly string[];
   /** Where a built genesis is kept for the next start (default: node_modules/.cache). */
   readonly cacheDir?: string;
   readonly now?: () => number;
@@ -125,7 +129,7 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
     written: state.accounts.map(([address]) => address),
   });
   chain.tick();
-  const methods = createRpcMethods({ chain });
+  const methods = createRpcMethods({ chain, cheatcodes: options.cheatcodes ?? true });
   const limits = { ...DEFAULT_LOCAL_CHAIN_PORT_LIMITS, ...options.limits };
   const handler = createJsonRpcHandler({
     methods,
@@ -143,6 +147,7 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
           port: options.port,
           maxRequestBytes: options.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES,
           limits,
+          ...(options.allowedHosts === undefined ? {} : { allowedHosts: options.allowedHosts }),
           ...(options.onRejected === undefined ? {} : { onRejected: options.onRejected }),
           ...(options.onUnexpected === undefined ? {} : { onUnexpected: options.onUnexpected }),
         });
