@@ -184,6 +184,8 @@ export function createAgentCommands(options: {
         config: valid.config,
         createdAt,
         nextRunAt: slot(createdAt, valid.schedule, 1),
+        // Pinned: a run refuses a mint whose decimals changed since, as the amount would mean another value.
+        ...(valid.decimals === undefined ? {} : { decimals: valid.decimals }),
       };
       const result = await store.create(
         input.idempotencyKey === ""

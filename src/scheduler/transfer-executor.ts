@@ -111,6 +111,13 @@ export function createTransferExecutor(options: TransferExecutorOptions): Execut
     const mint = options.mintOf(symbol);
     const mintAccount = mint === undefined ? undefined : await chain.getMint(mint, signal);
     if (mint === undefined || mintAccount === undefined) return final(`${symbol} has no mint on this chain`);
+    // The amount was checked against the decimals of CreateAgent's time: a mint rewritten since
+    // (a cheatcode, another chain behind the same URL) would make it move another value.
+    if (agent.decimals !== undefined && agent.decimals !== mintAccount.decimals) {
+      return final(
+        `${symbol}'s mint has ${mintAccount.decimals} decimals on this chain, not the ${agent.decimals} this agent's amount was checked with: the agent does not run; create it again to use this mint`,
+      );
+    }
     const token: TokenRef = { mint, program: mintAccount.program, decimals: mintAccount.decimals };
     const units = baseUnits(amount, token.decimals);
     const show = (value: bigint) => `${uiAmount(value, token.decimals)} ${symbol}`;
