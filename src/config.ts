@@ -272,6 +272,11 @@ export interface TransferConfig {
   readonly maxUsdPerRun: number;
   /** Largest value one agent may move per UTC day, in US dollars. */
   readonly maxUsdPerDay: number;
+  /**
+   * The executor's balance below which it is reported as unable to pay fees (in /readyz's body,
+   * a log line and `executor_balance_lamports`), in lamports.
+   */
+  readonly executorMinLamports: number;
 }
 
 export class ConfigError extends Error {
@@ -350,6 +355,7 @@ export const CONFIG_VARIABLES = {
   ALLOW_ANONYMOUS_TRANSFERS: "false",
   TRANSFER_MAX_USD_PER_RUN: "1000",
   TRANSFER_MAX_USD_PER_DAY: "10000",
+  EXECUTOR_MIN_LAMPORTS: "50000000",
   JUPITER_API_URL: "",
   JUPITER_API_KEY: "",
   PRICE_WATCHLIST: "",
@@ -686,6 +692,8 @@ function readTransfers(read: Read, int: Int, problems: string[], solana: SolanaC
     approvalWaitMs: int("APPROVAL_WAIT_HOURS", 1, 24 * 365) * 3_600_000,
     maxUsdPerRun: int("TRANSFER_MAX_USD_PER_RUN", 0, 1_000_000_000),
     maxUsdPerDay: int("TRANSFER_MAX_USD_PER_DAY", 0, 1_000_000_000),
+    // Up to a million SOL: more is no floor anyone means.
+    executorMinLamports: int("EXECUTOR_MIN_LAMPORTS", 0, 1_000_000 * 1_000_000_000),
   };
 }
 

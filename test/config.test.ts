@@ -167,6 +167,7 @@ describe("loadConfig", () => {
         approvalWaitMs: 72 * 3_600_000,
         maxUsdPerRun: 1000,
         maxUsdPerDay: 10_000,
+        executorMinLamports: 50_000_000,
       },
       prices: {
         jupiterUrl: undefined,
@@ -389,6 +390,7 @@ describe("loadConfig", () => {
         ALLOW_ANONYMOUS_TRANSFERS: "true",
         TRANSFER_MAX_USD_PER_RUN: "25",
         TRANSFER_MAX_USD_PER_DAY: "100",
+        EXECUTOR_MIN_LAMPORTS: "1000",
         JUPITER_API_URL: "https://api.jup.ag",
         JUPITER_API_KEY: "jup-key",
         PRICE_WATCHLIST: "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v",
@@ -509,6 +511,7 @@ describe("loadConfig", () => {
         approvalWaitMs: 5 * 3_600_000,
         maxUsdPerRun: 25,
         maxUsdPerDay: 100,
+        executorMinLamports: 1_000,
       },
       prices: {
         jupiterUrl: "https://api.jup.ag",

@@ -188,7 +188,9 @@ export function createTransferExecutor(options: TransferExecutorOptions): Execut
       lifetime,
     });
     const simulated = await transfers.simulateTransaction(built.transaction, signal);
-    if (simulated.err !== null && simulated.err !== undefined) return failedOnChain(simulated.err);
+    if (simulated.err !== null && simulated.err !== undefined) {
+      return failedOnChain(simulated.err, executor.address);
+    }
     const kept = {
       signature: built.signature,
       lastValidBlockHeight: lifetime.lastValidBlockHeight,
@@ -209,7 +211,7 @@ export function createTransferExecutor(options: TransferExecutorOptions): Execut
       const height = await transfers.getBlockHeight(signal);
       const [status] = await transfers.getSignatureStatuses([tx.signature], signal);
       if (status !== undefined) {
-        return status.err === null ? succeeded(tx, moving) : failedOnChain(status.err);
+        return status.err === null ? succeeded(tx, moving) : failedOnChain(status.err, executor.address);
       }
       // The height was read before the status: past it with no status, the transaction can no
       // longer land, and the next attempt signs a new one.
@@ -281,8 +283,18 @@ interface Moving {
 /** Sent again while it may still land, as wallets do: a validator may have dropped it. */
 const REBROADCAST_MS = 2000;
 
+/**
+ * Transaction errors about the fee payer, which is always the executor: it has no account (no
+ * lamports at all) or too few lamports for the fee.
+ */
+const FEE_PAYER_ERRORS = new Set(["AccountNotFound", "InsufficientFundsForFee"]);
+
 /** A transaction error from the chain, as a reason for the run's owner. */
-function failedOnChain(err: unknown): Failure {
+function failedOnChain(err: unknown, feePayer: string): Failure {
+  // Retried: the operator may fund it before the slot's attempts run out.
+  if (typeof err === "string" && FEE_PAYER_ERRORS.has(err)) {
+    return retry(`the executor cannot pay fees: fund ${feePayer} (the transfer failed on chain: ${err})`);
+  }
   const instruction = (err as { InstructionError?: [unknown, unknown] } | null)?.InstructionError;
   const custom = (instruction?.[1] as { Custom?: unknown } | undefined)?.Custom;
   const code = typeof custom === "bigint" ? Number(custom) : typeof custom === "number" ? custom : undefined;
