@@ -113,6 +113,13 @@ export interface LocalChainConfig {
   /** Bounds on what one client can hold of the port (it shares the service's process and memory). */
   readonly limits: LocalChainPortLimits;
   /**
+   * Transactions its ledger keeps for getTransaction and getSignaturesForAddress (about 2 KB of
+   * memory each); older ones are forgotten, as a validator's RPC forgets history.
+   */
+  readonly history: number;
+  /** requestAirdrop per client address: its faucet is not a way to grow the ledger without end. */
+  readonly airdropLimit: RateLimitConfig;
+  /**
    * surfpool's cheatcodes (surfnet_setAccount, surfnet_setTokenAccount) are served: they rewrite
    * any account, so they are off under NODE_ENV=production unless asked for.
    */
@@ -346,6 +353,9 @@ export const CONFIG_VARIABLES = {
   LOCAL_SOLANA_MAX_CONNECTIONS: "64",
   LOCAL_SOLANA_MAX_IN_FLIGHT_PER_CONNECTION: "8",
   LOCAL_SOLANA_MAX_UNSENT_BYTES: "67108864",
+  LOCAL_SOLANA_HISTORY: "100000",
+  LOCAL_SOLANA_AIRDROPS_PER_SECOND: "2",
+  LOCAL_SOLANA_AIRDROP_BURST: "20",
   LOCAL_SOLANA_CHEATCODES: "",
   LOCAL_SOLANA_ALLOWED_HOSTS: "",
   TRANSFER_EXECUTOR: "chain",
@@ -651,6 +661,12 @@ function readSolana(read: Read, int: Int, bool: Bool, problems: string[], produc
         maxConnections: int("LOCAL_SOLANA_MAX_CONNECTIONS", 1, 100_000),
         maxInFlightPerConnection: int("LOCAL_SOLANA_MAX_IN_FLIGHT_PER_CONNECTION", 1, 1000),
         maxUnsentBytes: int("LOCAL_SOLANA_MAX_UNSENT_BYTES", 1024 * 1024, 4 * 1024 * 1024 * 1024),
+      },
+      // At least a few blocks' worth; at most what fits in memory at ~2 KB each (20 GB).
+      history: int("LOCAL_SOLANA_HISTORY", 1000, 10_000_000),
+      airdropLimit: {
+        rate: int("LOCAL_SOLANA_AIRDROPS_PER_SECOND", 1, 1_000_000),
+        burst: int("LOCAL_SOLANA_AIRDROP_BURST", 1, 1_000_000),
       },
       // Unset: on for development, off in the container (NODE_ENV=production).
       cheatcodes: read("LOCAL_SOLANA_CHEATCODES") === "" ? !production : bool("LOCAL_SOLANA_CHEATCODES"),

@@ -426,10 +426,13 @@ async function startEmbeddedChain(
       slotMs: local.slotMs,
       limits: local.limits,
       cheatcodes: local.cheatcodes,
+      history: local.history,
+      airdropLimit: local.airdropLimit,
       allowedHosts: local.allowedHosts,
       log: (level, message, fields) => logger[level](fields ?? {}, message),
       onRequest: metrics.onRequest,
       onRejected: metrics.onRejected,
+      onSaved: metrics.onSaved,
       onUnexpected: (error, method) =>
         logger.error({ err: error, method }, "local chain: a JSON-RPC method failed"),
     });

@@ -3,7 +3,7 @@ import type { AddressInfo, Socket } from "node:net";
 import type { LocalChainPortLimits } from "../config.ts";
 import { createAnswerWriter } from "./answer-writer.ts";
 import { createHostCheck } from "./host-check.ts";
-import type { JsonRpcHandler } from "./json-rpc-handler.ts";
+import type { JsonRpcHandler, RpcCaller } from "./json-rpc-handler.ts";
 
 export interface LocalChainServerOptions {
   readonly handler: JsonRpcHandler;
@@ -171,7 +171,9 @@ export async function startLocalChainServer(options: LocalChainServerOptions): P
       if (refused) return;
       // The request boundary: this listener's promise has no one to reject to, and an escaped
       // rejection would end the whole process, the service's API with it.
-      void answer(res, Buffer.concat(chunks, size).toString("utf8")).catch((error: unknown) => {
+      void answer(res, Buffer.concat(chunks, size).toString("utf8"), {
+        address: req.socket.remoteAddress,
+      }).catch((error: unknown) => {
         unexpected(error, "unknown");
         try {
           if (res.headersSent) res.destroy();
@@ -183,8 +185,8 @@ export async function startLocalChainServer(options: LocalChainServerOptions): P
     });
   };
 
-  const answer = async (res: http.ServerResponse, body: string) => {
-    const text = await handler.handle(body);
+  const answer = async (res: http.ServerResponse, body: string, caller: RpcCaller) => {
+    const text = await handler.handle(body, caller);
     // As Agave's server writes it: the JSON, then a newline (nothing at all for notifications).
     sendJson(res, text === "" ? "" : `${text}\n`);
   };

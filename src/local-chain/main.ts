@@ -24,6 +24,8 @@ async function main(): Promise<void> {
       slotMs: local.slotMs,
       limits: local.limits,
       cheatcodes: local.cheatcodes,
+      history: local.history,
+      airdropLimit: local.airdropLimit,
       allowedHosts: local.allowedHosts,
       log: (level, message, fields) => logger[level](fields ?? {}, message),
       onUnexpected: (error, method) => logger.error({ err: error, method }, "a JSON-RPC method failed"),
