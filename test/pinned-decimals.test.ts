@@ -1,10 +1,12 @@
 /**
  * An agent runs only against the mint decimals its amount was checked with at CreateAgent: a mint
  * rewritten since (a cheatcode here; another chain behind the same URL) would make the same amount
- * another value. A real service on the embedded chain; the run through the service's executor.
+ * another value. A real service on the embedded chain, its agents in memory and in MongoDB
+ * (FerretDB); the run through the service's executor.
  */
+import { randomBytes } from "node:crypto";
 import { type Address, generateKeyPairSigner } from "@solana/kit";
-import { describe, expect, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import { localKey } from "../src/local-chain/local-keys.ts";
 import type { ExecutionJournal } from "../src/scheduler/executor.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
@@ -15,10 +17,26 @@ import { startServer } from "./support/start-server.ts";
 const cleanup = useCleanups();
 const USDC = loadCatalog().tokens.find((t) => t.symbol === "USDC")?.mint as Address;
 
-describe("an agent's pinned decimals", () => {
+const STORES: [string, () => Record<string, string>][] = [
+  ["memory", () => ({})],
+  [
+    "mongo",
+    () => ({
+      MONGODB_URI: inject("mongoUri"),
+      MONGODB_DB: `pinned_decimals_${randomBytes(3).toString("hex")}`,
+    }),
+  ],
+];
+
+describe.each(STORES)("an agent's pinned decimals, on the %s store", (storeName, storeEnv) => {
   it("a run refuses, for good, a mint whose decimals differ from those its amount was checked with", async () => {
-    const server = await startServer();
-    cleanup(() => server.close());
+    const server = await startServer({ env: storeEnv() });
+    cleanup(async () => {
+      if (storeName === "mongo") {
+        await server.context.mongoClient?.db(server.context.config.mongo?.dbName).dropDatabase();
+      }
+      await server.close();
+    });
     const chain = createChainClient(server.localChain?.url as string);
     // USDC's mint rewritten to 9 decimals (byte 44 of the mint layout), as a cheatcode can.
     const { value } = await chain.rpc.getAccountInfo(USDC, { encoding: "base64" }).send();
