@@ -10,6 +10,7 @@ import type { Chain, TransferChain } from "./chain/chain.ts";
 import { createChainApprovals } from "./chain/chain-approvals.ts";
 import type { DelegateKeys } from "./chain/delegate-keys.ts";
 import type { SigningKey } from "./chain/ed25519-key.ts";
+import { createExecutorBalance, type ExecutorBalance } from "./chain/executor-balance.ts";
 import { type Config, ConfigError, type MongoConfig, redactUri } from "./config.ts";
 import { createAnnouncingAgentStore } from "./events/announcing-agent-store.ts";
 import type { EventLog } from "./events/event-log.ts";
@@ -70,6 +71,11 @@ export interface AppContext {
    * wallet's approval of its delegate); undefined when runs move nothing real.
    */
   readonly awaitReady: ReadinessCheck | undefined;
+  /**
+   * The fee payer's balance against EXECUTOR_MIN_LAMPORTS, when runs move real tokens (read after
+   * runs and periodically once started); undefined when they move nothing.
+   */
+  readonly executorBalance: ExecutorBalance | undefined;
   /** Schedule time (SCHEDULE_TIME_SCALE). */
   readonly scheduleClock: ScheduleClock;
   /** API keys: verification for the auth interceptor, management for ApiKeyService. */
@@ -236,21 +242,38 @@ export async function createAppContext(
     },
   });
   const realTransfers = config.transfers.executor === "chain";
+  const executorBalance = realTransfers
+    ? createExecutorBalance({
+        address: executorKey.address,
+        read: (signal) => chain.getBalance(executorKey.address, signal),
+        minLamports: BigInt(config.transfers.executorMinLamports),
+        intervalMs: EXECUTOR_BALANCE_INTERVAL_MS,
+        timeoutMs: config.solana.timeoutMs,
+        onChange(problem, lamports) {
+          if (problem !== undefined) logger.warn({ executor: executorKey.address, lamports }, problem);
+          else logger.info({ executor: executorKey.address, lamports }, "the executor can pay fees again");
+        },
+      })
+    : undefined;
   const executor =
     overrides.executor ??
     createExecutorByType({
       transfer:
-        config.transfers.executor === "chain"
-          ? createTransferExecutor({
-              chain,
-              transfers,
-              executor: executorKey,
-              delegates,
-              mintOf,
-              prices,
-              caps: { perRunUsd: config.transfers.maxUsdPerRun, perDayUsd: config.transfers.maxUsdPerDay },
-              ...(overrides.transferHooks === undefined ? {} : { hooks: overrides.transferHooks }),
-            })
+        executorBalance !== undefined
+          ? afterEachRun(
+              createTransferExecutor({
+                chain,
+                transfers,
+                executor: executorKey,
+                delegates,
+                mintOf,
+                prices,
+                caps: { perRunUsd: config.transfers.maxUsdPerRun, perDayUsd: config.transfers.maxUsdPerDay },
+                ...(overrides.transferHooks === undefined ? {} : { hooks: overrides.transferHooks }),
+              }),
+              // Every run spends the executor's lamports: read them again (throttled) after it.
+              () => executorBalance.refreshSoon(),
+            )
           : simulated,
       swap: simulated,
     });
@@ -304,6 +327,7 @@ export async function createAppContext(
     runStore: runs,
     executor,
     awaitReady: realTransfers ? createApprovalCheck({ chain, transfers, delegates, mintOf }) : undefined,
+    executorBalance,
     scheduleClock,
     apiKeys,
     webhookStore: hooks,
@@ -317,9 +341,26 @@ export async function createAppContext(
     isStoreReady,
     isChainReady,
     async destroy() {
+      executorBalance?.stop();
       await hooks.close();
       await runs.close();
       await store.close();
+    },
+  };
+}
+
+/** How often the executor's balance is read besides after runs: a getBalance, cheap for any cluster. */
+const EXECUTOR_BALANCE_INTERVAL_MS = 30_000;
+
+/** `executor`, telling `after` once each run is over, whatever its outcome. */
+function afterEachRun(executor: Executor, after: () => void): Executor {
+  return {
+    async execute(execution) {
+      try {
+        return await executor.execute(execution);
+      } finally {
+        after();
+      }
     },
   };
 }

@@ -112,6 +112,23 @@ export interface LocalChainConfig {
   readonly slotMs: number;
   /** Bounds on what one client can hold of the port (it shares the service's process and memory). */
   readonly limits: LocalChainPortLimits;
+  /**
+   * Transactions its ledger keeps for getTransaction and getSignaturesForAddress (about 2 KB of
+   * memory each); older ones are forgotten, as a validator's RPC forgets history.
+   */
+  readonly history: number;
+  /** requestAirdrop per client address: its faucet is not a way to grow the ledger without end. */
+  readonly airdropLimit: RateLimitConfig;
+  /**
+   * surfpool's cheatcodes (surfnet_setAccount, surfnet_setTokenAccount) are served: they rewrite
+   * any account, so they are off under NODE_ENV=production unless asked for.
+   */
+  readonly cheatcodes: boolean;
+  /**
+   * Host header values the port answers besides localhost, 127.0.0.1 and [::1]: a web page that
+   * rebinds its own name to 127.0.0.1 sends that name, and is refused.
+   */
+  readonly allowedHosts: readonly string[];
 }
 
 export interface LocalChainPortLimits {
@@ -269,6 +286,11 @@ export interface TransferConfig {
   readonly maxUsdPerRun: number;
   /** Largest value one agent may move per UTC day, in US dollars. */
   readonly maxUsdPerDay: number;
+  /**
+   * The executor's balance below which it is reported as unable to pay fees (in /readyz's body,
+   * a log line and `executor_balance_lamports`), in lamports.
+   */
+  readonly executorMinLamports: number;
 }
 
 export class ConfigError extends Error {
@@ -338,6 +360,11 @@ export const CONFIG_VARIABLES = {
   LOCAL_SOLANA_MAX_CONNECTIONS: "64",
   LOCAL_SOLANA_MAX_IN_FLIGHT_PER_CONNECTION: "8",
   LOCAL_SOLANA_MAX_UNSENT_BYTES: "67108864",
+  LOCAL_SOLANA_HISTORY: "100000",
+  LOCAL_SOLANA_AIRDROPS_PER_SECOND: "2",
+  LOCAL_SOLANA_AIRDROP_BURST: "20",
+  LOCAL_SOLANA_CHEATCODES: "",
+  LOCAL_SOLANA_ALLOWED_HOSTS: "",
   TRANSFER_EXECUTOR: "chain",
   EXECUTOR_KEYPAIR: "",
   DELEGATE_SEED: "",
@@ -345,6 +372,7 @@ export const CONFIG_VARIABLES = {
   ALLOW_ANONYMOUS_TRANSFERS: "false",
   TRANSFER_MAX_USD_PER_RUN: "1000",
   TRANSFER_MAX_USD_PER_DAY: "10000",
+  EXECUTOR_MIN_LAMPORTS: "50000000",
   JUPITER_API_URL: "",
   JUPITER_API_KEY: "",
   PRICE_WATCHLIST: "",
@@ -525,7 +553,7 @@ export function loadConfig(env: Env = process.env): Config {
     anonymous: bucket("ANONYMOUS"),
   };
 
-  const solana = readSolana(read, int, problems);
+  const solana = readSolana(read, int, bool, problems, production);
   const transfers = readTransfers(read, int, problems, solana);
   if (
     authMode === "none" &&
@@ -609,8 +637,9 @@ export function loadConfig(env: Env = process.env): Config {
 
 type Read = (name: keyof typeof CONFIG_VARIABLES) => string;
 type Int = (name: keyof typeof CONFIG_VARIABLES, min: number, max: number) => number;
+type Bool = (name: keyof typeof CONFIG_VARIABLES) => boolean;
 
-function readSolana(read: Read, int: Int, problems: string[]): SolanaConfig {
+function readSolana(read: Read, int: Int, bool: Bool, problems: string[], production: boolean): SolanaConfig {
   const url = read("SOLANA_RPC_URL");
   if (url !== "" && !isHttpUrl(url)) {
     // Not echoed: providers put their API key in the URL.
@@ -644,6 +673,15 @@ function readSolana(read: Read, int: Int, problems: string[]): SolanaConfig {
         maxInFlightPerConnection: int("LOCAL_SOLANA_MAX_IN_FLIGHT_PER_CONNECTION", 1, 1000),
         maxUnsentBytes: int("LOCAL_SOLANA_MAX_UNSENT_BYTES", 1024 * 1024, 4 * 1024 * 1024 * 1024),
       },
+      // At least a few blocks' worth; at most what fits in memory at ~2 KB each (20 GB).
+      history: int("LOCAL_SOLANA_HISTORY", 1000, 10_000_000),
+      airdropLimit: {
+        rate: int("LOCAL_SOLANA_AIRDROPS_PER_SECOND", 1, 1_000_000),
+        burst: int("LOCAL_SOLANA_AIRDROP_BURST", 1, 1_000_000),
+      },
+      // Unset: on for development, off in the container (NODE_ENV=production).
+      cheatcodes: read("LOCAL_SOLANA_CHEATCODES") === "" ? !production : bool("LOCAL_SOLANA_CHEATCODES"),
+      allowedHosts: parseHosts(read("LOCAL_SOLANA_ALLOWED_HOSTS"), problems),
     },
   };
 }
@@ -681,6 +719,8 @@ function readTransfers(read: Read, int: Int, problems: string[], solana: SolanaC
     approvalWaitMs: int("APPROVAL_WAIT_HOURS", 1, 24 * 365) * 3_600_000,
     maxUsdPerRun: int("TRANSFER_MAX_USD_PER_RUN", 0, 1_000_000_000),
     maxUsdPerDay: int("TRANSFER_MAX_USD_PER_DAY", 0, 1_000_000_000),
+    // Up to a million SOL: more is no floor anyone means.
+    executorMinLamports: int("EXECUTOR_MIN_LAMPORTS", 0, 1_000_000 * 1_000_000_000),
   };
 }
 
@@ -726,6 +766,22 @@ function readPrices(read: Read, int: Int, problems: string[]): PricesConfig {
     catalogTickMs: int("CATALOG_PRICE_TICK_MS", 0, 86_400_000),
     watchIntervalMs: int("PRICE_WATCH_INTERVAL_MS", 10, 3_600_000),
   };
+}
+
+/** A host name as a Host header carries it, without its port: letters, digits, dots and dashes. */
+const HOST_NAME = /^(?=.{1,253}$)[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/;
+
+function parseHosts(text: string, problems: string[]): string[] {
+  if (text === "") return [];
+  const hosts = text.split(",").map((h) => h.trim().toLowerCase());
+  for (const host of hosts) {
+    if (!HOST_NAME.test(host)) {
+      problems.push(
+        `LOCAL_SOLANA_ALLOWED_HOSTS must be a comma-separated list of host names without ports, like devbox.local (got "${host.slice(0, 64)}")`,
+      );
+    }
+  }
+  return hosts;
 }
 
 function isHttpUrl(text: string): boolean {

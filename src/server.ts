@@ -82,6 +82,12 @@ export function build(context: AppContext, options: BuildOptions = {}): Server {
   const probes = createProbeHandler({
     isReady: async () =>
       !shutdown.signal.aborted && (await Promise.all([store.check(), chain.check()])).every(Boolean),
+    // Warns, and stays ready: every replica pays with the same executor, so taking this one out of
+    // rotation would not fund it, and would stop token reads and agent management too.
+    warnings: () => {
+      const problem = context.executorBalance?.problem();
+      return problem === undefined ? [] : [problem];
+    },
   });
   const metrics = createMetrics({
     mongoClient: context.mongoClient,

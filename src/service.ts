@@ -17,6 +17,7 @@ import { type Config, redactRpcUrl } from "./config.ts";
 import type { RunningLocalChain } from "./local-chain/start-local-chain.ts";
 import type { Logger } from "./logger.ts";
 import { registerChainMetrics, registerLocalChainMetrics } from "./observability/chain-metrics.ts";
+import { registerExecutorMetrics } from "./observability/executor-metrics.ts";
 import { createRateLimitedLog } from "./observability/rate-limited-log.ts";
 import { registerUpstreamMetrics } from "./observability/upstream-metrics.ts";
 import { registerWebhookMetrics } from "./observability/webhook-metrics.ts";
@@ -106,6 +107,7 @@ export async function createService(
     await localChain?.close();
     throw error;
   }
+  if (context.executorBalance !== undefined) registerExecutorMetrics(registry, context.executorBalance);
   const canonicalSymbol = catalogSymbolLookup(catalog);
   const scheduler = config.scheduler.enabled
     ? createServiceScheduler({
@@ -175,6 +177,7 @@ export async function createService(
     registry,
     async listen() {
       const address = await server.listen();
+      context.executorBalance?.start();
       scheduler?.start();
       webhooks?.start();
       pruneEvents();
@@ -358,11 +361,21 @@ async function executorKeyOf(
   }
   const key = generateExecutorKey();
   if (localChain !== undefined) {
-    localChain.chain.airdrop(key.address, EMBEDDED_EXECUTOR_LAMPORTS);
-    logger.info(
-      { executor: key.address },
-      "the executor's key was made for this run and funded by the embedded chain (set EXECUTOR_KEYPAIR to keep one)",
-    );
+    const signature = localChain.chain.airdrop(key.address, EMBEDDED_EXECUTOR_LAMPORTS);
+    // An airdrop the faucet cannot pay never lands (an emptied faucet in a saved state, say): the
+    // log says what happened, not what was meant to.
+    const status = localChain.chain.status(signature);
+    if (status !== null && status.err === null) {
+      logger.info(
+        { executor: key.address, lamports: EMBEDDED_EXECUTOR_LAMPORTS },
+        "the executor's key was made for this run and funded by the embedded chain (set EXECUTOR_KEYPAIR to keep one)",
+      );
+    } else {
+      logger.error(
+        { executor: key.address, err: status?.err ?? "the airdrop did not land" },
+        `the executor's key was made for this run, and the embedded chain's faucet could not fund it: runs cannot pay their fees until ${key.address} is funded (requestAirdrop, or surfnet_setAccount)`,
+      );
+    }
   } else {
     logger.warn(
       { executor: key.address },
@@ -412,9 +425,14 @@ async function startEmbeddedChain(
       statePath: local.statePath,
       slotMs: local.slotMs,
       limits: local.limits,
+      cheatcodes: local.cheatcodes,
+      history: local.history,
+      airdropLimit: local.airdropLimit,
+      allowedHosts: local.allowedHosts,
       log: (level, message, fields) => logger[level](fields ?? {}, message),
       onRequest: metrics.onRequest,
       onRejected: metrics.onRejected,
+      onSaved: metrics.onSaved,
       onUnexpected: (error, method) =>
         logger.error({ err: error, method }, "local chain: a JSON-RPC method failed"),
     });
@@ -425,7 +443,7 @@ async function startEmbeddedChain(
     throw error;
   }
   logger.info(
-    { solana_rpc: running.url, state: local.statePath ?? null },
+    { solana_rpc: running.url, state: local.statePath ?? null, cheatcodes: local.cheatcodes },
     `the embedded local chain serves Solana JSON-RPC at ${running.url}`,
   );
   return running;

@@ -18,9 +18,13 @@ import { ApiKeyService } from "../gen/auth/v1/auth_pb.ts";
 import { ServerReflection } from "../gen/grpc/reflection/v1/reflection_pb.ts";
 import { Health } from "../gen/health/v1/health_pb.ts";
 import { TokenService } from "../gen/token/v1/token_pb.ts";
+import { localKey } from "../src/local-chain/local-keys.ts";
 import { transfer } from "./support/agent-fixtures.ts";
 import { createProtocols, type Outcome, type Protocol, withStructConfig } from "./support/callers.ts";
 import { type RunningServer, startServer } from "./support/start-server.ts";
+
+/** A wallet of the embedded chain's genesis: it holds every catalog token. */
+const SEEDED_WALLET = localKey("wallet 1").address;
 
 const ADMIN_KEY = `admin-${randomBytes(16).toString("hex")}`;
 const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
@@ -215,8 +219,10 @@ describe.each(Object.keys(STORES) as Store[])("API keys, with agents and keys on
     const alice = await makeKey(server, "alice", AGENT_SCOPES);
     const bob = await makeKey(server, "bob", AGENT_SCOPES);
     const unknownId = "AAAAAAAAAAAAAAAAAAAAAA";
+    // A seeded wallet as the source: it holds USDC, so PrepareApproval has a token account to name.
+    const fromSeeded = { ...transfer(2), config: { ...transfer(2).config, source: SEEDED_WALLET } };
     for (const protocol of protocols) {
-      const own = dataOf(await protocol.call(AgentService, "CreateAgent", transfer(2), bearer(alice.key)));
+      const own = dataOf(await protocol.call(AgentService, "CreateAgent", fromSeeded, bearer(alice.key)));
       const id = own.agentId as string;
       const before = dataOf(
         await protocol.call(AgentService, "GetAgent", { agentId: id }, bearer(alice.key)),
@@ -232,7 +238,7 @@ describe.each(Object.keys(STORES) as Store[])("API keys, with agents and keys on
           bearer(alice.key),
         ),
       );
-      expect(approval.owner, protocol.name).toBe((transfer(2).config as { source: string }).source);
+      expect(approval.owner, protocol.name).toBe(SEEDED_WALLET);
       // Each refusal reads exactly as for an id that exists nowhere.
       for (const method of ["GetAgent", "PauseAgent", "ResumeAgent", "ListAgentRuns", "PrepareApproval"]) {
         const extra = method === "PrepareApproval" ? { allowance: 1 } : {};

@@ -15,6 +15,7 @@ import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { AgentService } from "../gen/agent/v1/agent_pb.ts";
 import { TokenService } from "../gen/token/v1/token_pb.ts";
+import { localKey } from "../src/local-chain/local-keys.ts";
 import { type RunningLocalChain, startLocalChain } from "../src/local-chain/start-local-chain.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
 import { createProtocols, type Protocol } from "./support/callers.ts";
@@ -260,7 +261,8 @@ describe("a cluster that misbehaves", () => {
 
   it("agent calls that need the chain answer unavailable, not invalid_argument, and recover", async () => {
     const config = {
-      source: "9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM",
+      // A seeded wallet: it holds every catalog token, so PrepareApproval has a token account to name.
+      source: localKey("wallet 1").address,
       destination: "2ojv9BAiHUrvsm9gxDe7fJSzbNZSJcxZvf8dqmWGHG8S",
       amount: 1,
       schedule: "daily",

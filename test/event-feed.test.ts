@@ -116,10 +116,37 @@ describe.each(adapters)("event feed (%s)", (_name, make) => {
     // Events 1..3 go; the cursor 1 would need event 2, which is gone. 3 (the last dropped) still works.
     expect(await log.prune(new Date(Date.UTC(2026, 0, 1, 0, 0, 3)))).toBe(3);
     await expect(feed.watch({ filter: { owner: "alice" }, after: 1, queue: queue() })).rejects.toThrow(
-      /no longer kept/,
+      /older than EVENT_RETENTION_HOURS/,
     );
     const watch = await feed.watch({ filter: { owner: "alice" }, after: 3, queue: queue() });
     watch.close();
+  });
+
+  it("tells a cursor too old from one never given out in the same words, naming no other cursor", async () => {
+    const [log] = await make(1);
+    if (log === undefined) throw new Error("no log");
+    const feed = createEventFeed({ log, pollIntervalMs: 20 });
+    cleanup(async () => feed.close());
+    const queue = () => createSubscriberQueue<LoggedEvent>({ capacity: 10 });
+    // Other owners' activity: 37 events, the newest cursor 37, of which 1..20 are past retention.
+    for (let n = 0; n < 37; n++) {
+      await log.append({ ...event(0, n), owner: "bob", at: new Date(Date.UTC(2026, 0, 1, 0, 0, n)) });
+    }
+    expect(await log.prune(new Date(Date.UTC(2026, 0, 1, 0, 0, 20)))).toBe(20);
+    const refusal = async (after: number) => {
+      const error = await feed.watch({ filter: { owner: "alice" }, after, queue: queue() }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(OutOfRangeError);
+      return (error as Error).message;
+    };
+    const tooOld = await refusal(5);
+    const future = await refusal(1000);
+    // The newest cursor (37), the oldest kept (21) and the volume pruned are named nowhere, and
+    // the two cases read alike, so no caller can bisect its way to another owner's volume.
+    for (const message of [tooOld, future]) expect(message).not.toMatch(/\b(37|36|21|20)\b/);
+    expect(tooOld.replace("cursor 5 ", "cursor N ")).toBe(future.replace("cursor 1000 ", "cursor N "));
   });
 
   it("ends a watcher that falls behind, and only that one", async () => {

@@ -10,6 +10,7 @@ import { http } from "../gen/google/api/annotations_pb.ts";
 import { TokenService } from "../gen/token/v1/token_pb.ts";
 import { WebhookService } from "../gen/webhook/v1/webhook_pb.ts";
 import { ADMIN_OWNER } from "../src/auth/api-keys.ts";
+import { localKey } from "../src/local-chain/local-keys.ts";
 import { restBindingsOf } from "../src/rest/rest-bindings.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
 import { type RunningServer, startServer } from "./support/start-server.ts";
@@ -34,7 +35,8 @@ const ADMIN_KEY = "openapi-test-admin-key-0123456789abcdef";
 const AUTHORIZATION = { authorization: `Bearer ${ADMIN_KEY}` };
 const sol = loadCatalog().tokens[0] as { mint: string };
 const TRANSFER = {
-  source: "9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM",
+  // A seeded wallet: it holds every catalog token, so PrepareApproval has a token account to name.
+  source: localKey("wallet 1").address,
   destination: "2ojv9BAiHUrvsm9gxDe7fJSzbNZSJcxZvf8dqmWGHG8S",
   amount: 1.5,
   token: "USDC",

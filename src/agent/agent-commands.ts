@@ -184,6 +184,8 @@ export function createAgentCommands(options: {
         config: valid.config,
         createdAt,
         nextRunAt: slot(createdAt, valid.schedule, 1),
+        // Pinned: a run refuses a mint whose decimals changed since, as the amount would mean another value.
+        ...(valid.decimals === undefined ? {} : { decimals: valid.decimals }),
       };
       const result = await store.create(
         input.idempotencyKey === ""
@@ -323,6 +325,17 @@ export function createAgentCommands(options: {
         { wallet, delegate, symbol, allowance: baseUnits(allowance, decimals) },
         signal,
       );
+      // The wallet would sign and pay for a transaction the chain refuses: say why now instead.
+      if (draft.tokenAccountState === "missing") {
+        throw new FailedPreconditionError(
+          `the wallet ${wallet} has no ${symbol} token account yet (its associated token account ${draft.tokenAccount}), so an approval cannot land: receive some ${symbol} there (or create that account) first, then ask again`,
+        );
+      }
+      if (draft.tokenAccountState === "frozen") {
+        throw new FailedPreconditionError(
+          `the wallet ${wallet}'s ${symbol} token account ${draft.tokenAccount} is frozen, so an approval cannot land`,
+        );
+      }
       // Every agent of this owner on this wallet and token spends through the same delegate and
       // allowance (an SPL account has one delegate, and approving again replaces the amount).
       let neededPerDay = 0n;

@@ -16,6 +16,8 @@ export type MintCheck = (symbol: string) => Promise<boolean>;
 export interface ValidConfig {
   readonly config: JsonObject;
   readonly schedule: Schedule;
+  /** The decimals the amount was checked with (its token's), when the token list knows them. */
+  readonly decimals: number | undefined;
 }
 
 const DEFAULT_SLIPPAGE_BPS = 50;
@@ -184,7 +186,7 @@ export async function validateAgentConfig(
     }
     if (violations.length > before) return undefined;
   }
-  return { schedule: config.schedule as Schedule, config: await rules.normalise(config, context) };
+  return { schedule: config.schedule as Schedule, config: await rules.normalise(config, context), decimals };
 }
 
 /** Largest count of smallest units a token amount can have (a u64 on chain). */

@@ -31,6 +31,11 @@ export interface AgentRecord {
   readonly failureReason?: string;
   /** Failed runs (slots) in a row since the last success; absent means 0. */
   readonly consecutiveFailures?: number;
+  /**
+   * The decimals of the token its amount is counted in, as CreateAgent checked the amount with
+   * them: a run refuses a mint whose decimals differ since (absent on agents created before).
+   */
+  readonly decimals?: number;
 }
 
 /**
@@ -158,6 +163,7 @@ export function copyAgentRecord(record: AgentRecord): AgentRecord {
     ...(record.nextRunAt === undefined ? {} : { nextRunAt: new Date(record.nextRunAt.getTime()) }),
     ...(record.failureReason === undefined ? {} : { failureReason: record.failureReason }),
     ...(record.consecutiveFailures === undefined ? {} : { consecutiveFailures: record.consecutiveFailures }),
+    ...(record.decimals === undefined ? {} : { decimals: record.decimals }),
   };
 }
 

@@ -23,6 +23,11 @@ export interface ApprovalDraft {
   readonly decimals: number;
   /** The last block height at which the transaction can land. */
   readonly lastValidBlockHeight: bigint;
+  /**
+   * What the chain holds at `tokenAccount` now: an approval of a token account that does not
+   * exist, or is frozen, cannot land, whoever signs it.
+   */
+  readonly tokenAccountState: "ready" | "missing" | "frozen";
 }
 
 export interface Approvals {

@@ -105,6 +105,7 @@ interface AgentDoc {
   nextRunAt?: Date;
   failureReason?: string;
   consecutiveFailures?: number;
+  decimals?: number;
   /** Lifecycle changes so far (see mongo-versioned-update.ts); absent means 0. */
   version?: number;
   /** [key, generation] of the idempotency key it was created under, if any. */
@@ -588,6 +589,7 @@ function toDoc(record: AgentRecord): AgentDoc {
   if (record.nextRunAt !== undefined) doc.nextRunAt = record.nextRunAt;
   if (record.failureReason !== undefined) doc.failureReason = record.failureReason;
   if (record.consecutiveFailures !== undefined) doc.consecutiveFailures = record.consecutiveFailures;
+  if (record.decimals !== undefined) doc.decimals = record.decimals;
   return doc;
 }
 
@@ -622,5 +624,6 @@ function fromDoc(doc: AgentDoc): AgentRecord {
     ...(doc.nextRunAt == null ? {} : { nextRunAt: doc.nextRunAt }),
     ...(doc.failureReason == null ? {} : { failureReason: doc.failureReason }),
     ...(doc.consecutiveFailures == null ? {} : { consecutiveFailures: doc.consecutiveFailures }),
+    ...(doc.decimals == null ? {} : { decimals: doc.decimals }),
   };
 }

@@ -50,6 +50,8 @@ export function createCachedChain(options: CachedChainOptions): Chain {
         : untilAborted(transactions.fetch(signature), signal),
     getSignaturesForAddress: (address, query, signal) =>
       chain.getSignaturesForAddress(address, query, signal),
+    // A balance changes with every transaction: never cached.
+    getBalance: (address, signal) => chain.getBalance(address, signal),
     isHealthy: (signal) => chain.isHealthy(signal),
   };
 }

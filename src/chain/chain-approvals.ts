@@ -32,9 +32,12 @@ export function createChainApprovals(options: {
         throw new UnavailableError(`the mint of ${symbol} is not on the chain`);
       }
       const token = { mint, program: account.program, decimals: account.decimals };
-      const lifetime = await transfers.getLatestBlockhash(signal);
       // Loaded on the first approval: the builders bring @solana/kit whole (17 MB in a process).
-      const { approvalTransaction } = await import("./token-transactions.ts");
+      const { approvalTransaction, associatedTokenAccount } = await import("./token-transactions.ts");
+      const [lifetime, state] = await Promise.all([
+        transfers.getLatestBlockhash(signal),
+        transfers.getTokenAccount(await associatedTokenAccount(wallet, token), signal),
+      ]);
       const { transaction, tokenAccount } = await approvalTransaction({
         owner: wallet,
         delegate,
@@ -51,6 +54,7 @@ export function createChainApprovals(options: {
         allowance,
         decimals: token.decimals,
         lastValidBlockHeight: lifetime.lastValidBlockHeight,
+        tokenAccountState: state === undefined ? "missing" : state.frozen ? "frozen" : "ready",
       };
     },
   };

@@ -83,6 +83,8 @@ export interface Chain {
   ): Promise<readonly SignatureInfo[]>;
   /** A landed transaction, or undefined when the cluster does not know the signature. */
   getTransaction(signature: string, signal?: AbortSignal): Promise<ChainTransaction | undefined>;
+  /** Lamports held by `address` (0 when there is no account there). */
+  getBalance(address: string, signal?: AbortSignal): Promise<bigint>;
   /** True when the cluster answers and says it is healthy. Never throws. */
   isHealthy(signal?: AbortSignal): Promise<boolean>;
 }

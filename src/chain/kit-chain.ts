@@ -141,6 +141,14 @@ export function createKitChain(options: { transport: RpcTransport; commitment: S
         } satisfies ChainTransaction;
       }),
 
+    getBalance: (at, signal) =>
+      guardChainRead(signal, async () => {
+        const { value } = await rpc
+          .getBalance(address(at), { commitment })
+          .send(signal === undefined ? {} : { abortSignal: signal });
+        return BigInt(value);
+      }),
+
     async isHealthy(signal) {
       try {
         const health = await rpc.getHealth().send(signal === undefined ? {} : { abortSignal: signal });

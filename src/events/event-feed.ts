@@ -174,15 +174,13 @@ export function createEventFeed(options: {
       const newest = await log.lastSeq();
       let pos = newest;
       if (request.after !== undefined) {
-        if (request.after > newest) {
-          throw new OutOfRangeError(
-            `after ${request.after} is not a cursor of this service's events: the newest is ${newest}`,
-          );
-        }
         const first = await log.firstSeq();
-        if (request.after < (first ?? newest + 1) - 1) {
+        // One answer for a cursor past the newest event and one older than retention: the log is
+        // every owner's, so naming its newest cursor, or answering the two cases apart (which a
+        // caller could bisect on), would tell anyone how busy everyone else is.
+        if (request.after > newest || request.after < (first ?? newest + 1) - 1) {
           throw new OutOfRangeError(
-            `the events after cursor ${request.after} are no longer kept (EVENT_RETENTION_HOURS); ` +
+            `the events after cursor ${request.after} are not available: it is older than EVENT_RETENTION_HOURS or was not given out by this service; ` +
               "watch again without a cursor and read the agents' current state",
           );
         }

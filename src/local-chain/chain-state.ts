@@ -1,7 +1,11 @@
 import { randomBytes } from "node:crypto";
-import { mkdir, open, readFile, rename, rm } from "node:fs/promises";
-import { dirname } from "node:path";
-import { deflateRawSync, inflateRawSync } from "node:zlib";
+import { createWriteStream } from "node:fs";
+import { mkdir, open, readdir, rename, rm } from "node:fs/promises";
+import { basename, dirname, join } from "node:path";
+import { createInterface } from "node:readline";
+import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { createDeflateRaw, createInflateRaw, inflateRawSync } from "node:zlib";
 import type { BlockClockState } from "./block-clock.ts";
 import type { NewLedgerEntry } from "./ledger.ts";
 
@@ -25,49 +29,146 @@ export interface ChainState {
   readonly ledger: readonly NewLedgerEntry[];
 }
 
-const MAGIC = Buffer.from("TASLC2\n");
-
+/** The first format: one deflated JSON document (read, never written any more). */
+const MAGIC_V2 = Buffer.from("TASLC2\n");
 /**
- * One file holds a chain: a magic line, then its accounts, clock and ledger as one deflated JSON
- * document (a tenth of its size: logs and balances repeat).
+ * The format written: the magic line, then deflated lines of JSON: a header (the clock, and how
+ * many accounts and ledger entries follow), one line per account, one per ledger entry. Lines
+ * let a large state be written and read a piece at a time instead of as one string of hundreds of
+ * megabytes, and a count in the header tells a cut-off file from a whole one.
  */
-export function encodeChainState(state: ChainState): Buffer {
-  return Buffer.concat([MAGIC, deflateRawSync(JSON.stringify(state), { level: 1 })]);
+const MAGIC = Buffer.from("TASLC3\n");
+/** Text handed to the compressor at once: small enough that making it never holds the event loop. */
+const CHUNK_CHARS = 64 * 1024;
+
+interface Header {
+  readonly clock: BlockClockState;
+  readonly accounts: number;
+  readonly ledger: number;
 }
 
-export function decodeChainState(bytes: Uint8Array): ChainState {
-  const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  if (!buffer.subarray(0, MAGIC.length).equals(MAGIC)) throw new Error("not a local chain state file");
-  return JSON.parse(inflateRawSync(buffer.subarray(MAGIC.length)).toString("utf8")) as ChainState;
+/** The state as text, a chunk of whole lines at a time. */
+async function* linesOf(state: ChainState): AsyncGenerator<string> {
+  const header: Header = { clock: state.clock, accounts: state.accounts.length, ledger: state.ledger.length };
+  let chunk = `${JSON.stringify(header)}\n`;
+  for (const account of state.accounts) {
+    chunk += `${JSON.stringify(account)}\n`;
+    if (chunk.length >= CHUNK_CHARS) {
+      yield chunk;
+      chunk = "";
+    }
+  }
+  for (const entry of state.ledger) {
+    chunk += `${JSON.stringify(entry)}\n`;
+    if (chunk.length >= CHUNK_CHARS) {
+      yield chunk;
+      chunk = "";
+    }
+  }
+  yield chunk;
 }
 
+export class ChainStateError extends Error {
+  override readonly name = "ChainStateError";
+}
+
+/** The state in `path`, or undefined when there is no file there. */
 export async function readChainState(path: string): Promise<ChainState | undefined> {
-  let bytes: Buffer;
+  let file: Awaited<ReturnType<typeof open>>;
   try {
-    bytes = await readFile(path);
+    file = await open(path, "r");
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
     throw error;
   }
-  return decodeChainState(bytes);
+  try {
+    const magic = Buffer.alloc(MAGIC.length);
+    const { bytesRead } = await file.read(magic, 0, MAGIC.length, 0);
+    if (bytesRead === MAGIC_V2.length && magic.equals(MAGIC_V2)) {
+      const rest = await file.readFile();
+      return JSON.parse(inflateRawSync(rest).toString("utf8")) as ChainState;
+    }
+    if (bytesRead !== MAGIC.length || !magic.equals(MAGIC)) {
+      throw new ChainStateError(`${path} is not a local chain state file`);
+    }
+    return await readLines(file.createReadStream({ start: MAGIC.length, autoClose: false }), path);
+  } finally {
+    await file.close();
+  }
+}
+
+async function readLines(input: NodeJS.ReadableStream, path: string): Promise<ChainState> {
+  const inflated = input.pipe(createInflateRaw());
+  input.on("error", (error) => inflated.destroy(error));
+  let header: Header | undefined;
+  const accounts: [string, SavedAccount][] = [];
+  const ledger: NewLedgerEntry[] = [];
+  for await (const line of createInterface({ input: inflated, crlfDelay: Number.POSITIVE_INFINITY })) {
+    if (line === "") continue;
+    const value: unknown = JSON.parse(line);
+    if (header === undefined) header = value as Header;
+    else if (accounts.length < header.accounts) accounts.push(value as [string, SavedAccount]);
+    else ledger.push(value as NewLedgerEntry);
+  }
+  if (header === undefined || accounts.length !== header.accounts || ledger.length !== header.ledger) {
+    throw new ChainStateError(`${path} is cut short: it does not hold what its header counts`);
+  }
+  return { accounts, clock: header.clock, ledger };
 }
 
 /**
- * Writes the state so that a crash at any moment leaves either the old file or the new one: to a
- * temporary file beside it, flushed, then renamed over it.
+ * Writes the state so that a crash at any moment leaves either the old file or the new one, never
+ * a part of one: into a temporary file beside it, a chunk at a time through the compressor (so
+ * a large chain never holds the event loop for long), flushed to the disk, renamed over the old
+ * one, and the rename flushed too. Returns the bytes written.
  */
-export async function writeChainState(path: string, state: ChainState, mode = 0o600): Promise<void> {
-  await mkdir(dirname(path), { recursive: true });
+export async function writeChainState(path: string, state: ChainState, mode = 0o600): Promise<number> {
+  const directory = dirname(path);
+  await mkdir(directory, { recursive: true });
   const temporary = `${path}.${randomBytes(4).toString("hex")}.tmp`;
-  const file = await open(temporary, "w", mode);
+  // `flush`: the file's data reaches the disk before it is closed, so before it is renamed.
+  const out = createWriteStream(temporary, { flags: "wx", mode, flush: true });
+  out.write(MAGIC);
   try {
-    await file.writeFile(encodeChainState(state));
-    await file.sync();
+    await pipeline(Readable.from(linesOf(state)), createDeflateRaw({ level: 1 }), out);
   } catch (error) {
-    await file.close();
     await rm(temporary, { force: true });
     throw error;
   }
-  await file.close();
   await rename(temporary, path);
+  await syncDirectory(directory);
+  return out.bytesWritten;
+}
+
+/**
+ * Removes the temporary files a write into `path` left when its process was killed mid-write
+ * (they are never read). Only for a state file no other process writes.
+ */
+export async function removeStaleTemporaries(path: string): Promise<void> {
+  const directory = dirname(path);
+  const prefix = `${basename(path)}.`;
+  let names: string[];
+  try {
+    names = await readdir(directory);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    if (name.startsWith(prefix) && /^[0-9a-f]{8}\.tmp$/.test(name.slice(prefix.length))) {
+      await rm(join(directory, name), { force: true });
+    }
+  }
+}
+
+/** Flushes a directory's entries (a rename) to the disk; where directories cannot be opened, nothing. */
+async function syncDirectory(directory: string): Promise<void> {
+  let handle: Awaited<ReturnType<typeof open>> | undefined;
+  try {
+    handle = await open(directory, "r");
+    await handle.sync();
+  } catch {
+    // Windows cannot open a directory; its rename is as durable as it gets.
+  } finally {
+    await handle?.close();
+  }
 }

@@ -9,11 +9,24 @@ import {
 } from "./json-rpc-error.ts";
 import { checkParamCount } from "./param-count-check.ts";
 
+/** Who sent a request: what a method may limit per client (requestAirdrop). */
+export interface RpcCaller {
+  /** The client's address on the port; undefined for a caller in this process (the service). */
+  readonly address: string | undefined;
+}
+
+/** A caller in this process. */
+export const IN_PROCESS: RpcCaller = Object.freeze({ address: undefined });
+
 /**
  * One JSON-RPC method: its positional params in, its result out (or a JsonRpcError thrown).
  * Methods whose answers can be large charge their bulk to `answer` before building it.
  */
-export type RpcMethod = (params: readonly unknown[], answer: AnswerBudget) => unknown | Promise<unknown>;
+export type RpcMethod = (
+  params: readonly unknown[],
+  answer: AnswerBudget,
+  caller: RpcCaller,
+) => unknown | Promise<unknown>;
 
 export interface JsonRpcHandlerOptions {
   readonly methods: Readonly<Record<string, RpcMethod>>;
@@ -38,13 +51,13 @@ export interface JsonRpcHandler {
    * Answers a request body (one request or a batch) with its response body, or "" when none is
    * due. Never rejects: what fails unexpectedly answers -32603 and is told to `onUnexpected`.
    */
-  handle(body: string): Promise<string>;
+  handle(body: string, caller?: RpcCaller): Promise<string>;
   /**
    * Answers one request given as a value (as JSON.parse would give it, with integers beyond 2^53
    * as bigints) with the response as a value, for callers in this process: the same answer as
    * `handle`, without writing and reading the text (so only what methods charge is bounded).
    */
-  handleValue(request: unknown): Promise<object | undefined>;
+  handleValue(request: unknown, caller?: RpcCaller): Promise<object | undefined>;
 }
 
 /** What one request came to. */
@@ -91,7 +104,7 @@ export function createJsonRpcHandler(options: JsonRpcHandlerOptions): JsonRpcHan
     onRequest(outcome.label, outcome.code === undefined ? "ok" : "error", outcome.code);
 
   /** One request, run (it counts nothing: its outcome is counted once its answer is final). */
-  const one = async (request: unknown, budget: AnswerBudget): Promise<Outcome> => {
+  const one = async (request: unknown, budget: AnswerBudget, caller: RpcCaller): Promise<Outcome> => {
     if (typeof request !== "object" || request === null || Array.isArray(request)) {
       return refusal("invalid", null, new JsonRpcError(INVALID_REQUEST, "Invalid request"));
     }
@@ -133,7 +146,7 @@ export function createJsonRpcHandler(options: JsonRpcHandlerOptions): JsonRpcHan
       outcome = refusal(method, id ?? null, refused);
     } else {
       try {
-        const result = await implementation((params as unknown[] | undefined | null) ?? [], budget);
+        const result = await implementation((params as unknown[] | undefined | null) ?? [], budget, caller);
         outcome = { label: method, id, response: { jsonrpc: "2.0", result, id }, code: undefined };
       } catch (error) {
         const known = error instanceof JsonRpcError;
@@ -149,9 +162,9 @@ export function createJsonRpcHandler(options: JsonRpcHandlerOptions): JsonRpcHan
    * checking the request or in the method) is reported once and answers -32603, so that nothing
    * a caller sends can make the handler reject.
    */
-  const settled = async (request: unknown, budget: AnswerBudget): Promise<Outcome> => {
+  const settled = async (request: unknown, budget: AnswerBudget, caller: RpcCaller): Promise<Outcome> => {
     try {
-      return await one(request, budget);
+      return await one(request, budget, caller);
     } catch (error) {
       const label = labelOf(request);
       onUnexpected(error, label);
@@ -164,8 +177,8 @@ export function createJsonRpcHandler(options: JsonRpcHandlerOptions): JsonRpcHan
    * One request's answer as text ("" when none is due), within `room` bytes: past them the
    * answer is the too-large error. Its outcome is counted here, once.
    */
-  const written = async (request: unknown, room: number): Promise<string> => {
-    let outcome = await settled(request, createAnswerBudget({ bytes: room, maxAnswerBytes }));
+  const written = async (request: unknown, room: number, caller: RpcCaller): Promise<string> => {
+    let outcome = await settled(request, createAnswerBudget({ bytes: room, maxAnswerBytes }), caller);
     let text = "";
     if (outcome.response !== undefined) {
       try {
@@ -184,7 +197,7 @@ export function createJsonRpcHandler(options: JsonRpcHandlerOptions): JsonRpcHan
     return text;
   };
 
-  const handleBody = async (body: string): Promise<string> => {
+  const handleBody = async (body: string, caller: RpcCaller): Promise<string> => {
     let parsed: unknown;
     try {
       parsed = parseJsonExactIntegers(body);
@@ -192,7 +205,7 @@ export function createJsonRpcHandler(options: JsonRpcHandlerOptions): JsonRpcHan
       onRequest("invalid", "error", PARSE_ERROR);
       return stringifyJsonBigInts(failure(null, new JsonRpcError(PARSE_ERROR, "Parse error")));
     }
-    if (!Array.isArray(parsed)) return written(parsed, maxAnswerBytes);
+    if (!Array.isArray(parsed)) return written(parsed, maxAnswerBytes, caller);
     if (parsed.length === 0 || parsed.length > maxBatch) {
       onRequest("invalid", "error", INVALID_REQUEST);
       const message =
@@ -207,7 +220,7 @@ export function createJsonRpcHandler(options: JsonRpcHandlerOptions): JsonRpcHan
     let room = maxAnswerBytes - 2;
     const texts: string[] = [];
     for (const request of parsed) {
-      const text = await written(request, room);
+      const text = await written(request, room, caller);
       if (text === "") continue;
       texts.push(text);
       room -= Buffer.byteLength(text) + 1;
@@ -216,14 +229,18 @@ export function createJsonRpcHandler(options: JsonRpcHandlerOptions): JsonRpcHan
   };
 
   return {
-    async handleValue(request) {
-      const outcome = await settled(request, createAnswerBudget({ bytes: maxAnswerBytes, maxAnswerBytes }));
+    async handleValue(request, caller = IN_PROCESS) {
+      const outcome = await settled(
+        request,
+        createAnswerBudget({ bytes: maxAnswerBytes, maxAnswerBytes }),
+        caller,
+      );
       count(outcome);
       return outcome.response;
     },
-    async handle(body) {
+    async handle(body, caller = IN_PROCESS) {
       try {
-        return await handleBody(body);
+        return await handleBody(body, caller);
       } catch (error) {
         // Past every per-request boundary: the body as a whole could not be answered.
         onUnexpected(error, "unknown");

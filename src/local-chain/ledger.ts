@@ -5,6 +5,11 @@
  * JSON-RPC renderings (the transaction and its meta as JSON text, ready to be spliced into
  * answers), and indexes it under every account it names, as a validator's ledger does for
  * getSignaturesForAddress.
+ *
+ * The history is a window, as a validator's RPC keeps one: past `maxEntries` transactions the
+ * oldest go, with their index entries, so memory stays bounded however many transactions land
+ * (about 2 KB each). What went is answered as a validator answers for history it no longer has:
+ * getTransaction null, no status, absent from getSignaturesForAddress.
  */
 
 export interface LedgerEntry {
@@ -38,58 +43,144 @@ export interface SignatureRange {
   readonly maxSlot: number;
 }
 
+/** What the ledger holds, counted: each is bounded by the window. */
+export interface LedgerStats {
+  readonly entries: number;
+  /** Signatures indexed (one per entry). */
+  readonly signatures: number;
+  /** Addresses with at least one kept entry. */
+  readonly addresses: number;
+  /** Index entries over all addresses (one per account a kept transaction names). */
+  readonly indexed: number;
+}
+
 export interface Ledger {
   append(entry: NewLedgerEntry): LedgerEntry;
   get(signature: string): LedgerEntry | undefined;
   /** Entries naming `address`, newest first, within the range. */
   signaturesFor(address: string, range: SignatureRange): LedgerEntry[];
+  /**
+   * Drops the oldest entries past the window, but none landed at or after `keepFromSlot`: a
+   * transaction whose blockhash is still valid must stay known, or it could be sent again and run
+   * twice. Returns how many went.
+   */
+  prune(keepFromSlot: number): number;
   readonly size: number;
-  /** Every entry, oldest first, for saving. */
+  /** The slot of the oldest entry kept (undefined: none). */
+  readonly firstSlot: number | undefined;
+  /** Every entry kept, oldest first, for saving: a copy, so saving can go on while others land. */
   entries(): readonly LedgerEntry[];
+  stats(): LedgerStats;
 }
 
-export function createLedger(saved: readonly NewLedgerEntry[] = []): Ledger {
-  const entries: LedgerEntry[] = [];
+/** Index lists are compacted once this many of their first items are dropped (and half of them). */
+const COMPACT_AFTER = 1024;
+
+/** An address's entries (their seqs, ascending), the first `head` of them dropped. */
+interface SeqList {
+  seqs: number[];
+  head: number;
+}
+
+export function createLedger(
+  options: {
+    /** Entries to start from (a saved state's), oldest first. */
+    readonly saved?: readonly NewLedgerEntry[];
+    /** Entries kept at most, besides those of the last slots (see `prune`); default: all. */
+    readonly maxEntries?: number;
+  } = {},
+): Ledger {
+  const maxEntries = options.maxEntries ?? Number.POSITIVE_INFINITY;
+  /** Kept entries, oldest first, from index `head`; entries[i] has seq `base + i`. */
+  let entries: LedgerEntry[] = [];
+  let head = 0;
+  let base = 0;
+  let nextSeq = 0;
+  let indexed = 0;
   const bySignature = new Map<string, LedgerEntry>();
-  /** Per address, the seq of every entry naming it, ascending. */
-  const byAddress = new Map<string, number[]>();
+  const byAddress = new Map<string, SeqList>();
+
+  const entryAt = (seq: number) => entries[seq - base] as LedgerEntry;
+  const size = () => entries.length - head;
 
   const append = (entry: NewLedgerEntry): LedgerEntry => {
-    const stored: LedgerEntry = Object.freeze({ ...entry, seq: entries.length });
+    const stored: LedgerEntry = Object.freeze({ ...entry, seq: nextSeq++ });
     entries.push(stored);
     bySignature.set(stored.signature, stored);
     for (const account of new Set(stored.accounts)) {
       const list = byAddress.get(account);
-      if (list === undefined) byAddress.set(account, [stored.seq]);
-      else list.push(stored.seq);
+      if (list === undefined) byAddress.set(account, { seqs: [stored.seq], head: 0 });
+      else list.seqs.push(stored.seq);
+      indexed++;
     }
     return stored;
   };
-  for (const entry of saved) append(entry);
+
+  /** Drops the oldest entry: it is the first of every list that names it. */
+  const dropOldest = () => {
+    const oldest = entries[head] as LedgerEntry;
+    entries[head] = undefined as unknown as LedgerEntry;
+    head++;
+    if (bySignature.get(oldest.signature) === oldest) bySignature.delete(oldest.signature);
+    for (const account of new Set(oldest.accounts)) {
+      const list = byAddress.get(account);
+      if (list === undefined) continue;
+      list.head++;
+      indexed--;
+      if (list.head >= list.seqs.length) byAddress.delete(account);
+      else if (list.head >= COMPACT_AFTER && list.head * 2 >= list.seqs.length) {
+        list.seqs = list.seqs.slice(list.head);
+        list.head = 0;
+      }
+    }
+    if (head >= COMPACT_AFTER && head * 2 >= entries.length) {
+      entries = entries.slice(head);
+      base += head;
+      head = 0;
+    }
+  };
+
+  const prune = (keepFromSlot: number): number => {
+    let dropped = 0;
+    while (size() > maxEntries && (entries[head] as LedgerEntry).slot < keepFromSlot) {
+      dropOldest();
+      dropped++;
+    }
+    return dropped;
+  };
+
+  for (const entry of options.saved ?? []) append(entry);
 
   return {
     append,
+    prune,
     get: (signature) => bySignature.get(signature),
     get size() {
-      return entries.length;
+      return size();
     },
-    entries: () => entries,
+    get firstSlot() {
+      return size() === 0 ? undefined : (entries[head] as LedgerEntry).slot;
+    },
+    entries: () => entries.slice(head),
+    stats: () => ({ entries: size(), signatures: bySignature.size, addresses: byAddress.size, indexed }),
     signaturesFor(address, range) {
       const list = byAddress.get(address);
       if (list === undefined) return [];
-      // Start below `before` (wherever it sits in the chain), stop at `until`.
-      let end = list.length;
+      const { seqs } = list;
+      // Start below `before` (wherever it sits in the chain), stop at `until`. A `before` no
+      // longer kept (or never seen) finds nothing, as on a validator.
+      let end = seqs.length;
       if (range.before !== undefined) {
         const before = bySignature.get(range.before);
         if (before === undefined) return [];
-        end = lowerBound(list, before.seq);
+        end = lowerBound(seqs, list.head, before.seq);
       }
       const until = range.until === undefined ? undefined : bySignature.get(range.until)?.seq;
       const found: LedgerEntry[] = [];
-      for (let i = end - 1; i >= 0 && found.length < range.limit; i--) {
-        const seq = list[i] as number;
+      for (let i = end - 1; i >= list.head && found.length < range.limit; i--) {
+        const seq = seqs[i] as number;
         if (until !== undefined && seq <= until) break;
-        const entry = entries[seq] as LedgerEntry;
+        const entry = entryAt(seq);
         if (entry.slot <= range.maxSlot) found.push(entry);
       }
       return found;
@@ -97,9 +188,9 @@ export function createLedger(saved: readonly NewLedgerEntry[] = []): Ledger {
   };
 }
 
-/** The first index whose value is not below `value` (the list is ascending). */
-function lowerBound(list: readonly number[], value: number): number {
-  let low = 0;
+/** The first index from `low` whose value is not below `value` (the list is ascending). */
+function lowerBound(list: readonly number[], from: number, value: number): number {
+  let low = from;
   let high = list.length;
   while (low < high) {
     const mid = (low + high) >>> 1;

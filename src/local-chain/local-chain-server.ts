@@ -2,7 +2,8 @@ import * as http from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import type { LocalChainPortLimits } from "../config.ts";
 import { createAnswerWriter } from "./answer-writer.ts";
-import type { JsonRpcHandler } from "./json-rpc-handler.ts";
+import { createHostCheck } from "./host-check.ts";
+import type { JsonRpcHandler, RpcCaller } from "./json-rpc-handler.ts";
 
 export interface LocalChainServerOptions {
   readonly handler: JsonRpcHandler;
@@ -13,13 +14,15 @@ export interface LocalChainServerOptions {
   /** Connections, requests in flight, unsent bytes and the write timeout (the handler bounds answers). */
   readonly limits: Omit<LocalChainPortLimits, "maxAnswerBytes">;
   /**
-   * Told about requests turned away before JSON-RPC saw them (`too_large`, `method`,
+   * Told about requests turned away before JSON-RPC saw them (`host`, `too_large`, `method`,
    * `content_type`, `in_flight_limit`, `unsent_limit`), connections refused (`connection_limit`)
    * and answers cut off because the client did not read them (`write_timeout`).
    */
   readonly onRejected?: (reason: string) => void;
   /** Told about an error that escaped the JSON-RPC handler (its request answers -32603). */
   readonly onUnexpected?: (error: unknown, method: string) => void;
+  /** Host names answered besides the loopback ones (see host-check.ts). */
+  readonly allowedHosts?: readonly string[];
 }
 
 export interface LocalChainServer {
@@ -50,6 +53,10 @@ const HOST = "127.0.0.1";
  */
 export async function startLocalChainServer(options: LocalChainServerOptions): Promise<LocalChainServer> {
   const { handler, maxRequestBytes, limits } = options;
+  const hostAllowed = createHostCheck({
+    boundHost: HOST,
+    ...(options.allowedHosts === undefined ? {} : { allowedHosts: options.allowedHosts }),
+  });
   const rejected = options.onRejected ?? (() => {});
   const unexpected = options.onUnexpected ?? (() => {});
   const server = http.createServer({
@@ -94,6 +101,16 @@ export async function startLocalChainServer(options: LocalChainServerOptions): P
   });
 
   const serve = (req: http.IncomingMessage, res: http.ServerResponse) => {
+    if (!hostAllowed(req.headers.host)) {
+      req.resume();
+      refuse(
+        res,
+        403,
+        "host",
+        "Invalid Host header: the local chain answers requests to localhost, 127.0.0.1 and [::1] (add names with LOCAL_SOLANA_ALLOWED_HOSTS)\n",
+      );
+      return;
+    }
     if (req.method === "GET" && (req.url === "/health" || req.url?.startsWith("/health?"))) {
       send(res, 200, { "content-type": "text/plain" }, "ok");
       return;
@@ -154,7 +171,9 @@ export async function startLocalChainServer(options: LocalChainServerOptions): P
       if (refused) return;
       // The request boundary: this listener's promise has no one to reject to, and an escaped
       // rejection would end the whole process, the service's API with it.
-      void answer(res, Buffer.concat(chunks, size).toString("utf8")).catch((error: unknown) => {
+      void answer(res, Buffer.concat(chunks, size).toString("utf8"), {
+        address: req.socket.remoteAddress,
+      }).catch((error: unknown) => {
         unexpected(error, "unknown");
         try {
           if (res.headersSent) res.destroy();
@@ -166,8 +185,8 @@ export async function startLocalChainServer(options: LocalChainServerOptions): P
     });
   };
 
-  const answer = async (res: http.ServerResponse, body: string) => {
-    const text = await handler.handle(body);
+  const answer = async (res: http.ServerResponse, body: string, caller: RpcCaller) => {
+    const text = await handler.handle(body, caller);
     // As Agave's server writes it: the JSON, then a newline (nothing at all for notifications).
     sendJson(res, text === "" ? "" : `${text}\n`);
   };

@@ -23,6 +23,10 @@ async function main(): Promise<void> {
       statePath: local.statePath,
       slotMs: local.slotMs,
       limits: local.limits,
+      cheatcodes: local.cheatcodes,
+      history: local.history,
+      airdropLimit: local.airdropLimit,
+      allowedHosts: local.allowedHosts,
       log: (level, message, fields) => logger[level](fields ?? {}, message),
       onUnexpected: (error, method) => logger.error({ err: error, method }, "a JSON-RPC method failed"),
     });
@@ -41,6 +45,7 @@ async function main(): Promise<void> {
     {
       solana_rpc: chain.url,
       state: local.statePath ?? null,
+      cheatcodes: local.cheatcodes,
       faucet: LOCAL_KEYS.faucet.address,
       wallets: LOCAL_KEYS.wallets.map((w) => w.address),
       ready_ms: Math.round(performance.now()),

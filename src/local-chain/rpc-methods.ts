@@ -1,3 +1,4 @@
+import type { RateLimitConfig } from "../config.ts";
 import { accountMethods } from "./account-methods.ts";
 import { cheatcodeMethods } from "./cheatcodes.ts";
 import { clusterMethods } from "./cluster-methods.ts";
@@ -9,20 +10,26 @@ import { transactionMethods } from "./transaction-methods.ts";
  * Every JSON-RPC method the local chain serves. Each call first brings the chain up to the wall
  * clock (a new slot and blockhash when one is due), as a validator would have produced them.
  */
-export function createRpcMethods(options: { chain: LocalChain }): Record<string, RpcMethod> {
+export function createRpcMethods(options: {
+  chain: LocalChain;
+  /** Serve surfpool's cheatcodes; without them surfnet_* are unknown methods, as on a validator. */
+  cheatcodes?: boolean;
+  /** requestAirdrop per client address. */
+  airdropLimit: RateLimitConfig;
+}): Record<string, RpcMethod> {
   const { chain } = options;
   const methods = {
     ...clusterMethods(chain),
     ...accountMethods(chain),
-    ...transactionMethods(chain),
-    ...cheatcodeMethods(chain),
+    ...transactionMethods(chain, { airdropLimit: options.airdropLimit }),
+    ...(options.cheatcodes === false ? {} : cheatcodeMethods(chain)),
   };
   return Object.fromEntries(
     Object.entries(methods).map(([name, method]) => [
       name,
-      ((params, answer) => {
+      ((params, answer, caller) => {
         chain.tick();
-        return method(params, answer);
+        return method(params, answer, caller);
       }) satisfies RpcMethod,
     ]),
   );
@@ -50,6 +57,7 @@ export const LOCAL_CHAIN_PARAM_COUNTS: Readonly<Record<string, readonly [number,
   getSignaturesForAddress: [1, 2],
   getFeeForMessage: [1, 2],
   requestAirdrop: [2, 3],
+  minimumLedgerSlot: [0, 0],
   surfnet_setAccount: [2, 2],
   surfnet_setTokenAccount: [3, 4],
 };

@@ -4,10 +4,15 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import type { RpcTransport } from "@solana/kit";
-import { DEFAULT_LOCAL_CHAIN_PORT_LIMITS, type LocalChainPortLimits } from "../config.ts";
+import {
+  CONFIG_VARIABLES,
+  DEFAULT_LOCAL_CHAIN_PORT_LIMITS,
+  type LocalChainPortLimits,
+  type RateLimitConfig,
+} from "../config.ts";
 import type { Catalog } from "../token/catalog.ts";
-import { createBlockClock } from "./block-clock.ts";
-import { type ChainState, readChainState, writeChainState } from "./chain-state.ts";
+import { BLOCKHASH_VALID_BLOCKS, createBlockClock } from "./block-clock.ts";
+import { type ChainState, readChainState, removeStaleTemporaries, writeChainState } from "./chain-state.ts";
 import { createGenesis, GENESIS_VERSION, LOCAL_KEYS } from "./genesis.ts";
 import { createJsonRpcHandler, type JsonRpcHandler } from "./json-rpc-handler.ts";
 import { createLedger } from "./ledger.ts";
@@ -15,6 +20,7 @@ import { createLocalChain, createSvm, type LocalChain } from "./local-chain.ts";
 import { startLocalChainServer } from "./local-chain-server.ts";
 import { createLocalTransport } from "./local-transport.ts";
 import { createRpcMethods, LOCAL_CHAIN_PARAM_COUNTS } from "./rpc-methods.ts";
+import { createStateSaver, type SaveOutcome } from "./state-saver.ts";
 
 export interface StartLocalChainOptions {
   readonly catalog: Catalog;
@@ -27,6 +33,19 @@ export interface StartLocalChainOptions {
   readonly maxRequestBytes?: number;
   /** What one client can hold of the port (the answer bound applies in-process too); default: the configuration's defaults. */
   readonly limits?: Partial<LocalChainPortLimits>;
+  /** Serve surfpool's cheatcodes (surfnet_*); default true. */
+  readonly cheatcodes?: boolean;
+  /** Host header names the port answers besides the loopback ones (see host-check.ts). */
+  readonly allowedHosts?: readonly string[];
+  /**
+   * Transactions the ledger keeps (those of the last 150 slots are always kept); older ones go,
+   * as a validator's RPC forgets history. Default: LOCAL_SOLANA_HISTORY's default.
+   */
+  readonly history?: number;
+  /** requestAirdrop per client address (a token bucket); default: the configuration's default. */
+  readonly airdropLimit?: RateLimitConfig;
+  /** Told how each save of the state went. */
+  readonly onSaved?: (outcome: SaveOutcome) => void;
   /** Where a built genesis is kept for the next start (default: node_modules/.cache). */
   readonly cacheDir?: string;
   readonly now?: () => number;
@@ -56,6 +75,13 @@ export interface RunningLocalChain {
 
 /** Pause between a change and the save it triggers, so a burst of transactions is one write. */
 const SAVE_DELAY_MS = 1000;
+/** Transactions kept when nothing configures it (LOCAL_SOLANA_HISTORY's default). */
+const DEFAULT_HISTORY = Number(CONFIG_VARIABLES.LOCAL_SOLANA_HISTORY);
+/** Airdrops per client when nothing configures it (LOCAL_SOLANA_AIRDROPS_PER_SECOND, _BURST). */
+const DEFAULT_AIRDROP_LIMIT: RateLimitConfig = {
+  rate: Number(CONFIG_VARIABLES.LOCAL_SOLANA_AIRDROPS_PER_SECOND),
+  burst: Number(CONFIG_VARIABLES.LOCAL_SOLANA_AIRDROP_BURST),
+};
 const DEFAULT_MAX_REQUEST_BYTES = 1024 * 1024;
 const MAX_BATCH = 100;
 
@@ -68,6 +94,7 @@ const MAX_BATCH = 100;
 export async function startLocalChain(options: StartLocalChainOptions): Promise<RunningLocalChain> {
   const now = options.now ?? Date.now;
   const log = options.log ?? (() => {});
+  if (options.statePath !== undefined) await removeStaleTemporaries(options.statePath);
   const saved = options.statePath === undefined ? undefined : await readChainState(options.statePath);
   let state: ChainState;
   let clockState: ChainState["clock"];
@@ -85,47 +112,41 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
     };
   }
   const svm = createSvm(state.accounts);
-
-  let dirty = saved === undefined && options.statePath !== undefined;
-  let timer: NodeJS.Timeout | undefined;
-  let saving: Promise<void> = Promise.resolve();
-  const save = (): Promise<void> => {
-    clearTimeout(timer);
-    timer = undefined;
-    if (options.statePath === undefined || !dirty) return saving;
-    dirty = false;
-    const path = options.statePath;
-    const snapshot: ChainState = {
-      accounts: chain.savedAccounts(),
-      clock: clock.state(),
-      ledger: ledger.entries(),
-    };
-    saving = saving
-      .then(() => writeChainState(path, snapshot))
-      .catch((error: unknown) => {
-        dirty = true;
-        log("error", "the local chain state could not be saved", { err: error });
-      });
-    return saving;
-  };
-  const onChange = () => {
-    if (options.statePath === undefined) return;
-    dirty = true;
-    timer ??= setTimeout(() => void save(), SAVE_DELAY_MS).unref();
-  };
-
   const clock = createBlockClock({ state: clockState, now });
-  const ledger = createLedger(state.ledger);
+  const ledger = createLedger({ saved: state.ledger, maxEntries: options.history ?? DEFAULT_HISTORY });
+  const statePath = options.statePath;
+  const saver =
+    statePath === undefined
+      ? undefined
+      : createStateSaver({
+          path: statePath,
+          snapshot: () => ({
+            accounts: chain.savedAccounts(),
+            clock: clock.state(),
+            ledger: ledger.entries(),
+          }),
+          delayMs: SAVE_DELAY_MS,
+          dirty: saved === undefined,
+          ...(options.onSaved === undefined ? {} : { onSaved: options.onSaved }),
+          onError: (error) => log("error", "the local chain state could not be saved", { err: error }),
+        });
   const chain = createLocalChain({
     svm,
     clock,
     ledger,
     faucet: LOCAL_KEYS.faucet,
-    onChange,
-    written: state.accounts.map(([address]) => address),
+    ...(saver === undefined ? {} : { onChange: saver.changed }),
+    saved: state.accounts,
+    keepSavedAccounts: saver !== undefined,
   });
   chain.tick();
-  const methods = createRpcMethods({ chain });
+  // A saved ledger longer than the window (a smaller LOCAL_SOLANA_HISTORY now) is cut at once.
+  ledger.prune(clock.slot - BLOCKHASH_VALID_BLOCKS);
+  const methods = createRpcMethods({
+    chain,
+    cheatcodes: options.cheatcodes ?? true,
+    airdropLimit: options.airdropLimit ?? DEFAULT_AIRDROP_LIMIT,
+  });
   const limits = { ...DEFAULT_LOCAL_CHAIN_PORT_LIMITS, ...options.limits };
   const handler = createJsonRpcHandler({
     methods,
@@ -143,19 +164,20 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
           port: options.port,
           maxRequestBytes: options.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES,
           limits,
+          ...(options.allowedHosts === undefined ? {} : { allowedHosts: options.allowedHosts }),
           ...(options.onRejected === undefined ? {} : { onRejected: options.onRejected }),
           ...(options.onUnexpected === undefined ? {} : { onUnexpected: options.onUnexpected }),
         });
-  await save();
+  await saver?.save();
   return {
     chain,
     handler,
     transport: createLocalTransport(handler),
     url: server?.url,
-    save,
+    save: async () => saver?.save(),
     async close() {
       await server?.close();
-      await save();
+      await saver?.close();
     },
   };
 }

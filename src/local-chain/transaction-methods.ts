@@ -1,5 +1,7 @@
 import { getBase58Decoder, getBase58Encoder } from "@solana/kit";
+import { createRateLimiter } from "../auth/rate-limiter.ts";
 import { parseJsonExactIntegers } from "../chain/json-bigints.ts";
+import type { RateLimitConfig } from "../config.ts";
 import { accountJson, encodingOf } from "./account-encoding.ts";
 import type { Commitment } from "./block-clock.ts";
 import {
@@ -39,9 +41,18 @@ const MAX_BASE64_SIZE = 1644;
 const MAX_AIRDROP_LAMPORTS = 10_000n * 1_000_000_000n;
 
 /** Sending, simulating and reading transactions, their statuses and history, fees and airdrops. */
-export function transactionMethods(chain: LocalChain): Record<string, RpcMethod> {
+export function transactionMethods(
+  chain: LocalChain,
+  options: {
+    /** requestAirdrop per client address (a token bucket each). */
+    readonly airdropLimit: RateLimitConfig;
+  },
+): Record<string, RpcMethod> {
   const contextSlot = (config: Record<string, unknown>, commitment?: Commitment) =>
     contextSlotOf(chain, config, commitment);
+  const airdropPolicy = { name: "airdrop", ...options.airdropLimit };
+  // Bounded: clients inventing addresses cannot grow it (see rate-limiter.ts).
+  const airdrops = createRateLimiter({ maxBuckets: 10_000 });
 
   return {
     sendTransaction(params) {
@@ -246,7 +257,7 @@ export function transactionMethods(chain: LocalChain): Record<string, RpcMethod>
       return withContext(slot, fee);
     },
 
-    requestAirdrop(params) {
+    requestAirdrop(params, _answer, caller) {
       requireParams(params, 2);
       const address = pubkeyParam(params[0], "pubkey");
       const lamports = u64Param(params[1]);
@@ -257,7 +268,22 @@ export function transactionMethods(chain: LocalChain): Record<string, RpcMethod>
           `airdrop request failed: the local faucet gives from 1 lamport to ${MAX_AIRDROP_LAMPORTS} lamports (10,000 SOL) at once`,
         );
       }
+      // Every airdrop is a transaction kept in the ledger and an account kept in the state: a
+      // client flooding the faucet would grow both as fast as it can ask, as a faucet's caps exist for.
+      const decision = airdrops.take(caller.address ?? "in-process", airdropPolicy);
+      if (!decision.allowed) {
+        throw new JsonRpcError(
+          -32600,
+          `airdrop request failed: rate limit reached for this client (${airdropPolicy.rate} airdrops a second, bursts of ${airdropPolicy.burst}; LOCAL_SOLANA_AIRDROPS_PER_SECOND, LOCAL_SOLANA_AIRDROP_BURST): try again in ${decision.retryAfterSeconds} s`,
+        );
+      }
       return chain.airdrop(address, lamports);
+    },
+
+    minimumLedgerSlot() {
+      // The oldest slot whose transactions are still kept (LOCAL_SOLANA_HISTORY), as a validator
+      // tells the first slot of the history it has not cleaned up.
+      return BigInt(chain.ledger.firstSlot ?? chain.slot("processed"));
     },
   };
 }

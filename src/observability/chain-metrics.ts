@@ -50,7 +50,8 @@ export function registerChainMetrics(
 /**
  * The embedded local chain's JSON-RPC on the server's registry: requests by method and outcome
  * (`ok`, or the JSON-RPC error code), and what its port turned away before JSON-RPC saw it or cut
- * off (requests, connections past the cap, answers past the write timeout).
+ * off (requests, connections past the cap, answers past the write timeout); and the saves of its
+ * state (LOCAL_SOLANA_STATE), by outcome and duration.
  */
 export function registerLocalChainMetrics(
   registry: Registry,
@@ -58,7 +59,20 @@ export function registerLocalChainMetrics(
 ): {
   onRequest(method: string, outcome: "ok" | "error", code?: number): void;
   onRejected(reason: string): void;
+  onSaved(outcome: { ok: boolean; seconds: number }): void;
 } {
+  const saves = new Counter({
+    name: "local_chain_state_saves_total",
+    help: "Saves of the local chain's state file, by outcome (ok or error).",
+    labelNames: ["outcome"] as const,
+    registers: [registry],
+  });
+  const saveSeconds = new Histogram({
+    name: "local_chain_state_save_seconds",
+    help: "How long a save of the local chain's state took, the event loop free meanwhile.",
+    buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 30],
+    registers: [registry],
+  });
   const known = new Set(methods);
   const requests = new Counter({
     name: "local_chain_rpc_requests_total",
@@ -78,5 +92,9 @@ export function registerLocalChainMetrics(
       requests.inc({ method: label, outcome: outcome === "ok" ? "ok" : String(code ?? "error") });
     },
     onRejected: (reason) => rejections.inc({ reason }),
+    onSaved(outcome) {
+      saves.inc({ outcome: outcome.ok ? "ok" : "error" });
+      saveSeconds.observe(outcome.seconds);
+    },
   };
 }

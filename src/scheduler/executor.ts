@@ -17,6 +17,8 @@ export interface ExecutedAgent {
   readonly owner: string;
   readonly type: string;
   readonly config: JsonObject;
+  /** The decimals its amount was checked with at creation (see AgentRecord). */
+  readonly decimals?: number;
 }
 
 /**

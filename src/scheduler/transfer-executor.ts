@@ -113,6 +113,13 @@ export function createTransferExecutor(options: TransferExecutorOptions): Execut
     const mint = options.mintOf(symbol);
     const mintAccount = mint === undefined ? undefined : await chain.getMint(mint, signal);
     if (mint === undefined || mintAccount === undefined) return final(`${symbol} has no mint on this chain`);
+    // The amount was checked against the decimals of CreateAgent's time: a mint rewritten since
+    // (a cheatcode, another chain behind the same URL) would make it move another value.
+    if (agent.decimals !== undefined && agent.decimals !== mintAccount.decimals) {
+      return final(
+        `${symbol}'s mint has ${mintAccount.decimals} decimals on this chain, not the ${agent.decimals} this agent's amount was checked with: the agent does not run; create it again to use this mint`,
+      );
+    }
     const token: TokenRef = { mint, program: mintAccount.program, decimals: mintAccount.decimals };
     const units = baseUnits(amount, token.decimals);
     const show = (value: bigint) => `${uiAmount(value, token.decimals)} ${symbol}`;
@@ -201,7 +208,7 @@ export function createTransferExecutor(options: TransferExecutorOptions): Execut
       // in the journal sees it unknown, and signs anew once its blockhash has expired).
       await transfers.sendTransaction(built.transaction, signal, { preflight: true });
     } catch (error) {
-      if (error instanceof PreflightFailure) return failedOnChain(error.err);
+      if (error instanceof PreflightFailure) return failedOnChain(error.err, executor.address);
       throw error;
     }
     options.hooks?.afterSend?.();
@@ -216,7 +223,9 @@ export function createTransferExecutor(options: TransferExecutorOptions): Execut
       const height = await transfers.getBlockHeight(signal);
       const [status] = await transfers.getSignatureStatuses([tx.signature], signal);
       if (status !== undefined) {
-        return status.err === null ? succeeded(tx, moving, status.slot) : failedOnChain(status.err);
+        return status.err === null
+          ? succeeded(tx, moving, status.slot)
+          : failedOnChain(status.err, executor.address);
       }
       // The height was read before the status: past it with no status, the transaction can no
       // longer land, and the next attempt signs a new one.
@@ -322,14 +331,35 @@ function signatureCount(transaction: string): number {
 /** Sent again while it may still land, as wallets do: a validator may have dropped it. */
 const REBROADCAST_MS = 2000;
 
+/**
+ * Transaction errors about the fee payer, which is always the executor: it has no account (no
+ * lamports at all) or too few lamports for the fee.
+ */
+const FEE_PAYER_ERRORS = new Set(["AccountNotFound", "InsufficientFundsForFee"]);
+
 /** A transaction error from the chain, as a reason for the run's owner. */
-function failedOnChain(err: unknown): Failure {
+function failedOnChain(err: unknown, feePayer: string): Failure {
+  // Retried: the operator may fund it before the slot's attempts run out.
+  if (typeof err === "string" && FEE_PAYER_ERRORS.has(err)) {
+    return retry(`the executor cannot pay fees: fund ${feePayer} (the transfer failed on chain: ${err})`);
+  }
   const instruction = (err as { InstructionError?: [unknown, unknown] } | null)?.InstructionError;
   const custom = (instruction?.[1] as { Custom?: unknown } | undefined)?.Custom;
   const code = typeof custom === "bigint" ? Number(custom) : typeof custom === "number" ? custom : undefined;
+  // The run's transaction: instruction 0 creates the destination's token account (the executor
+  // pays its rent), instruction 1 is the transfer. Custom(1) means "insufficient funds" in both,
+  // but only the transfer's is about the owner's balance or allowance.
+  if (instruction !== undefined && Number(instruction[0]) === CREATE_DESTINATION) {
+    return code === 1
+      ? retry(`the executor cannot pay the rent of the destination's new token account: fund ${feePayer}`)
+      : retry(`creating the destination's token account failed on chain (${describe(err)})`);
+  }
   if (code !== undefined && TOKEN_ERRORS[code] !== undefined) return final(TOKEN_ERRORS[code] as string);
   return retry(`the transfer failed on chain (${describe(err)})`);
 }
+
+/** The index of the destination account's idempotent creation in a run's transaction. */
+const CREATE_DESTINATION = 0;
 
 function describe(err: unknown): string {
   return typeof err === "string"
