@@ -38,6 +38,9 @@ export interface TokenRef {
   readonly decimals: number;
 }
 
+/** SPL Memo (v2). */
+const MEMO_PROGRAM_ADDRESS = address("MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr");
+
 const PROGRAMS: Record<TokenProgram, Address> = {
   "spl-token": TOKEN_PROGRAM_ADDRESS,
   "spl-token-2022": TOKEN_2022_PROGRAM_ADDRESS,
@@ -122,6 +125,13 @@ export async function delegatedTransferTransaction(options: {
   lifetime: Lifetime;
   /** Where associated token accounts come from (a cache, say); associatedTokenAccount by default. */
   accountOf?: AssociatedAccountOf;
+  /**
+   * A memo naming the run (its agent and slot). It makes each slot's transaction its own: two
+   * slots of one agent signed with the same blockhash would otherwise be the same bytes, the same
+   * signature, and the second slot would be "already processed" or, worse, take the first one's
+   * landing for its own.
+   */
+  memo: string;
 }): Promise<{ transaction: string; signature: string; sourceAccount: string; destinationAccount: string }> {
   const { feePayer, authority, source, destination, token, amount, lifetime } = options;
   const accountOf = options.accountOf ?? associatedTokenAccount;
@@ -151,6 +161,8 @@ export async function delegatedTransferTransaction(options: {
       },
       { programAddress: program },
     ),
+    // SPL Memo with no signer accounts: it only carries the text.
+    { programAddress: MEMO_PROGRAM_ADDRESS, data: new TextEncoder().encode(options.memo) },
   ];
   const compiled = compile(payer, instructions, lifetime);
   const message = compiled.messageBytes as unknown as Uint8Array;

@@ -194,6 +194,7 @@ export function createTransferExecutor(options: TransferExecutorOptions): Execut
       amount: units,
       lifetime,
       accountOf,
+      memo: `token-agent-service run ${execution.idempotencyKey}`,
     });
     const kept = {
       signature: built.signature,
