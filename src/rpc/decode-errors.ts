@@ -1,4 +1,5 @@
 import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
+import { quote } from "../domain/errors.ts";
 
 /**
  * connect answers a request body it cannot decode (bad protobuf bytes, a truncated compressed
@@ -50,7 +51,10 @@ export function withDecodeErrorsAsInvalidArgument(
       return grpcInvalidArgument(req.header.get("content-type") ?? "", message);
     }
     if (res.status === 405) onRejected("method_not_allowed");
-    if (res.status === 415) onRejected("unsupported_media_type");
+    if (res.status === 415) {
+      onRejected("unsupported_media_type");
+      if (res.body === undefined) return unsupportedMediaType(req.header.get("content-type"));
+    }
     if (res.body === undefined) return res;
     const contentType = res.header?.get("content-type") ?? "";
     if (
@@ -67,6 +71,26 @@ export function withDecodeErrorsAsInvalidArgument(
     return res;
   };
   return Object.assign(wrapped, handler);
+}
+
+/**
+ * connect answers a content type no protocol of the method serves with a bare 415. Callers that
+ * get there are people with curl (`-d` sends application/x-www-form-urlencoded) or a fetch without
+ * headers, so the answer says, as a Connect error, what to send instead.
+ */
+function unsupportedMediaType(contentType: string | null): UniversalServerResponse {
+  const got = contentType === null ? "no content-type" : `content-type ${quote(contentType)}`;
+  const body = Buffer.from(
+    JSON.stringify({
+      code: "invalid_argument",
+      message: `${got}: a Connect call sends content-type application/json (JSON) or application/proto (binary), and gRPC and gRPC-Web their own`,
+    }),
+  );
+  const header = new Headers({
+    "content-type": "application/json",
+    "content-length": String(body.byteLength),
+  });
+  return { status: 415, header, body: once(body) };
 }
 
 function isDecodeFailure(text: string): boolean {
