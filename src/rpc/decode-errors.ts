@@ -53,7 +53,8 @@ export function withDecodeErrorsAsInvalidArgument(
     if (res.status === 405) onRejected("method_not_allowed");
     if (res.status === 415) {
       onRejected("unsupported_media_type");
-      if (res.body === undefined) return unsupportedMediaType(req.header.get("content-type"));
+      const sent = req.header.get("content-type");
+      if (res.body === undefined && isHandMade(sent)) return unsupportedMediaType(sent);
     }
     if (res.body === undefined) return res;
     const contentType = res.header?.get("content-type") ?? "";
@@ -74,15 +75,25 @@ export function withDecodeErrorsAsInvalidArgument(
 }
 
 /**
- * connect answers a content type no protocol of the method serves with a bare 415. Callers that
- * get there are people with curl (`-d` sends application/x-www-form-urlencoded) or a fetch without
- * headers, so the answer says, as a Connect error, what to send instead.
+ * What a person's request carries when they forgot the content type: none, curl's `-d` default
+ * (a form), or fetch's for a string body. Clients of a protocol send their own types, and for any
+ * other type the protocols expect a bare 415 (the Connect conformance suite checks it).
+ */
+function isHandMade(contentType: string | null): boolean {
+  if (contentType === null) return true;
+  return /^(application\/x-www-form-urlencoded|multipart\/form-data|text\/plain)\s*(;|$)/i.test(contentType);
+}
+
+/**
+ * connect answers a content type no protocol of the method serves with a bare 415. A person with
+ * curl gets there by leaving out `-H 'content-type: application/json'`, so the answer says, as a
+ * Connect error, what to send instead. Its code is `unknown`, what Connect clients make of a 415.
  */
 function unsupportedMediaType(contentType: string | null): UniversalServerResponse {
   const got = contentType === null ? "no content-type" : `content-type ${quote(contentType)}`;
   const body = Buffer.from(
     JSON.stringify({
-      code: "invalid_argument",
+      code: "unknown",
       message: `${got}: a Connect call sends content-type application/json (JSON) or application/proto (binary), and gRPC and gRPC-Web their own`,
     }),
   );
