@@ -5,7 +5,7 @@
  * (postinstall); `npm start` rebuilds first when a source is newer than the last build
  * (`--if-stale`), so it never runs stale code. Tests run the sources; `npm run check` type-checks.
  *
- * Why a bundle, measured (README, "Start and memory"): Node runs plain JavaScript without loading
+ * Why a bundle, measured (docs/performance.md, "Start and memory"): Node runs plain JavaScript without loading
  * its type stripper (about 17 MB a process), and one bundle instead of the 500 files the service
  * and its dependencies come in saves another 5 MB of idle RSS (the ES module loader keeps a
  * record, a resolution and a package.json for every file) and a third of the start.

@@ -4,7 +4,7 @@
  *
  *   npm run keys -- create --owner NAME [--scopes tokens:read,agents:read,agents:write]
  *   npm run keys -- list [--owner NAME]
- *   npm run keys -- revoke KEY_ID
+ *   npm run keys -- revoke KEY_ID        (an id that starts with "-": revoke --id=KEY_ID)
  *
  * `create` prints the key once, as JSON on stdout; only its hash is stored.
  */
@@ -19,7 +19,7 @@ import { ConfigError, loadConfig } from "../src/config.ts";
 const USAGE = `usage:
   npm run keys -- create --owner NAME [--scopes ${SCOPES.slice(0, 3).join(",")}]
   npm run keys -- list [--owner NAME]
-  npm run keys -- revoke KEY_ID
+  npm run keys -- revoke KEY_ID   (an id that starts with "-": revoke --id=KEY_ID)
 scopes: ${SCOPES.join(", ")} (default: tokens:read, agents:read, agents:write)`;
 
 function fail(message: string): never {
@@ -31,7 +31,14 @@ const { positionals, values } = (() => {
   try {
     return parseArgs({
       allowPositionals: true,
-      options: { owner: { type: "string" }, scopes: { type: "string" }, help: { type: "boolean" } },
+      options: {
+        owner: { type: "string" },
+        scopes: { type: "string" },
+        // For an id that starts with "-" (made before new ids were kept from it): `--id=-x…`, or
+        // `revoke -- -x…`; as a bare argument it reads as an option.
+        id: { type: "string" },
+        help: { type: "boolean" },
+      },
     });
   } catch (error) {
     return fail(`${(error as Error).message}\n${USAGE}`);
@@ -85,7 +92,7 @@ try {
       if (offset + 100 >= page.total) break;
     }
   } else if (command === "revoke") {
-    const [keyId] = rest;
+    const keyId = values.id ?? rest[0];
     if (keyId === undefined) fail(`revoke needs a key id\n${USAGE}`);
     process.stdout.write(`${JSON.stringify({ keyId, revoked: await keys.revoke(keyId) })}\n`);
   } else {

@@ -297,7 +297,7 @@ export class ConfigError extends Error {
   override readonly name = "ConfigError";
 }
 
-/** One variable: its name, default, and meaning. The README's configuration table mirrors this list. */
+/** One variable: its name, default, and meaning. docs/configuration.md lists them (test/docs.test.ts checks it). */
 export const CONFIG_VARIABLES = {
   HOST: "0.0.0.0",
   PORT: "8080",

@@ -43,11 +43,22 @@ async function main(): Promise<void> {
   try {
     address = await service.listen();
   } catch (error) {
-    // EADDRINUSE and friends: one clear line, not a stack trace.
-    logger.fatal(
-      { err: error, host: config.host, port: config.port },
-      `cannot listen on ${config.host}:${config.port}`,
-    );
+    // EADDRINUSE and friends: one clear line saying what to do, not a stack trace.
+    const code = (error as NodeJS.ErrnoException).code;
+    const where = `${config.host}:${config.port}`;
+    if (code === "EADDRINUSE") {
+      logger.fatal(
+        { code, host: config.host, port: config.port },
+        `PORT ${config.port} is in use on ${config.host}: stop what serves there (another npm start?) or set PORT to another port`,
+      );
+    } else if (code === "EACCES") {
+      logger.fatal(
+        { code, host: config.host, port: config.port },
+        `cannot listen on ${where}: ports below 1024 need privileges; set PORT to 1024 or above`,
+      );
+    } else {
+      logger.fatal({ err: error, host: config.host, port: config.port }, `cannot listen on ${where}`);
+    }
     await service.close();
     process.exit(1);
   }

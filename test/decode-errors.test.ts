@@ -200,8 +200,35 @@ describe("requests turned away before the service are counted", () => {
       body: "{}",
     });
     expect(wrongType.status).toBe(415);
-    expect(await counter('http_rejections_total{reason="unknown_route"}')).toBe(routes + 1);
-    expect(await counter('http_rejections_total{reason="unsupported_media_type"}')).toBe(media + 1);
+    // Protocol clients' types get the bare 415 the protocols prescribe.
+    const image = await fetch(`${server.baseUrl}${PRICES}`, {
+      method: "POST",
+      headers: { "content-type": "image/jpeg" },
+      body: "{}",
+    });
+    expect(image.status).toBe(415);
+    expect(await image.text()).toBe("");
+    // What curl -d sends without -H 'content-type: application/json': the answer says what to send.
+    const form = await fetch(`${server.baseUrl}${PRICES}`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: '{"symbol":"sol"}',
+    });
+    expect(form.status).toBe(415);
+    expect(await form.json()).toEqual({
+      code: "unknown",
+      message: expect.stringMatching(
+        /^content-type "application\/x-www-form-urlencoded": a Connect call sends content-type application\/json/,
+      ),
+    });
+    // The root, as a browser or curl opens it first, points at the reference.
+    const root = await fetch(`${server.baseUrl}/`);
+    expect(root.status).toBe(404);
+    expect(((await root.json()) as { message: string }).message).toBe(
+      'no route for GET "/": the API and its paths are described at /docs',
+    );
+    expect(await counter('http_rejections_total{reason="unknown_route"}')).toBe(routes + 2);
+    expect(await counter('http_rejections_total{reason="unsupported_media_type"}')).toBe(media + 3);
   });
 
   it("REST requests refused before the service: a badly typed parameter, a wrong method", async () => {

@@ -100,7 +100,9 @@ describe.each([0, 1, 2, 3, 4])("protocol %#", (i) => {
       await p().call(AgentService, "CreateAgent", { type, config: { ...config, amount } }),
       "config.amount",
     );
-    expect(message).toMatch(/whole number of (USDC|BONK) smallest units/);
+    expect(message).toMatch(
+      /must be in (USDC|BONK) with at most [56] decimal places \(a multiple of 0\.0{4,5}1 /,
+    );
   });
 
   it.each([

@@ -4,9 +4,10 @@
  * the answers decoded and checked against the generated descriptors.
  */
 import { execFile } from "node:child_process";
+import { connect } from "node:http2";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { create, createFileRegistry, fromBinary, type MessageInitShape } from "@bufbuild/protobuf";
+import { create, createFileRegistry, fromBinary, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
 import { Code, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
@@ -270,3 +271,45 @@ describe.each(Object.keys(versions) as (keyof typeof versions)[])("reflection cl
     }
   });
 });
+
+describe("a reflection client that hangs up mid-stream (buf curl stopped with Ctrl-C)", () => {
+  it.each([["application/grpc"], ["application/connect+proto"]])(
+    "is canceled, logged at info, with no error line (%s)",
+    async (contentType) => {
+      const procedure = "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo";
+      const session = connect(server.baseUrl);
+      const stream = session.request({
+        ":method": "POST",
+        ":path": procedure,
+        "content-type": contentType,
+        te: "trailers",
+      });
+      // One list_services request, the stream left open as a client keeps it for more questions.
+      const request = toBinary(
+        V1RequestSchema,
+        create(V1RequestSchema, { messageRequest: { case: "listServices", value: "" } }),
+      );
+      const frame = Buffer.alloc(5 + request.byteLength);
+      frame.writeUInt32BE(request.byteLength, 1);
+      frame.set(request, 5);
+      stream.write(frame);
+      await new Promise((resolve) => stream.once("data", resolve));
+      const before = server.logs.length;
+      session.destroy();
+      const line = await until(async () =>
+        server.logs.slice(before).find((l) => l.procedure === procedure && l.msg === "rpc"),
+      );
+      expect(line).toMatchObject({ level: 30, code: "canceled" });
+      expect(server.logs.slice(before).filter((l) => Number(l.level) >= 50)).toEqual([]);
+    },
+  );
+});
+
+async function until<T>(probe: () => Promise<T | undefined>): Promise<T> {
+  for (let i = 0; i < 100; i++) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error("not within 5 s");
+}

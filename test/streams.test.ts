@@ -18,12 +18,13 @@ import { describe, expect, it } from "vitest";
 import { AgentService } from "../gen/agent/v1/agent_pb.ts";
 import { TokenService } from "../gen/token/v1/token_pb.ts";
 import type { NewEvent } from "../src/events/event-log.ts";
+import { catalogToken } from "./support/catalog-prices.ts";
 import { useCleanups } from "./support/cleanups.ts";
 import { type RunningServer, startServer } from "./support/start-server.ts";
 
 const cleanup = useCleanups();
-const SOL = "So11111111111111111111111111111111111111112";
-const USDC = "EPjFWdd5AufqSsxjrw6bp5GBjyuvx4RxDTZHCQqXfH8h";
+const SOL = catalogToken("SOL").mint;
+const USDC = catalogToken("USDC").mint;
 
 async function serve(env: Record<string, string> = {}): Promise<RunningServer> {
   const server = await startServer({
@@ -72,6 +73,11 @@ describe.each(transports)("streams over %s", (_name, transportOf, env = {}) => {
     const [first, ...later] = messages.filter((m) => !m.heartbeat);
     expect(first?.success).toBe(true);
     expect(first?.data.map((p) => p.mint).sort()).toEqual([SOL, USDC].sort());
+    // Both are the catalog's tokens, priced: a mint the source does not know would be unpriced.
+    expect(first?.data.map((p) => [p.symbol, p.unpriced]).sort()).toEqual([
+      ["SOL", false],
+      ["USDC", false],
+    ]);
     for (const message of later) {
       expect(message.data.length).toBeGreaterThan(0);
       for (const price of message.data) {

@@ -329,13 +329,16 @@ describe("webhook safety: no way into the service's own network", () => {
       overrides: {
         // A name that resolves to a public address and a loopback one, as a rebinding attacker's
         // DNS would answer: every address is checked, so the public one does not let it through.
+        // And a name of a private deployment's DNS that resolves to loopback alone.
         webhookResolve: async (hostname) =>
           hostname === "rebind.test"
             ? [
                 { address: "93.184.215.14", family: 4 },
                 { address: "127.0.0.1", family: 4 },
               ]
-            : (await import("node:dns")).promises.lookup(hostname, { all: true }),
+            : hostname === "loopback.test"
+              ? [{ address: "127.0.0.1", family: 4 }]
+              : (await import("node:dns")).promises.lookup(hostname, { all: true }),
       },
     });
     json = createProtocols(server.baseUrl)[0] as Protocol;
@@ -360,6 +363,10 @@ describe("webhook safety: no way into the service's own network", () => {
       ["http://[::a9fe:a9fe]/", "ipv4Compatible"],
       ["https://[::127.0.0.1]/hook", "ipv4Compatible"],
       ["https://[::10.0.0.1]/hook", "ipv4Compatible"],
+      // Loopback by definition (RFC 6761), whatever a resolver says: every delivery would be refused.
+      ["http://localhost:9/hook", "loopback"],
+      ["https://LOCALHOST./hook", "loopback"],
+      ["https://hooks.localhost/", "loopback"],
     ];
     for (const [url, reason] of cases) {
       const before = await metric("registration", reason);
@@ -369,13 +376,17 @@ describe("webhook safety: no way into the service's own network", () => {
       expect(outcome.code).toBe(Code.InvalidArgument);
       expect(outcome.violations[0]?.field).toBe("url");
       expect(outcome.violations[0]?.description).toContain("must not point to a private");
+      // The setting that allows it is named, for those trying webhooks on their own machine.
+      expect(outcome.violations[0]?.description).toContain(
+        "which the server allows when WEBHOOK_ALLOW_PRIVATE_NETWORKS is true",
+      );
       expect(await metric("registration", reason), url).toBe(before + 1);
     }
   });
 
   it("refuses at delivery a host name that resolves to a loopback address, and one that also does", async () => {
     for (const [host, tag] of [
-      [`localhost:${receiver.port}`, "localhost"],
+      [`loopback.test:${receiver.port}`, "loopback"],
       [`rebind.test:${receiver.port}`, "rebind"],
     ] as const) {
       const before = await metric("delivery", "loopback");
@@ -395,7 +406,8 @@ describe("webhook safety: no way into the service's own network", () => {
       expect(delivery).toMatchObject({
         status: "pending",
         lastResponseCode: 0,
-        lastError: "refused: the endpoint resolves to a loopback address",
+        lastError:
+          "refused: the endpoint resolves to a loopback address, which the server allows when WEBHOOK_ALLOW_PRIVATE_NETWORKS is true",
       });
       expect(await metric("delivery", "loopback")).toBeGreaterThanOrEqual(before + 2);
       ok(await json.call(WebhookService, "DeleteWebhookEndpoint", { endpointId }));
@@ -466,7 +478,7 @@ describe("WebhookService rules", () => {
     };
     expect(await invalid("CreateWebhookEndpoint", { url: "" })).toEqual(["url is required"]);
     expect(await invalid("CreateWebhookEndpoint", { url: "http://example.com/hook" })).toEqual([
-      "url must be an https URL",
+      "url must be an https URL (the server accepts http when WEBHOOK_ALLOW_HTTP is true)",
     ]);
     expect(await invalid("CreateWebhookEndpoint", { url: "ftp://example.com/hook" })).toEqual([
       "url must be an https URL",

@@ -199,7 +199,8 @@ export function amountProblem(amount: number, decimals: number, symbol: string):
   // Float noise (0.1 * 10^6 = 100000.00000000001) is not a fraction of a unit.
   const whole = Math.abs(units - Math.round(units)) <= 1e-6 * Math.max(1, Math.abs(units) / 1e12);
   if (units < 1 - 1e-9 || !whole) {
-    return `must be a whole number of ${symbol} smallest units (a multiple of ${smallest} and at least that) since ${symbol} has ${decimals} decimals`;
+    // Amounts are whole tokens (1.5 is one and a half): say so, and how fine they may be.
+    return `must be in ${symbol} with at most ${decimals} decimal places (a multiple of ${smallest} and at least that), since ${symbol} has ${decimals} decimals`;
   }
   if (units > MAX_UNITS) return `must be at most ${(MAX_UNITS / 10 ** decimals).toPrecision(6)} ${symbol}`;
   return undefined;

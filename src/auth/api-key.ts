@@ -24,8 +24,19 @@ export interface ApiKeyRecord {
  * enough to store it: the key is random, so there is nothing for a slow hash to protect.
  */
 export function newApiKey(): { keyId: string; key: string } {
-  const keyId = randomBytes(8).toString("base64url");
+  const keyId = newKeyId();
   return { keyId, key: `${KEY_PREFIX}${keyId}_${randomBytes(32).toString("base64url")}` };
+}
+
+/**
+ * 64 random bits in base64url, drawn again while they start with "-": a command line reads such an
+ * id as an option (`npm run keys -- revoke -x…`), and 1 id in 64 would.
+ */
+function newKeyId(): string {
+  for (;;) {
+    const keyId = randomBytes(8).toString("base64url");
+    if (!keyId.startsWith("-")) return keyId;
+  }
 }
 
 /** The stored form of a key. */

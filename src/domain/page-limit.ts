@@ -6,6 +6,12 @@ export const DEFAULT_PAGE_LIMIT = 10;
 export const MAX_PAGE_LIMIT = 100;
 
 /**
+ * The paging rule in words, for a `limit` that is not even an integer (`?limit=abc` on a REST
+ * path): the bounds a caller must keep to, not those of the int32 the field happens to be.
+ */
+export const PAGE_LIMIT_RULE = `must be an integer from 1 to ${MAX_PAGE_LIMIT} (0 or omitted means ${DEFAULT_PAGE_LIMIT})`;
+
+/**
  * Applies the shared paging rule of the seed: 0 means the default, 1..100 is allowed, anything else
  * is a violation naming the bound. Returns the limit to apply.
  */

@@ -22,5 +22,12 @@ export function answerUnknownRoute(...[req, res]: Parameters<RequestHandler>): v
   res.setHeader("content-type", "application/json");
   // The path is the caller's: quoted short, as any echoed input.
   const path = (req.url ?? "").split("?", 1)[0] ?? "";
-  res.end(JSON.stringify({ code: "unimplemented", message: `no route for ${req.method} ${quote(path)}` }));
+  // A person who opened the root (or mistyped a path) in a browser or with curl: say where the
+  // routes are listed.
+  res.end(
+    JSON.stringify({
+      code: "unimplemented",
+      message: `no route for ${req.method} ${quote(path)}: the API and its paths are described at /docs`,
+    }),
+  );
 }

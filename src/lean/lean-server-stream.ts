@@ -49,7 +49,7 @@ export interface ServerStreamCall {
  * decides what then; one that takes nothing for `writeTimeoutMs` has its stream reset with
  * ENHANCE_YOUR_CALM, which gRPC clients read as resource_exhausted), and the status in the
  * trailers. connect-node's streaming pipeline (a chain of async generators per message) cost
- * several times the work of the message itself; the profile is in the README's stream figures.
+ * several times the work of the message itself; the figures are in docs/performance.md.
  */
 export async function serveServerStream(
   stream: http2.ServerHttp2Stream,

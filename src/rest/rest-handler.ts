@@ -7,6 +7,7 @@ import { http } from "../../gen/google/api/annotations_pb.ts";
 import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.ts";
 import type { FieldViolation } from "../domain/errors.ts";
 import { quote } from "../domain/errors.ts";
+import { PAGE_LIMIT_RULE } from "../domain/page-limit.ts";
 import type { RequestHandler } from "../http/dual-protocol-server.ts";
 import { restCallKey } from "../rpc/call-labels.ts";
 import { serveEventStream } from "./event-stream.ts";
@@ -249,7 +250,9 @@ function convert(
   for (const text of texts) {
     const result = jsonValueFromText(field.type, text);
     if ("rule" in result) {
-      violations.push({ field: name, description: result.rule });
+      // Every request's `limit` follows the paging rule: name it rather than int32's bounds.
+      const rule = field.jsonPath === "limit" ? PAGE_LIMIT_RULE : result.rule;
+      violations.push({ field: name, description: rule });
       return undefined;
     }
     values.push(result.value);

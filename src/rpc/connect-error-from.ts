@@ -80,7 +80,12 @@ export function connectErrorFrom(
 export function createErrorInterceptor(onUnexpected: UnexpectedErrorSink): Interceptor {
   return (next) => async (req) => {
     const mapped = (reason: unknown) =>
-      connectErrorFrom(reason, procedureOf(req.method), onUnexpected, req.contextValues);
+      // A client that hung up mid-call (buf curl stopped with Ctrl-C, a closed tab) is no failure
+      // of the service: its request stream ends with "Premature close" or a reset, which would
+      // otherwise read as internal, with a stack trace at error level.
+      clientWentAway(reason, req.signal)
+        ? new ConnectError("the client went away", Code.Canceled, undefined, undefined, reason)
+        : connectErrorFrom(reason, procedureOf(req.method), onUnexpected, req.contextValues);
     try {
       const res = await next(req);
       if (!res.stream) return res;
@@ -100,4 +105,19 @@ async function* mappingErrors<T>(
   } catch (reason) {
     throw mapped(reason);
   }
+}
+
+/** Node's words for a request stream its client closed or reset before it ended. */
+const CLIENT_GONE = new Set(["ERR_STREAM_PREMATURE_CLOSE", "ECONNRESET", "ERR_HTTP2_STREAM_ERROR"]);
+
+/**
+ * Whether `reason` (not one of the service's own errors) came of the client going away: Node's
+ * stream error says so, or the call's signal fired for it (the lean path aborts with canceled; a
+ * deadline fires it with deadline_exceeded, which stays what it is).
+ */
+function clientWentAway(reason: unknown, signal: AbortSignal): boolean {
+  if (reason instanceof ConnectError) return false;
+  const code = (reason as { code?: unknown } | null)?.code;
+  if (typeof code === "string" && CLIENT_GONE.has(code)) return true;
+  return signal.aborted && signal.reason instanceof ConnectError && signal.reason.code === Code.Canceled;
 }

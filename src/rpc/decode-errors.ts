@@ -1,4 +1,5 @@
 import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
+import { quote } from "../domain/errors.ts";
 
 /**
  * connect answers a request body it cannot decode (bad protobuf bytes, a truncated compressed
@@ -50,7 +51,11 @@ export function withDecodeErrorsAsInvalidArgument(
       return grpcInvalidArgument(req.header.get("content-type") ?? "", message);
     }
     if (res.status === 405) onRejected("method_not_allowed");
-    if (res.status === 415) onRejected("unsupported_media_type");
+    if (res.status === 415) {
+      onRejected("unsupported_media_type");
+      const sent = req.header.get("content-type");
+      if (res.body === undefined && isHandMade(sent)) return unsupportedMediaType(sent);
+    }
     if (res.body === undefined) return res;
     const contentType = res.header?.get("content-type") ?? "";
     if (
@@ -67,6 +72,36 @@ export function withDecodeErrorsAsInvalidArgument(
     return res;
   };
   return Object.assign(wrapped, handler);
+}
+
+/**
+ * What a person's request carries when they forgot the content type: none, curl's `-d` default
+ * (a form), or fetch's for a string body. Clients of a protocol send their own types, and for any
+ * other type the protocols expect a bare 415 (the Connect conformance suite checks it).
+ */
+function isHandMade(contentType: string | null): boolean {
+  if (contentType === null) return true;
+  return /^(application\/x-www-form-urlencoded|multipart\/form-data|text\/plain)\s*(;|$)/i.test(contentType);
+}
+
+/**
+ * connect answers a content type no protocol of the method serves with a bare 415. A person with
+ * curl gets there by leaving out `-H 'content-type: application/json'`, so the answer says, as a
+ * Connect error, what to send instead. Its code is `unknown`, what Connect clients make of a 415.
+ */
+function unsupportedMediaType(contentType: string | null): UniversalServerResponse {
+  const got = contentType === null ? "no content-type" : `content-type ${quote(contentType)}`;
+  const body = Buffer.from(
+    JSON.stringify({
+      code: "unknown",
+      message: `${got}: a Connect call sends content-type application/json (JSON) or application/proto (binary), and gRPC and gRPC-Web their own`,
+    }),
+  );
+  const header = new Headers({
+    "content-type": "application/json",
+    "content-length": String(body.byteLength),
+  });
+  return { status: 415, header, body: once(body) };
 }
 
 function isDecodeFailure(text: string): boolean {

@@ -307,7 +307,9 @@ function resultOf(sent: SendResult): AttemptResult {
 
 function errorOf(sent: SendResult, result: AttemptResult): { lastError?: string } {
   if (sent.kind === "refused")
-    return { lastError: `refused: the endpoint resolves to a ${sent.reason} address` };
+    return {
+      lastError: `refused: the endpoint resolves to a ${sent.reason} address, which the server allows when WEBHOOK_ALLOW_PRIVATE_NETWORKS is true`,
+    };
   if (sent.kind === "failed") return { lastError: sent.error };
   if (result === "redirect")
     return { lastError: "the endpoint answered with a redirect, which is not followed" };

@@ -32,18 +32,30 @@ export function checkWebhookUrl(
     throw invalid("must be an absolute URL");
   }
   if (url.protocol !== "https:" && !(rules.allowHttp && url.protocol === "http:")) {
-    throw invalid(rules.allowHttp ? "must be an https or http URL" : "must be an https URL");
+    if (rules.allowHttp) throw invalid("must be an https or http URL");
+    throw invalid(
+      url.protocol === "http:"
+        ? "must be an https URL (the server accepts http when WEBHOOK_ALLOW_HTTP is true)"
+        : "must be an https URL",
+    );
   }
   if (url.username !== "" || url.password !== "") throw invalid("must not carry credentials");
+  if (rules.allowPrivateNetworks) return url;
   const address = literalAddress(url.hostname);
-  if (address !== undefined && !rules.allowPrivateNetworks) {
-    const refusal = addressRefusal(address);
-    if (refusal !== undefined) {
-      onRefused?.(refusal);
-      throw invalid(
-        `must not point to a private, loopback, link-local, multicast or metadata address (it names a ${refusal} address)`,
-      );
-    }
+  // "localhost" and its subdomains are loopback by definition (RFC 6761), whatever a resolver
+  // says: every delivery to them would be refused, so they are refused here, as 127.0.0.1 is.
+  const refusal =
+    address !== undefined ? addressRefusal(address) : isLocalhost(url.hostname) ? "loopback" : undefined;
+  if (refusal !== undefined) {
+    onRefused?.(refusal);
+    throw invalid(
+      `must not point to a private, loopback, link-local, multicast or metadata address (it names a ${refusal} address, which the server allows when WEBHOOK_ALLOW_PRIVATE_NETWORKS is true)`,
+    );
   }
   return url;
+}
+
+function isLocalhost(hostname: string): boolean {
+  const name = hostname.toLowerCase().replace(/\.$/, "");
+  return name === "localhost" || name.endsWith(".localhost");
 }

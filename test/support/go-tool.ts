@@ -1,6 +1,6 @@
 /**
  * Builds a Go program the tests need into the project's git-ignored `.tools/bin`, once. Go is the
- * one toolchain the test run requires besides Node (see the README); what it builds here (the
+ * one toolchain the test run requires besides Node (see docs/testing.md); what it builds here (the
  * FerretDB test server, grpcurl) comes from the Go module proxy, pinned to a version.
  */
 import { spawn } from "node:child_process";

@@ -1,0 +1,53 @@
+/**
+ * examples/first-transfer-agent.ts, the README's first ten minutes, run as a reader runs it: the
+ * service a real process started as `SCHEDULE_TIME_SCALE=1200 npm start` starts it (an hourly agent
+ * runs every 3 s), the script in a process of its own, told only where the service and its chain
+ * are. It must end well, print the agent's id, and leave three transfers the chain itself confirms.
+ */
+import { execFile } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { createSolanaRpc, type Signature } from "@solana/kit";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type MainProcess, startMain } from "./support/main-process.ts";
+
+const run = promisify(execFile);
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
+
+let service: MainProcess & { port: number };
+let rpcUrl: string;
+beforeAll(async () => {
+  service = await startMain({ SCHEDULE_TIME_SCALE: "1200" });
+  const chain = await service.waitForLog((l) => typeof l.solana_rpc === "string");
+  rpcUrl = chain.solana_rpc as string;
+});
+afterAll(() => service?.kill());
+
+describe("examples/first-transfer-agent.ts", () => {
+  it("funds a wallet, makes an agent, signs its approval, and sees three runs land", async () => {
+    const apiUrl = `http://127.0.0.1:${service.port}`;
+    const { stdout, stderr } = await run(process.execPath, ["examples/first-transfer-agent.ts"], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? "", API_URL: apiUrl, RPC_URL: rpcUrl },
+      timeout: 60_000,
+    });
+    const agentId = stdout.trim();
+    expect(agentId).toMatch(/^[A-Za-z0-9_-]{22}$/);
+    // Each step said what it did, the pending agent why it waits.
+    for (const step of ["1. wallet", "2. funded", "3. agent", "4. approved delegate", "5. run 3", "6. "])
+      expect(stderr).toContain(step);
+    expect(stderr).toMatch(/is pending: waiting for an approval/);
+    expect(stderr).toMatch(/holds 4\.5 USDC on the chain/);
+
+    // The service agrees, and the chain confirms every run's transaction.
+    const runs = (await (await fetch(`${apiUrl}/v1/agents/${agentId}/runs?limit=100`)).json()) as {
+      data: { runs: { outcome: string; result: { signature: string; amountUnits: string } }[] };
+    };
+    const succeeded = runs.data.runs.filter((r) => r.outcome === "succeeded");
+    expect(succeeded.length).toBeGreaterThanOrEqual(3);
+    const signatures = succeeded.map((r) => r.result.signature as Signature);
+    const { value } = await createSolanaRpc(rpcUrl).getSignatureStatuses(signatures).send();
+    for (const status of value) expect(status?.err).toBeNull();
+    expect(succeeded.every((r) => r.result.amountUnits === "1500000")).toBe(true);
+  }, 90_000);
+});
