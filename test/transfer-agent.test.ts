@@ -334,7 +334,7 @@ describe.each(STORES)("a transfer agent on the %s store moves real tokens", (sto
       allowance: 0.0000001,
     });
     expect(fine.status).toBe(400);
-    expect(JSON.stringify(fine.json)).toMatch(/allowance.*smallest units/);
+    expect(JSON.stringify(fine.json)).toMatch(/allowance.*at most 6 decimal places/);
     const zero = await rest("POST", `/v1/agents/${created.agentId}:prepareApproval`, { allowance: 0 });
     expect(zero.status).toBe(400);
     expect(JSON.stringify(zero.json)).toMatch(/allowance/);
