@@ -139,13 +139,15 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     const updated = await agents.update(agent.owner, agent.agentId, (current) => {
       if (current.status !== "pending") return undefined;
       if (reason !== undefined) return { status: "failed", nextRunAt: null, failureReason: reason };
-      // The first slot is one period after creation, as the agent was told when it was created;
-      // one that waited past it (for its approval) starts at the first slot after now instead of
+      // The first slot is one period after creation, as the agent was told when it was created,
+      // and a late activation (a busy database, a replica that died) still runs it. An agent that
+      // waited well past it (for its approval) starts at the first slot after now instead of
       // catching up on slots it could never have run.
       const first = nextSlotAfter(current, current.createdAt);
       return {
         status: "active",
-        nextRunAt: first.getTime() > nowMs ? first : nextSlotAfter(current, new Date(nowMs)),
+        nextRunAt:
+          nowMs - first.getTime() <= ACTIVATION_GRACE_MS ? first : nextSlotAfter(current, new Date(nowMs)),
         failureReason: null,
       };
     });
@@ -376,6 +378,8 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
 
 /** Due agents handled at once by one poll. */
 const POLL_PARALLELISM = 8;
+/** How late an activation may come and still run the agent's first slot. */
+const ACTIVATION_GRACE_MS = 60_000;
 /** Pending agents looked at per poll. */
 const PENDING_PAGE = 64;
 /** The longest a waiting agent goes unchecked (a minute: an approval shows within one). */
