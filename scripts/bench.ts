@@ -682,6 +682,16 @@ async function memoryTransferFigures(): Promise<void> {
     }
   }
   runner.child.kill("SIGTERM");
+  // The limit beside it: LiteSVM alone, one core, the same transfers signed beforehand.
+  const [limitCommand, ...limitArgs] = pinned(0, [
+    process.execPath,
+    join(root, "scripts/bench/litesvm-transfers.ts"),
+    "2000",
+  ]);
+  const limit = JSON.parse(execFileSync(limitCommand as string, limitArgs, { encoding: "utf8" })) as {
+    perSecond: number;
+    msEach: number;
+  };
   const firstSlot = Math.min(...firstRuns.map((r) => r.scheduledAt));
   const lastSlot = Math.max(...firstRuns.map((r) => r.scheduledAt));
   const lastConfirmed = Math.max(...firstRuns.map((r) => r.finishedAt));
@@ -693,7 +703,8 @@ async function memoryTransferFigures(): Promise<void> {
       `${perSecond.toFixed(1)} a second (goal: 200); lag from slot to confirmed signature p50 ${(at(0.5) / 1000).toFixed(2)} s, ` +
       `p99 ${(at(0.99) / 1000).toFixed(2)} s (goal: 10 s); ${(cpu / Math.max(1, done)).toFixed(2)} ms of the process's CPU per transfer; ` +
       `${(requests / Math.max(1, done)).toFixed(2)} chain RPC requests per transfer (goal: 3 or fewer), and ` +
-      `${(activationRequests / AGENTS).toFixed(2)} per agent once, to see its approval before activating it`,
+      `${(activationRequests / AGENTS).toFixed(2)} per agent once, to see its approval before activating it. ` +
+      `The limit: LiteSVM alone runs the same signed transfers at ${limit.perSecond.toFixed(0)} a second on one core (${limit.msEach.toFixed(2)} ms each)`,
   );
 }
 
