@@ -455,16 +455,16 @@ export async function createMongoAgentStore(options: MongoAgentStoreOptions): Pr
       }),
     due: (nowDate, limit) =>
       run(async () => {
-        // Two index range scans on {status, nextRunAt}; pending agents are few and brief.
-        const [pending, active] = await Promise.all([
-          agents.find({ status: "pending" }, bounded).limit(limit).toArray(),
-          agents
-            .find({ status: "active", nextRunAt: { $lte: nowDate } }, bounded)
-            .sort({ nextRunAt: 1 })
-            .limit(limit)
-            .toArray(),
-        ]);
-        return [...pending, ...active].slice(0, limit).map(fromDoc);
+        // One query a poll. "pending" sorts after "active", so status descending puts pending
+        // agents first (they are few and brief), then due ones earliest first. On MongoDB both
+        // branches of the $or are ranges of the {status, nextRunAt} index in that order, which the
+        // planner can merge instead of sorting what matched.
+        const docs = await agents
+          .find({ $or: [{ status: "pending" }, { status: "active", nextRunAt: { $lte: nowDate } }] }, bounded)
+          .sort({ status: -1, nextRunAt: 1 })
+          .limit(limit)
+          .toArray();
+        return docs.map(fromDoc);
       }),
     update: (owner, agentId, change) =>
       run(async () => {
