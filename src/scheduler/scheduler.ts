@@ -2,7 +2,9 @@
  * The scheduler: runs inside every replica, activates new agents and runs due ones, exactly once
  * per (agent, slot) across replicas. It coordinates only through the stores:
  *
- * - Due agents are found by polling (`status`, `nextRunAt`); several replicas may see the same one.
+ * - Due agents are found by polling (`status`, `nextRunAt`), one query a poll; several replicas may
+ *   see the same one. A replica that finds a slot held by another leaves it alone until that lease
+ *   could have run out.
  * - A slot is run under a lease from the RunStore (an insert of a unique claim), renewed while the
  *   run lasts. A replica that crashed or stalled loses its lease after `leaseMs`, and another takes
  *   the slot over; the stalled one can neither renew nor record any more (fencing).
@@ -18,6 +20,7 @@
 import type { AgentPatch, AgentRecord, AgentStore } from "../agent/agent-store.ts";
 import type { Schedule } from "../agent/schedule.ts";
 import { retryDelayMs } from "../domain/backoff.ts";
+import { CLOCK_SKEW_ALLOWANCE_MS } from "../domain/clock-skew.ts";
 import type { RunAnnouncer } from "../events/run-announcer.ts";
 import { abortableSleep } from "./abortable-sleep.ts";
 import { type ExecutionJournal, type ExecutionResult, type Executor, executionKeyOf } from "./executor.ts";
@@ -72,7 +75,10 @@ export interface SchedulerOptions {
 }
 
 export interface Scheduler {
-  /** Starts polling every `pollIntervalMs`. */
+  /**
+   * Starts polling: every `pollIntervalMs` while there is nothing more to do, and as soon as half
+   * the capacity is free while due work is left.
+   */
   start(): void;
   /** One poll: activates pending agents and starts runs for due ones. Tests call it directly. */
   tick(): Promise<void>;
@@ -91,8 +97,16 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   /** Runs in flight, by agent id: one slot of an agent at a time per replica. */
   const running = new Map<string, { done: Promise<void>; abort: AbortController }>();
   let stopping = false;
+  /** start() was called: the polling loop runs. */
+  let looping = false;
   let timer: NodeJS.Timeout | undefined;
   let polling: Promise<void> | undefined;
+  /** The last poll left due work it had no capacity for. */
+  let backlog = false;
+  /** Free capacity at which a backlog is polled for again. */
+  const wakeAt = Math.max(1, Math.ceil(options.concurrency / 2));
+  /** Slots another replica holds ("agentId@slot ms"), left alone until that epoch ms. */
+  const heldElsewhere = new Map<string, number>();
 
   const scheduleOf = (agent: AgentRecord) => agent.config.schedule as Schedule;
 
@@ -240,31 +254,65 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     const abort = new AbortController();
     const done = runSlot(agent, lease, abort)
       .catch((error: unknown) => events.onError?.(error, "running a slot"))
-      .finally(() => running.delete(agent.agentId));
+      .finally(() => {
+        running.delete(agent.agentId);
+        onRunEnded();
+      });
     running.set(agent.agentId, { done, abort });
   }
 
-  async function poll(): Promise<void> {
+  /**
+   * One poll: a single look at the due agents, a window a few times the free capacity (plus what
+   * this replica knows it will skip), tried in random order so that replicas polling the same
+   * window spread over it instead of all claiming its head. Slots found held by another replica
+   * are left alone until that lease could have run out. Resolves with whether more due work was
+   * left than this poll could start.
+   */
+  async function poll(): Promise<boolean> {
     const free = options.concurrency - running.size;
-    if (stopping || free <= 0) return;
-    const due = await agents.due(now(), free * 2);
+    if (stopping || free <= 0) return false;
+    const nowMs = now().getTime();
+    for (const [key, until] of heldElsewhere) if (until <= nowMs) heldElsewhere.delete(key);
+    const window = Math.min(MAX_WINDOW, free * WINDOW_PER_FREE_RUN + running.size + heldElsewhere.size);
+    const due = await agents.due(new Date(nowMs), window);
+    const pending: AgentRecord[] = [];
+    const runnable: AgentRecord[] = [];
+    for (const agent of due) {
+      if (running.has(agent.agentId)) continue;
+      if (agent.status === "pending") pending.push(agent);
+      else if (agent.status === "active" && agent.nextRunAt !== undefined) {
+        if (!heldElsewhere.has(slotKeyOf(agent.agentId, agent.nextRunAt))) runnable.push(agent);
+      }
+    }
+    shuffle(runnable, options.random ?? Math.random);
     /** Claims under way, so that concurrent claims cannot overfill `concurrency`. */
     let claiming = 0;
+    let started = 0;
+    let tried = 0;
     // Agents are handled a few at a time: a poll costs a few round trips rather than a few per
     // agent, without flooding the database with every due agent's claims at once.
-    await forEachConcurrently(due, POLL_PARALLELISM, async (agent) => {
+    await forEachConcurrently([...pending, ...runnable], POLL_PARALLELISM, async (agent) => {
       if (stopping || running.has(agent.agentId)) return;
       if (agent.status === "pending") return activate(agent);
-      if (agent.status !== "active" || agent.nextRunAt === undefined) return;
       if (running.size + claiming >= options.concurrency) return;
+      tried++;
       claiming++;
       try {
-        const slot: SlotRef = { agentId: agent.agentId, owner: agent.owner, scheduledAt: agent.nextRunAt };
+        const slot: SlotRef = {
+          agentId: agent.agentId,
+          owner: agent.owner,
+          scheduledAt: agent.nextRunAt as Date,
+        };
         const lease = await runs.claim(slot, { worker, now: now(), leaseMs: options.leaseMs });
         if (lease === undefined) {
           // Held by another replica, or settled: then a crash came between settling and advancing.
           const settled = await runs.settled(slot);
           if (settled !== undefined) await advance(agent, settled);
+          else
+            heldElsewhere.set(
+              slotKeyOf(slot.agentId, slot.scheduledAt),
+              nowMs + options.leaseMs + CLOCK_SKEW_ALLOWANCE_MS,
+            );
           return;
         }
         if (lease.generation > 0) events.onTakeover?.(slot);
@@ -273,28 +321,72 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
           return;
         }
         startRun(agent, lease);
+        started++;
       } finally {
         claiming--;
       }
     });
+    // More is due than was started: agents left untried, or a full window (more may lie beyond it).
+    return started > 0 && (tried < runnable.length || due.length >= window);
   }
 
   function tick(): Promise<void> {
     // One poll at a time: a slow database must not stack polls up.
     polling ??= poll()
-      .catch((error: unknown) => events.onError?.(error, "polling for due agents"))
+      .then(
+        (more) => {
+          backlog = more;
+        },
+        (error: unknown) => {
+          backlog = false;
+          events.onError?.(error, "polling for due agents");
+        },
+      )
       .finally(() => {
         polling = undefined;
       });
     return polling;
   }
 
+  /**
+   * The polling loop: the next poll comes after `pollIntervalMs` when the last one found nothing
+   * more than it started, and as soon as half the capacity is free again while due work is left,
+   * so that a backlog drains at the speed runs finish, a few runs per poll.
+   */
+  function schedulePoll(delayMs: number): void {
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      timer = undefined;
+      void tick().then(() => {
+        if (stopping || !looping) return;
+        if (!backlog) schedulePoll(options.pollIntervalMs);
+        else if (options.concurrency - running.size >= wakeAt) schedulePoll(0);
+        // Otherwise the run that frees enough capacity polls (see startRun); the interval still
+        // bounds the wait.
+        else schedulePoll(options.pollIntervalMs);
+      });
+    }, delayMs);
+    timer.unref();
+  }
+
+  /** A run ended: with due work left, poll now if enough capacity is free. */
+  function onRunEnded(): void {
+    if (
+      looping &&
+      !stopping &&
+      backlog &&
+      polling === undefined &&
+      options.concurrency - running.size >= wakeAt
+    ) {
+      schedulePoll(0);
+    }
+  }
+
   return {
     start() {
-      if (timer !== undefined || stopping) return;
-      timer = setInterval(() => void tick(), options.pollIntervalMs);
-      timer.unref();
-      void tick();
+      if (looping || stopping) return;
+      looping = true;
+      schedulePoll(0);
     },
     tick,
     async idle() {
@@ -303,7 +395,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     },
     async stop(graceMs) {
       stopping = true;
-      clearInterval(timer);
+      clearTimeout(timer);
       timer = undefined;
       await polling;
       const all = Promise.all([...running.values()].map((r) => r.done));
@@ -323,6 +415,19 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
 
 /** Due agents handled at once by one poll. */
 const POLL_PARALLELISM = 8;
+/** A poll looks at this many due agents per free run (plus those it will skip), at most MAX_WINDOW. */
+const WINDOW_PER_FREE_RUN = 4;
+const MAX_WINDOW = 1_000;
+
+const slotKeyOf = (agentId: string, slot: Date) => `${agentId}@${slot.getTime()}`;
+
+/** Fisher-Yates, in place. */
+function shuffle<T>(items: T[], random: () => number): void {
+  for (let i = items.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [items[i], items[j]] = [items[j] as T, items[i] as T];
+  }
+}
 
 /** Runs `work` on every item, at most `parallelism` at a time. */
 async function forEachConcurrently<T>(
