@@ -246,6 +246,60 @@ export function describeRunStoreContract(name: string, makeFixture: () => Promis
         expect(await store.transactions(slotOf())).toEqual([]);
       }));
 
+    it("keeps an agent's successes per UTC day: a slot's day gives those settled before it", () =>
+      withStore(async (store) => {
+        const base = slotOf("owner-d");
+        const day2 = (hours: number) => new Date(Date.UTC(2031, 2, 2, hours));
+        const slots: [Date, RunRecord["outcome"]][] = [
+          [new Date(Date.UTC(2031, 2, 1, 23)), "succeeded"],
+          [day2(0), "succeeded"],
+          [day2(1), "failed"],
+          [day2(2), "succeeded"],
+        ];
+        for (const [scheduledAt, outcome] of slots) {
+          const slot = { ...base, scheduledAt };
+          const lease = (await store.claim(slot, {
+            worker: "a",
+            now: scheduledAt,
+            leaseMs: LEASE_MS,
+          })) as Lease;
+          const finishedAt = new Date(scheduledAt.getTime() + 1);
+          expect(
+            await store.record(lease, runOf(slot, 1, outcome, finishedAt), {
+              now: finishedAt,
+              settles: true,
+            }),
+          ).toBe("recorded");
+        }
+        const today = await store.succeededToday({ ...base, scheduledAt: day2(3) });
+        expect(today.map((r) => [r.scheduledAt.toISOString(), r.outcome, r.result])).toEqual([
+          [day2(0).toISOString(), "succeeded", { amount: 1.5, token: "USDC" }],
+          [day2(2).toISOString(), "succeeded", { amount: 1.5, token: "USDC" }],
+        ]);
+        expect(today[0]?.runId).toBe(runIdOf({ ...base, scheduledAt: day2(0) }, 1));
+        // Only those before the slot asked about, only that day's, only to the owner.
+        expect(
+          (await store.succeededToday({ ...base, scheduledAt: day2(2) })).map((r) => r.scheduledAt),
+        ).toEqual([day2(0)]);
+        expect(await store.succeededToday({ ...base, scheduledAt: day2(0) })).toEqual([]);
+        expect(await store.succeededToday({ ...base, owner: "someone-else", scheduledAt: day2(3) })).toEqual(
+          [],
+        );
+      }));
+
+    it("a failed attempt recorded by a holder that lost its lease is refused too", () =>
+      withStore(async (store) => {
+        const slot = slotOf();
+        const old = (await store.claim(slot, { worker: "a", now: T0, leaseMs: LEASE_MS })) as Lease;
+        const later = at(LEASE_MS + CLOCK_SKEW_ALLOWANCE_MS);
+        expect((await store.claim(slot, { worker: "b", now: later, leaseMs: LEASE_MS }))?.generation).toBe(1);
+        const stale = at(LEASE_MS - 1);
+        expect(await store.record(old, runOf(slot, 1, "failed", stale), { now: stale, settles: false })).toBe(
+          "lease_lost",
+        );
+        expect(await store.attempts(slot)).toBe(0);
+      }));
+
     it("lists an agent's succeeded runs from a slot time on (caps per day)", () =>
       withStore(async (store) => {
         const base = slotOf();

@@ -24,7 +24,7 @@ import { CLOCK_SKEW_ALLOWANCE_MS } from "../domain/clock-skew.ts";
 import type { RunAnnouncer } from "../events/run-announcer.ts";
 import { abortableSleep } from "./abortable-sleep.ts";
 import { type ExecutionJournal, type ExecutionResult, type Executor, executionKeyOf } from "./executor.ts";
-import type { Lease, RunRecord, RunStore, SlotRef } from "./run-store.ts";
+import type { Lease, RunRecord, RunStore, SentTransaction, SlotRef } from "./run-store.ts";
 import { runIdOf } from "./run-store.ts";
 import type { ScheduleClock } from "./schedule-clock.ts";
 import { firstSlotAfter } from "./slots.ts";
@@ -175,18 +175,47 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       },
       Math.max(10, Math.floor(options.leaseMs / 3)),
     );
-    // The slot's journal, always under the newest renewal of the lease.
+    // The slot's journal, always under the newest renewal of the lease. What it holds is known
+    // without asking the store when it can be: a first lease (generation 0) is the slot's first
+    // holder, so no transaction was kept for the slot but those this run keeps itself; a taker
+    // reads the journal once, after its claim, and adds its own (an older holder that keeps one
+    // later finds the newer lease and does not send it). A keep whose outcome is unknown (the
+    // database failed) makes the next look read the store again.
+    let known: SentTransaction[] | undefined = first.generation === 0 ? [] : undefined;
+    let today: Promise<readonly RunRecord[]> | undefined;
     const journal: ExecutionJournal = {
-      transactions: () => runs.transactions(slot),
+      async transactions() {
+        known ??= [...(await runs.transactions(slot))];
+        return [...known];
+      },
       async record(transaction) {
         const held = lease;
         if (held === undefined) return false;
-        return (await runs.recordTransaction(held, transaction, { now: now() })) === "recorded";
+        const at = now();
+        let kept: "recorded" | "lease_lost";
+        try {
+          kept = await runs.recordTransaction(held, transaction, { now: at });
+        } catch (error) {
+          known = undefined;
+          throw error;
+        }
+        // Kept either way: the insert comes before the lease check.
+        if (known !== undefined && !known.some((t) => t.signature === transaction.signature)) {
+          known.push({ ...transaction, generation: held.generation, recordedAt: at });
+        }
+        return kept === "recorded";
       },
       succeededToday() {
-        const day = new Date(slot.scheduledAt);
-        day.setUTCHours(0, 0, 0, 0);
-        return runs.succeededSince(slot.owner, slot.agentId, day);
+        // Every earlier slot settled before the agent came to this one, and lastRunAt is when the
+        // last of them finished: before this UTC day began, none of them is on it.
+        const dayStart = new Date(slot.scheduledAt);
+        dayStart.setUTCHours(0, 0, 0, 0);
+        if ((agent.lastRunAt?.getTime() ?? 0) < dayStart.getTime()) return Promise.resolve([]);
+        today ??= runs.succeededToday(slot).catch((error: unknown) => {
+          today = undefined;
+          throw error;
+        });
+        return today;
       },
     };
     try {
