@@ -118,12 +118,21 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
 
   async function activate(agent: AgentRecord): Promise<void> {
     const reason = await options.checkRunnable(agent);
-    const updated = await agents.update(agent.owner, agent.agentId, (current) => {
-      if (current.status !== "pending") return undefined;
-      if (reason !== undefined) return { status: "failed", nextRunAt: null, failureReason: reason };
-      // The first slot is one period after creation, as the agent was told when it was created.
-      return { status: "active", nextRunAt: nextSlotAfter(current, current.createdAt), failureReason: null };
-    });
+    const updated = await agents.update(
+      agent.owner,
+      agent.agentId,
+      (current) => {
+        if (current.status !== "pending") return undefined;
+        if (reason !== undefined) return { status: "failed", nextRunAt: null, failureReason: reason };
+        // The first slot is one period after creation, as the agent was told when it was created.
+        return {
+          status: "active",
+          nextRunAt: nextSlotAfter(current, current.createdAt),
+          failureReason: null,
+        };
+      },
+      { known: agent },
+    );
     if (updated !== undefined && updated.status !== "pending") {
       events.onStatus?.(updated, reason === undefined ? "active" : "failed", reason);
     }
@@ -133,27 +142,33 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   async function advance(agent: AgentRecord, run: RunRecord): Promise<void> {
     const slotMs = run.scheduledAt.getTime();
     let failedNow: string | undefined;
-    const updated = await agents.update(agent.owner, agent.agentId, (current) => {
-      const atThisSlot = current.status === "active" && current.nextRunAt?.getTime() === slotMs;
-      // Paused (or failed) while the run went on: record that it ran, schedule nothing.
-      const ranMeanwhile =
-        current.status !== "active" && (current.lastRunAt?.getTime() ?? 0) < run.finishedAt.getTime();
-      if (!atThisSlot && !ranMeanwhile) return undefined;
-      const failures = run.outcome === "succeeded" ? 0 : (current.consecutiveFailures ?? 0) + 1;
-      if (atThisSlot && failures >= options.maxConsecutiveFailures) {
-        failedNow = `${failures} consecutive runs failed, the last with: ${run.error ?? "an error"}`;
-        return {
-          status: "failed",
-          nextRunAt: null,
-          lastRunAt: run.finishedAt,
-          consecutiveFailures: failures,
-          failureReason: failedNow,
-        };
-      }
-      const patch: AgentPatch = { lastRunAt: run.finishedAt, consecutiveFailures: failures };
-      // Every slot runs, in order, missed ones included: the next slot after this one.
-      return atThisSlot ? { ...patch, nextRunAt: nextSlotAfter(current, run.scheduledAt) } : patch;
-    });
+    const updated = await agents.update(
+      agent.owner,
+      agent.agentId,
+      (current) => {
+        const atThisSlot = current.status === "active" && current.nextRunAt?.getTime() === slotMs;
+        // Paused (or failed) while the run went on: record that it ran, schedule nothing.
+        const ranMeanwhile =
+          current.status !== "active" && (current.lastRunAt?.getTime() ?? 0) < run.finishedAt.getTime();
+        if (!atThisSlot && !ranMeanwhile) return undefined;
+        const failures = run.outcome === "succeeded" ? 0 : (current.consecutiveFailures ?? 0) + 1;
+        if (atThisSlot && failures >= options.maxConsecutiveFailures) {
+          failedNow = `${failures} consecutive runs failed, the last with: ${run.error ?? "an error"}`;
+          return {
+            status: "failed",
+            nextRunAt: null,
+            lastRunAt: run.finishedAt,
+            consecutiveFailures: failures,
+            failureReason: failedNow,
+          };
+        }
+        const patch: AgentPatch = { lastRunAt: run.finishedAt, consecutiveFailures: failures };
+        // Every slot runs, in order, missed ones included: the next slot after this one.
+        return atThisSlot ? { ...patch, nextRunAt: nextSlotAfter(current, run.scheduledAt) } : patch;
+      },
+      // The agent as the poll found it: usually still current, so the store need not read it again.
+      { known: agent },
+    );
     if (updated !== undefined && failedNow !== undefined) events.onStatus?.(updated, "failed", failedNow);
   }
 
