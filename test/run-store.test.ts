@@ -7,7 +7,7 @@ import { type CommandStartedEvent, MongoClient } from "mongodb";
 import { expect, inject, it } from "vitest";
 import { createMemoryRunStore } from "../src/scheduler/memory-run-store.ts";
 import { createMongoRunStore } from "../src/scheduler/mongo-run-store.ts";
-import type { Lease } from "../src/scheduler/run-store.ts";
+import type { Lease, RunRecord } from "../src/scheduler/run-store.ts";
 import { runIdOf } from "../src/scheduler/run-store.ts";
 import { describeRunStoreContract } from "./run-store.contract.ts";
 
@@ -50,7 +50,7 @@ it("on the scheduler's path, every read and write names one `_id` (all FerretDB 
       now: before.scheduledAt,
       leaseMs: 10_000,
     })) as Lease;
-    const settle = (lease: Lease, at: Date) =>
+    const settle = (lease: Lease, at: Date, today: readonly RunRecord[]) =>
       store.record(
         lease,
         {
@@ -62,17 +62,18 @@ it("on the scheduler's path, every read and write names one `_id` (all FerretDB 
           outcome: "succeeded",
           result: { usdValue: 1 },
         },
-        { now: at, settles: true },
+        { now: at, settles: true, today },
       );
-    await settle(earlier, before.scheduledAt);
+    await settle(earlier, before.scheduledAt, []);
     const commands: CommandStartedEvent[] = [];
     client.on("commandStarted", (event) => commands.push(event));
     const lease = (await store.claim(slot, { worker: "w", now: T0, leaseMs: 10_000 })) as Lease;
-    expect(await store.succeededToday(slot)).toHaveLength(1);
+    const today = await store.succeededToday(slot, before.scheduledAt);
+    expect(today).toHaveLength(1);
     const tx = { signature: "sig", lastValidBlockHeight: 10n, transaction: "AQID" };
     expect(await store.recordTransaction(lease, tx, { now: T0 })).toBe("recorded");
     const renewed = (await store.renew(lease, { now: T0, leaseMs: 10_000 })) as Lease;
-    expect(await settle(renewed, T0)).toBe("recorded");
+    expect(await settle(renewed, T0, today)).toBe("recorded");
     const crud = commands.filter((e) =>
       ["find", "update", "delete", "aggregate", "count"].includes(e.commandName),
     );
@@ -88,17 +89,16 @@ it("on the scheduler's path, every read and write names one `_id` (all FerretDB 
         expect(typeof (filter as { _id: unknown })._id).toBe("string");
       }
     }
-    // The claim, the day's successes, the kept transaction and the lease check after it, the
-    // renewal (a check and the update), the settle (the day, then the fence and the run in one
-    // insert): eight commands.
+    // The claim, the day's successes (kept by the run of the slot before), the kept transaction
+    // and the lease check after it, the renewal (a check and the update), the settle (the fence
+    // and the run in one insert): seven commands.
     expect(commands.map((e) => `${e.commandName} ${e.command[e.commandName]}`)).toEqual([
       "insert agent_run_claims",
-      "find agent_run_days",
+      "find agent_runs",
       "insert agent_run_transactions",
       "find agent_run_claims",
       "find agent_run_claims",
       "update agent_run_claims",
-      "update agent_run_days",
       "insert agent_runs",
     ]);
   } finally {

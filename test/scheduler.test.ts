@@ -435,6 +435,33 @@ describe.each(STORES)("polling on the %s stores", (_name, make) => {
     );
   });
 
+  it("tells each run the agent's successes earlier on its UTC day, across midnight", async () => {
+    const createdAt = new Date("2031-06-01T21:30:00.000Z");
+    const agent = {
+      ...transferAgent(1),
+      createdAt,
+      status: "active" as const,
+      nextRunAt: slotAt(createdAt, "hourly", 1),
+    };
+    const { agents, runs } = await storesWith(make, [agent]);
+    const clock = movableClock(createdAt);
+    const seen: string[][] = [];
+    const counting: Executor = {
+      execute: async ({ journal, scheduledAt }) => {
+        seen.push((await journal.succeededToday()).map((r) => r.scheduledAt.toISOString().slice(11, 16)));
+        return { ok: true, result: { at: scheduledAt.toISOString() } };
+      },
+    };
+    const [s] = replicas(1, { agents, runs, now: clock.now }, { executor: counting });
+    for (let k = 1; k <= 4; k++) {
+      clock.set(slotAt(createdAt, "hourly", k));
+      await s?.tick();
+      await s?.idle();
+    }
+    // 22:30, 23:30, then 00:30 and 01:30 of the next day.
+    expect(seen).toEqual([[], ["22:30"], [], ["00:30"]]);
+  });
+
   it("repairs a crash between settling a slot and advancing its agent on the next poll, without running it again", async () => {
     const agent = { ...transferAgent(1), status: "active" as const };
     const { agents, runs } = await storesWith(make, [agent]);

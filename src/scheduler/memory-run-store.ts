@@ -121,6 +121,7 @@ export function createMemoryRunStore(): RunStore {
       return [...(slots.get(keyOf(slot))?.transactions ?? [])];
     },
     async succeededToday(slot) {
+      // The store's own index answers; it needs no previous slot.
       return (days.get(dayKeyOf(slot)) ?? [])
         .filter((r) => r.owner === slot.owner && r.scheduledAt.getTime() < slot.scheduledAt.getTime())
         .sort((a, b) => a.scheduledAt.getTime() - b.scheduledAt.getTime())

@@ -1,8 +1,7 @@
 /**
  * The MongoDB RunStore (MongoDB and FerretDB alike): see run-store.ts for the rules. Every
- * decision two replicas can race on is an insert of a unique `_id`; the only updates are a holder
- * extending its own lease document, which nobody else writes, and the settling run of a success
- * adding itself to its agent's day, which the runs of one agent do one after the other.
+ * decision two replicas can race on is an insert of a unique `_id`; the only update is a holder
+ * extending its own lease document, which nobody else writes.
  *
  * Reads on the scheduler's path are by `_id`: FerretDB pushes no other filter down (it decodes
  * every document of the collection for any other query), and MongoDB answers them from the `_id`
@@ -56,22 +55,14 @@ interface RunDoc {
   result?: JsonObject;
   error?: string;
   settles: boolean;
+  /** A settling run: the agent's successes of its UTC day up to and including it (see succeededToday). */
+  today?: Omit<RunDoc, "_id" | "settles" | "today">[];
 }
 
 /** JSON [agentId, slot ms, "fence", generation]: generation g may no longer settle the slot, or did. */
 interface FenceDoc {
   _id: string;
   at: Date;
-}
-
-/** One agent's succeeded runs of one UTC day, by slot: JSON [agentId, "YYYY-MM-DD"]. */
-interface DayDoc {
-  _id: string;
-  owner: string;
-  agentId: string;
-  day: string;
-  /** Slot ms -> the settling run. */
-  runs: Record<string, Omit<RunDoc, "_id" | "settles">>;
 }
 
 interface TransactionDoc {
@@ -90,7 +81,7 @@ interface TransactionDoc {
 
 export interface MongoRunStoreOptions {
   readonly db: Db;
-  /** Prepended to the collection names (`agent_run_claims`, `agent_runs`, `agent_run_days`, ...). */
+  /** Prepended to the collection names (`agent_run_claims`, `agent_runs`, `agent_run_transactions`). */
   readonly collectionPrefix?: string;
   /**
    * Runs one store operation: connects, bounds it in time and maps an unreachable database to the
@@ -112,14 +103,12 @@ export function createMongoRunStore(options: MongoRunStoreOptions): RunStore {
   const sent: Collection<TransactionDoc> = db.collection(`${prefix}agent_run_transactions`, {
     writeConcern: WRITE_CONCERN,
   });
-  const days: Collection<DayDoc> = db.collection(`${prefix}agent_run_days`, { writeConcern: WRITE_CONCERN });
   const claimId = (slot: SlotRef, generation: number) =>
     JSON.stringify([slot.agentId, slot.scheduledAt.getTime(), generation]);
   const runKey = (slot: SlotRef, attempt: number | "settled") =>
     JSON.stringify([slot.agentId, slot.scheduledAt.getTime(), attempt]);
   const fenceId = (slot: SlotRef, generation: number) =>
     JSON.stringify([slot.agentId, slot.scheduledAt.getTime(), "fence", generation]);
-  const dayId = (slot: SlotRef) => JSON.stringify([slot.agentId, utcDayOf(slot.scheduledAt)]);
 
   const run = indexedRun(guard, async () => {
     await claims.createIndex({ agentId: 1, scheduledAt: 1, generation: -1 }, { name: "slot_generation" });
@@ -183,30 +172,6 @@ export function createMongoRunStore(options: MongoRunStoreOptions): RunStore {
     } catch (err) {
       if (isDuplicateKey(err)) return false;
       throw err;
-    }
-  }
-
-  /**
-   * Adds a settling success to its agent's day, keyed by its slot (so that doing it again changes
-   * nothing). An agent's slots settle one after the other, so this document has one writer at a
-   * time, which FerretDB needs: its updates are not atomic.
-   */
-  async function addToDay(slot: SlotRef, doc: RunDoc): Promise<void> {
-    const { _id, settles, ...run } = doc;
-    const update = {
-      $set: {
-        owner: slot.owner,
-        agentId: slot.agentId,
-        day: utcDayOf(slot.scheduledAt),
-        [`runs.${slot.scheduledAt.getTime()}`]: run,
-      },
-    };
-    try {
-      await days.updateOne({ _id: dayId(slot) }, update, { upsert: true });
-    } catch (err) {
-      // Two upserts of a new document: one inserted it, the other now updates it.
-      if (!isDuplicateKey(err)) throw err;
-      await days.updateOne({ _id: dayId(slot) }, update);
     }
   }
 
@@ -280,7 +245,7 @@ export function createMongoRunStore(options: MongoRunStoreOptions): RunStore {
         const doc = await runs.findOne({ _id: runKey(slot, "settled") });
         return doc === null ? undefined : fromDoc(doc);
       }),
-    record: (lease, record, { now, settles }) =>
+    record: (lease, record, { now, settles, today }) =>
       run(async (): Promise<RecordResult> => {
         if (now.getTime() >= lease.leaseUntil.getTime()) return "lease_lost";
         const doc: RunDoc = {
@@ -301,9 +266,15 @@ export function createMongoRunStore(options: MongoRunStoreOptions): RunStore {
           if (!(await holds(lease, now))) return "lease_lost";
           return (await insertOnce(runs, doc)) ? "recorded" : "duplicate";
         }
-        // The day first: a settle that then fails leaves the day counting a success that
-        // happened (a fenced holder's transfer landed too) rather than missing one.
-        if (record.outcome === "succeeded") await addToDay(lease, doc);
+        if (today !== undefined) {
+          const kept = [
+            ...today.map(runFieldsOf),
+            ...(record.outcome === "succeeded" ? [runFieldsOf(doc)] : []),
+          ];
+          // A day of scaled schedule time can hold thousands of slots: past a bound the next slot
+          // queries the history instead.
+          if (kept.length <= MAX_KEPT_TODAY) doc.today = kept;
+        }
         // The fence of this generation and the run, in one ordered insert: a take-over fenced it
         // first (the lease is lost), or the slot was settled already (a duplicate).
         try {
@@ -369,19 +340,18 @@ export function createMongoRunStore(options: MongoRunStoreOptions): RunStore {
           recordedAt: doc.recordedAt,
         }));
       }),
-    succeededToday: (slot) =>
+    succeededToday: (slot, previous) =>
       run(async () => {
-        const before = (r: { scheduledAt: Date }) => r.scheduledAt.getTime() < slot.scheduledAt.getTime();
-        const doc = await days.findOne({ _id: dayId(slot) });
-        if (doc !== null) {
-          if (doc.owner !== slot.owner) return [];
-          return Object.values(doc.runs)
-            .filter(before)
-            .sort((a, b) => a.scheduledAt.getTime() - b.scheduledAt.getTime())
-            .map((r) => fromDoc({ ...r, _id: "", settles: true }));
+        if (previous === undefined || utcDayOf(previous) !== utcDayOf(slot.scheduledAt)) return [];
+        const kept = await runs.findOne(
+          { _id: runKey({ ...slot, scheduledAt: previous }, "settled") },
+          { projection: { owner: 1, today: 1 } },
+        );
+        if (kept?.today !== undefined && kept.owner === slot.owner) {
+          return kept.today.map((r) => fromDoc({ ...r, _id: "", settles: true }));
         }
-        // No success recorded for the day, or only by a version that kept no days: the history
-        // tells (a query, but the scheduler asks only when a run ended earlier the same day).
+        // The slot before did not run, or settled without the day: the history tells (a query,
+        // but only then).
         const dayStart = new Date(`${utcDayOf(slot.scheduledAt)}T00:00:00.000Z`);
         const docs = await runs
           .find(
@@ -420,6 +390,25 @@ function fromDoc(doc: RunDoc): RunRecord {
     outcome: doc.outcome,
     ...(doc.result === undefined ? {} : { result: doc.result }),
     ...(doc.error === undefined ? {} : { error: doc.error }),
+  };
+}
+
+/** The most successes a settling run keeps for the rest of its day. */
+const MAX_KEPT_TODAY = 100;
+
+/** A run's own fields, as a settling run keeps its day's successes. */
+function runFieldsOf(run: RunRecord | RunDoc): Omit<RunDoc, "_id" | "settles" | "today"> {
+  return {
+    runId: run.runId,
+    agentId: run.agentId,
+    owner: run.owner,
+    scheduledAt: run.scheduledAt,
+    attempt: run.attempt,
+    startedAt: run.startedAt,
+    finishedAt: run.finishedAt,
+    outcome: run.outcome,
+    ...(run.result === undefined ? {} : { result: run.result }),
+    ...(run.error === undefined ? {} : { error: run.error }),
   };
 }
 

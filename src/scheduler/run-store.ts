@@ -17,10 +17,14 @@
  *   the fences of every older generation first. Whichever comes first wins, so a holder that lost
  *   its lease can no longer settle, and a taker finds a slot settled under it.
  *
- * Per run, the scheduler's path costs a claim (one insert), the settle (one insert of two
- * documents, plus the day's successes for a succeeded run) and, for a transfer, the kept
- * transaction (an insert and a read) and the day's successes (a read): never a query whose cost
- * grows with the number of agents or runs.
+ * - A settling run carries its agent's successes earlier on its UTC day, so the next slot finds
+ *   the day's successes in the run of the slot before it, by key (slots are a pure function of
+ *   the schedule), without another write and without a query over the history.
+ *
+ * Per run, the scheduler's path costs a claim (one insert) and the settle (one insert of two
+ * documents) and, for a transfer, the kept transaction (an insert and a read) and the day's
+ * successes (a read, when the agent ran earlier that day): never a query whose cost grows with
+ * the number of agents or runs.
  */
 import type { JsonObject } from "../agent/agent-store.ts";
 
@@ -107,10 +111,14 @@ export interface RunStore {
   settled(slot: SlotRef): Promise<RunRecord | undefined>;
   /**
    * Records a finished attempt under `lease`. `settles`: the slot is done with it (a success, or
-   * the last attempt allowed). A settling success is added to the agent's successes of its UTC
-   * day first (see `succeededToday`).
+   * the last attempt allowed). `today`, with a settling run: what `succeededToday` answered for
+   * the slot; the run keeps it (and itself, if it succeeded) for the next slot's `succeededToday`.
    */
-  record(lease: Lease, run: RunRecord, options: { now: Date; settles: boolean }): Promise<RecordResult>;
+  record(
+    lease: Lease,
+    run: RunRecord,
+    options: { now: Date; settles: boolean; today?: readonly RunRecord[] },
+  ): Promise<RecordResult>;
   /** One agent's runs, newest first. */
   list(owner: string, agentId: string, page: { limit: number; offset: number }): Promise<RunPage>;
   /**
@@ -129,10 +137,12 @@ export interface RunStore {
    */
   transactions(slot: SlotRef): Promise<readonly SentTransaction[]>;
   /**
-   * The agent's succeeded runs whose slot falls on the UTC day of `slot`, before it (caps per day):
-   * one record per agent and day, kept by the settling of each succeeded run, read by its key.
+   * The agent's succeeded runs whose slot falls on the UTC day of `slot`, before it (caps per
+   * day). `previous` is the agent's slot before this one by its schedule: when it is on the same
+   * day, its settling run holds the answer, read by key; without one that kept it (the slot did
+   * not run, or settled without `today`), the history is queried.
    */
-  succeededToday(slot: SlotRef): Promise<readonly RunRecord[]>;
+  succeededToday(slot: SlotRef, previous: Date | undefined): Promise<readonly RunRecord[]>;
   /** One agent's succeeded runs whose slot is at or after `since`: a query over its history. */
   succeededSince(owner: string, agentId: string, since: Date): Promise<readonly RunRecord[]>;
   close(): Promise<void>;

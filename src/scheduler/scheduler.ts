@@ -27,7 +27,7 @@ import { type ExecutionJournal, type ExecutionResult, type Executor, executionKe
 import type { Lease, RunRecord, RunStore, SentTransaction, SlotRef } from "./run-store.ts";
 import { runIdOf } from "./run-store.ts";
 import type { ScheduleClock } from "./schedule-clock.ts";
-import { firstSlotAfter } from "./slots.ts";
+import { firstSlotAfter, slotBefore as previousSlot } from "./slots.ts";
 
 /** The agent store as the scheduler uses it: due agents, and lifecycle changes that lose nothing. */
 export type ScheduledAgents = Pick<AgentStore, "due" | "update">;
@@ -107,8 +107,21 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   const wakeAt = Math.max(1, Math.ceil(options.concurrency / 2));
   /** Slots another replica holds ("agentId@slot ms"), left alone until that epoch ms. */
   const heldElsewhere = new Map<string, number>();
+  /**
+   * Slots whose run ended here, by the count of runs ended when it did: a poll whose query began
+   * before a run ended may still see its agent at that slot, and must not claim it again.
+   */
+  const endedHere = new Map<string, number>();
+  let runsEnded = 0;
 
   const scheduleOf = (agent: AgentRecord) => agent.config.schedule as Schedule;
+
+  /** The slot of `agent` before its slot at real instant `slot`, in real time (none before the first). */
+  function slotBefore(agent: AgentRecord, slot: Date): Date | undefined {
+    const anchor = clock.toSchedule(agent.createdAt);
+    const before = previousSlot(anchor, scheduleOf(agent), clock.toSchedule(slot));
+    return before === undefined ? undefined : clock.toReal(before);
+  }
 
   /** The first slot of `agent` strictly after real instant `after`, in real time. */
   function nextSlotAfter(agent: AgentRecord, after: Date): Date {
@@ -222,11 +235,15 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       },
       succeededToday() {
         // Every earlier slot settled before the agent came to this one, and lastRunAt is when the
-        // last of them finished: before this UTC day began, none of them is on it.
+        // last of them finished: before this UTC day began, none of them is on it. Asked once a
+        // slot (the day's earlier slots are settled), and handed to its settle (see RunStore).
         const dayStart = new Date(slot.scheduledAt);
         dayStart.setUTCHours(0, 0, 0, 0);
-        if ((agent.lastRunAt?.getTime() ?? 0) < dayStart.getTime()) return Promise.resolve([]);
-        today ??= runs.succeededToday(slot).catch((error: unknown) => {
+        today ??= (
+          (agent.lastRunAt?.getTime() ?? 0) < dayStart.getTime()
+            ? Promise.resolve([])
+            : runs.succeededToday(slot, slotBefore(agent, slot.scheduledAt))
+        ).catch((error: unknown) => {
           today = undefined;
           throw error;
         });
@@ -266,7 +283,13 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
           outcome: outcome.ok ? "succeeded" : "failed",
           ...(outcome.ok ? { result: outcome.result } : { error: outcome.error }),
         };
-        const recorded = await runs.record(lease, run, { now: finishedAt, settles });
+        // The day's earlier successes travel with a settling run, when this slot learned them.
+        const known = settles && today !== undefined ? await today.catch(() => undefined) : undefined;
+        const recorded = await runs.record(lease, run, {
+          now: finishedAt,
+          settles,
+          ...(known === undefined ? {} : { today: known }),
+        });
         if (recorded !== "recorded") return;
         events.onRun?.(run, startedAt.getTime() - slot.scheduledAt.getTime(), worker);
         await options.runEvents?.finished(run);
@@ -300,6 +323,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       .catch((error: unknown) => events.onError?.(error, "running a slot"))
       .finally(() => {
         running.delete(agent.agentId);
+        endedHere.set(slotKeyOf(lease.agentId, lease.scheduledAt), runsEnded++);
         onRunEnded();
       });
     running.set(agent.agentId, { done, abort });
@@ -317,6 +341,9 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     if (stopping || free <= 0) return false;
     const nowMs = now().getTime();
     for (const [key, until] of heldElsewhere) if (until <= nowMs) heldElsewhere.delete(key);
+    // Runs that ended before this query began are in its answer (they advanced their agents).
+    const endedBefore = runsEnded;
+    for (const [key, ended] of endedHere) if (ended < endedBefore) endedHere.delete(key);
     const window = Math.min(MAX_WINDOW, free * WINDOW_PER_FREE_RUN + running.size + heldElsewhere.size);
     const due = await agents.due(new Date(nowMs), window);
     const pending: AgentRecord[] = [];
@@ -325,7 +352,8 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       if (running.has(agent.agentId)) continue;
       if (agent.status === "pending") pending.push(agent);
       else if (agent.status === "active" && agent.nextRunAt !== undefined) {
-        if (!heldElsewhere.has(slotKeyOf(agent.agentId, agent.nextRunAt))) runnable.push(agent);
+        const key = slotKeyOf(agent.agentId, agent.nextRunAt);
+        if (!heldElsewhere.has(key) && !endedHere.has(key)) runnable.push(agent);
       }
     }
     shuffle(runnable, options.random ?? Math.random);
@@ -337,6 +365,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     // agent, without flooding the database with every due agent's claims at once.
     await forEachConcurrently([...pending, ...runnable], POLL_PARALLELISM, async (agent) => {
       if (stopping || running.has(agent.agentId)) return;
+      if (agent.nextRunAt !== undefined && endedHere.has(slotKeyOf(agent.agentId, agent.nextRunAt))) return;
       if (agent.status === "pending") return activate(agent);
       if (running.size + claiming >= options.concurrency) return;
       tried++;
