@@ -462,46 +462,74 @@ describe.each(STORES)("polling on the %s stores", (_name, make) => {
     expect(seen).toEqual([[], ["22:30"], [], ["00:30"]]);
   });
 
-  it("repairs a crash between settling a slot and advancing its agent on the next poll, without running it again", async () => {
+  /**
+   * An active agent whose slot 1 a replica settled (at slot + 10 ms) before dying without
+   * advancing the agent, its lease still running; and an executor that counts its calls.
+   */
+  async function settledByADeadReplica() {
     const agent = { ...transferAgent(1), status: "active" as const };
     const { agents, runs } = await storesWith(make, [agent]);
     const slot = { agentId: agent.agentId, owner: OWNER, scheduledAt: slotAt(T0, "hourly", 1) };
-    const clock = movableClock(slot.scheduledAt);
-    // A replica settled the slot and died before advancing the agent; its lease still runs.
-    const lease = await runs.claim(slot, { worker: "dead", now: clock.now(), leaseMs: 30_000 });
+    const lease = (await runs.claim(slot, {
+      worker: "dead",
+      now: slot.scheduledAt,
+      leaseMs: 30_000,
+    })) as Lease;
     const finishedAt = new Date(slot.scheduledAt.getTime() + 10);
-    expect(
-      await runs.record(
-        lease as Lease,
-        {
-          ...slot,
-          runId: runIdOf(slot, 1),
-          attempt: 1,
-          startedAt: slot.scheduledAt,
-          finishedAt,
-          outcome: "succeeded",
-          result: { ok: true },
-        },
-        { now: finishedAt, settles: true },
-      ),
-    ).toBe("recorded");
-    let calls = 0;
-    const counting: Executor = {
-      execute: async () => {
-        calls++;
-        return { ok: true, result: {} };
+    const run: RunRecord = {
+      ...slot,
+      runId: runIdOf(slot, 1),
+      attempt: 1,
+      startedAt: slot.scheduledAt,
+      finishedAt,
+      outcome: "succeeded",
+      result: { ok: true },
+    };
+    expect(await runs.record(lease, run, { now: finishedAt, settles: true })).toBe("recorded");
+    const executor = {
+      calls: 0,
+      async execute() {
+        executor.calls++;
+        return { ok: true as const, result: {} };
       },
     };
-    clock.advance(1_000);
-    const [s] = replicas(1, { agents, runs, now: clock.now }, { executor: counting });
+    const repaired = async () => {
+      expect(executor.calls).toBe(0);
+      expect(await agents.get(OWNER, agent.agentId)).toMatchObject({
+        lastRunAt: finishedAt,
+        nextRunAt: slotAt(T0, "hourly", 2),
+      });
+      expect(await allRuns(runs, [agent])).toHaveLength(1);
+    };
+    return { agent, agents, runs, slot, executor, repaired };
+  }
+
+  it("repairs a crash between settling a slot and advancing its agent on the next poll, without running it again", async () => {
+    const { agents, runs, slot, executor, repaired } = await settledByADeadReplica();
+    // The settle was ten seconds ago: its holder would have advanced the agent by now.
+    const clock = movableClock(new Date(slot.scheduledAt.getTime() + 10_000));
+    const [s] = replicas(1, { agents, runs, now: clock.now }, { executor });
     await s?.tick();
     await s?.idle();
-    expect(calls).toBe(0);
-    expect(await agents.get(OWNER, agent.agentId)).toMatchObject({
-      lastRunAt: finishedAt,
-      nextRunAt: slotAt(T0, "hourly", 2),
-    });
-    expect(await allRuns(runs, [agent])).toHaveLength(1);
+    await repaired();
+  });
+
+  it("leaves a slot settled a moment ago to its holder for a few seconds, and repairs it if it stays", async () => {
+    const { agent, agents, runs, slot, executor, repaired } = await settledByADeadReplica();
+    // 100 ms after the settle its holder may be advancing the agent right now, and a second
+    // later too; five seconds later it died.
+    const clock = movableClock(new Date(slot.scheduledAt.getTime() + 110));
+    const [s] = replicas(1, { agents, runs, now: clock.now }, { executor });
+    for (const wait of [0, 1_000]) {
+      clock.advance(wait);
+      await s?.tick();
+      await s?.idle();
+      expect((await agents.get(OWNER, agent.agentId))?.nextRunAt).toEqual(slot.scheduledAt);
+    }
+    clock.advance(4_000);
+    await s?.tick();
+    await s?.idle();
+    await repaired();
   });
 });
 

@@ -9,10 +9,10 @@
  *
  * BENCH_SCHEDULER_STORES=memory,FerretDB picks the stores; BENCH_SCHEDULER_AGENTS (default 1000
  * on FerretDB, 1000 and 5000 in memory), BENCH_SCHEDULER_CONCURRENCY (default 16) and
- * BENCH_SCHEDULER_REPLICAS (default 1 and 3 on FerretDB) change the load. Each agent runs one slot;
- * "journal" rows use an executor that reads and writes the slot's journal as a chain transfer
- * does (its transactions, the day's successes, one kept transaction), so their commands are a
- * transfer's.
+ * BENCH_SCHEDULER_REPLICAS (default 1 and 3 on FerretDB) change the load. Each agent runs two
+ * hourly slots of one UTC day (time is injected); the second is measured. "journal" rows use an
+ * executor that reads and writes the slot's journal as a chain transfer does (its transactions,
+ * the day's successes, one kept transaction), so their commands are a transfer's.
  */
 import { randomBytes } from "node:crypto";
 import { Registry } from "prom-client";
@@ -34,7 +34,6 @@ import { loadCatalog } from "../../src/token/catalog.ts";
 import { createCatalogPriceSource } from "../../src/token/catalog-price-source.ts";
 import { type FerretdbServer, startFerretdb } from "../../test/support/ferretdb.ts";
 
-const HOUR = 3_600_000;
 /** The driver's session and index housekeeping, not the scheduler's work. */
 const IGNORED = new Set(["endSessions", "createIndexes", "ping"]);
 const catalog = loadCatalog();
@@ -82,9 +81,11 @@ interface Stores {
   close(): Promise<void>;
 }
 
-/** `count` hourly transfer agents whose first slot passed a minute ago and whose second is 59 minutes away. */
-function dueAgents(count: number, now: number): AgentRecord[] {
-  const createdAt = new Date(now - HOUR - 60_000);
+/** When the bench's agents were made: their slots are 01:00 and 02:00 UTC of one day. */
+const CREATED_AT = new Date("2031-06-01T00:00:00.000Z");
+
+/** `count` hourly transfer agents, active, their first slot next. */
+function dueAgents(count: number): AgentRecord[] {
   return Array.from({ length: count }, (_, i) => ({
     agentId: `bench-${i}-${randomBytes(6).toString("hex")}`,
     owner: `owner-${i % 50}`,
@@ -97,15 +98,15 @@ function dueAgents(count: number, now: number): AgentRecord[] {
       token: "USDC",
       schedule: "hourly",
     },
-    createdAt,
-    nextRunAt: slotAt(createdAt, "hourly", 1),
+    createdAt: CREATED_AT,
+    nextRunAt: slotAt(CREATED_AT, "hourly", 1),
   }));
 }
 
 /** Runs every agent's due slot with `replicas` schedulers; resolves with the runs and the time taken. */
 async function runAll(
   stores: Stores,
-  options: { agents: number; replicas: number; concurrency: number; executor: Executor },
+  options: { agents: number; replicas: number; concurrency: number; executor: Executor; now: () => Date },
 ): Promise<{ runs: number; seconds: number }> {
   let runs = 0;
   let failed = 0;
@@ -129,6 +130,7 @@ async function runAll(
       retryBaseMs: 10,
       retryMaxMs: 100,
       maxConsecutiveFailures: 3,
+      now: options.now,
       runEvents: createRunAnnouncer({ log: stores.events }),
       events: {
         onRun(run) {
@@ -218,12 +220,19 @@ async function measure(
 ): Promise<SchedulerBenchRow> {
   const stores = await makeStores();
   try {
-    const records = dueAgents(options.agents, Date.now());
+    const records = dueAgents(options.agents);
     for (let i = 0; i < records.length; i += 100) {
       await Promise.all(records.slice(i, i + 100).map((record) => stores.agents.create({ record })));
     }
+    // The first slot, unmeasured; then the second, the same UTC day: the steady state, in which a
+    // transfer's cap per day finds the agent's earlier success.
+    const executor = options.executor[1];
+    let at = slotAt(CREATED_AT, "hourly", 1);
+    const now = () => at;
+    await runAll(stores, { ...options, executor, now });
+    at = slotAt(CREATED_AT, "hourly", 2);
     await stores.resetCommands?.();
-    const { runs, seconds } = await runAll(stores, { ...options, executor: options.executor[1] });
+    const { runs, seconds } = await runAll(stores, { ...options, executor, now });
     const row: SchedulerBenchRow = {
       store,
       executor: options.executor[0],

@@ -12,7 +12,9 @@
  *   allowed attempt, once (a unique key). Only then does the agent advance (`lastRunAt`,
  *   `nextRunAt`, failures), through the agent store's versioned update, so pause, resume, delete
  *   and a run never overwrite each other. A crash between settling and advancing is repaired by
- *   the next poll: a due agent whose slot is already settled is advanced without running again.
+ *   the next poll: a due agent whose slot is already settled is advanced without running again
+ *   (by the first poll SETTLED_GRACE_MS after the settle: until then its holder is likely
+ *   advancing it itself, and a second advance would only race it).
  * - Stopping (SIGTERM) stops claiming at once, lets runs in flight finish within a deadline, and
  *   only then releases their leases; a run whose executor is still busy is never released (that
  *   is Agenda's double-run bug), its lease simply expires.
@@ -105,7 +107,10 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   let backlog = false;
   /** Free capacity at which a backlog is polled for again. */
   const wakeAt = Math.max(1, Math.ceil(options.concurrency / 2));
-  /** Slots another replica holds ("agentId@slot ms"), left alone until that epoch ms. */
+  /**
+   * Slots found held by another replica ("agentId@slot ms"), left alone until that epoch ms (a
+   * lease taken then would have run out); then claimed again (a take-over, or found settled).
+   */
   const heldElsewhere = new Map<string, number>();
   /**
    * Slots whose run ended here, by the count of runs ended when it did: a poll whose query began
@@ -113,6 +118,12 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
    */
   const endedHere = new Map<string, number>();
   let runsEnded = 0;
+  /**
+   * Slots found settled less than SETTLED_GRACE_MS after their run finished, while their holder is
+   * likely advancing the agent itself: advanced here by a poll after that which still finds the
+   * agent at that slot.
+   */
+  const settledSeen = new Map<string, RunRecord>();
 
   const scheduleOf = (agent: AgentRecord) => agent.config.schedule as Schedule;
 
@@ -332,9 +343,10 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   /**
    * One poll: a single look at the due agents, a window a few times the free capacity (plus what
    * this replica knows it will skip), tried in random order so that replicas polling the same
-   * window spread over it instead of all claiming its head. Slots found held by another replica
-   * are left alone until that lease could have run out. Resolves with whether more due work was
-   * left than this poll could start.
+   * window spread over it instead of all claiming its head. A slot found held by another replica
+   * (its claim's insert failed, its lease runs, it has no settling run yet) is left alone until a
+   * lease taken at that moment would have run out. Resolves with whether more due work was left
+   * than this poll could start.
    */
   async function poll(): Promise<boolean> {
     const free = options.concurrency - running.size;
@@ -344,29 +356,46 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     // Runs that ended before this query began are in its answer (they advanced their agents).
     const endedBefore = runsEnded;
     for (const [key, ended] of endedHere) if (ended < endedBefore) endedHere.delete(key);
-    const window = Math.min(MAX_WINDOW, free * WINDOW_PER_FREE_RUN + running.size + heldElsewhere.size);
+    const window = Math.min(
+      MAX_WINDOW,
+      free * WINDOW_PER_FREE_RUN + running.size + heldElsewhere.size + settledSeen.size,
+    );
     const due = await agents.due(new Date(nowMs), window);
     const pending: AgentRecord[] = [];
+    /** Agents whose slot settled more than SETTLED_GRACE_MS ago, still not advanced. */
+    const stranded: [AgentRecord, RunRecord][] = [];
     const runnable: AgentRecord[] = [];
+    const stillDue = new Set<string>();
     for (const agent of due) {
       if (running.has(agent.agentId)) continue;
       if (agent.status === "pending") pending.push(agent);
       else if (agent.status === "active" && agent.nextRunAt !== undefined) {
         const key = slotKeyOf(agent.agentId, agent.nextRunAt);
-        if (!heldElsewhere.has(key) && !endedHere.has(key)) runnable.push(agent);
+        stillDue.add(key);
+        const settled = settledSeen.get(key);
+        if (settled !== undefined) {
+          if (nowMs - settled.finishedAt.getTime() >= SETTLED_GRACE_MS) stranded.push([agent, settled]);
+        } else if (!heldElsewhere.has(key) && !endedHere.has(key)) {
+          runnable.push(agent);
+        }
       }
     }
+    // What is no longer due has advanced: forget it.
+    for (const key of settledSeen.keys()) if (!stillDue.has(key)) settledSeen.delete(key);
     shuffle(runnable, options.random ?? Math.random);
     /** Claims under way, so that concurrent claims cannot overfill `concurrency`. */
     let claiming = 0;
     let started = 0;
     let tried = 0;
+    // Their holders died between settling and advancing: advanced here, not run again.
+    await forEachConcurrently(stranded, POLL_PARALLELISM, ([agent, settled]) => advance(agent, settled));
     // Agents are handled a few at a time: a poll costs a few round trips rather than a few per
     // agent, without flooding the database with every due agent's claims at once.
     await forEachConcurrently([...pending, ...runnable], POLL_PARALLELISM, async (agent) => {
       if (stopping || running.has(agent.agentId)) return;
-      if (agent.nextRunAt !== undefined && endedHere.has(slotKeyOf(agent.agentId, agent.nextRunAt))) return;
       if (agent.status === "pending") return activate(agent);
+      const key = slotKeyOf(agent.agentId, agent.nextRunAt as Date);
+      if (endedHere.has(key)) return;
       if (running.size + claiming >= options.concurrency) return;
       tried++;
       claiming++;
@@ -378,14 +407,16 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
         };
         const lease = await runs.claim(slot, { worker, now: now(), leaseMs: options.leaseMs });
         if (lease === undefined) {
-          // Held by another replica, or settled: then a crash came between settling and advancing.
+          // Held by another replica, or settled: then its holder is advancing the agent right now,
+          // or a crash came between settling and advancing.
           const settled = await runs.settled(slot);
-          if (settled !== undefined) await advance(agent, settled);
-          else
-            heldElsewhere.set(
-              slotKeyOf(slot.agentId, slot.scheduledAt),
-              nowMs + options.leaseMs + CLOCK_SKEW_ALLOWANCE_MS,
-            );
+          if (settled === undefined) {
+            heldElsewhere.set(key, nowMs + options.leaseMs + CLOCK_SKEW_ALLOWANCE_MS);
+          } else if (nowMs - settled.finishedAt.getTime() < SETTLED_GRACE_MS) {
+            settledSeen.set(key, settled);
+          } else {
+            await advance(agent, settled);
+          }
           return;
         }
         if (lease.generation > 0) events.onTakeover?.(slot);
@@ -489,8 +520,13 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
 /** Due agents handled at once by one poll. */
 const POLL_PARALLELISM = 8;
 /** A poll looks at this many due agents per free run (plus those it will skip), at most MAX_WINDOW. */
-const WINDOW_PER_FREE_RUN = 4;
+const WINDOW_PER_FREE_RUN = 8;
 const MAX_WINDOW = 1_000;
+/**
+ * How long after a slot settled its agent is left to the slot's holder to advance (a few writes
+ * away, seconds at most on a loaded database) before another replica repairs it.
+ */
+const SETTLED_GRACE_MS = 5_000;
 
 const slotKeyOf = (agentId: string, slot: Date) => `${agentId}@${slot.getTime()}`;
 
