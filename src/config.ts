@@ -182,7 +182,11 @@ export interface StreamsConfig {
   readonly eventPollIntervalMs: number;
   /** Agent events older than this are dropped; a cursor older than that is out_of_range. */
   readonly eventRetentionMs: number;
-  /** How often each replica looks for changes of the last `eventRepairWindowMs` whose event is missing. */
+  /**
+   * How often each replica looks for changes of the last `eventRepairWindowMs` whose event is
+   * missing (default a minute: each sweep reads four collections by time, which FerretDB answers
+   * by decoding every document of each).
+   */
   readonly eventRepairIntervalMs: number;
   readonly eventRepairWindowMs: number;
 }
@@ -320,7 +324,7 @@ export const CONFIG_VARIABLES = {
   STREAM_BUFFER_MESSAGES: "256",
   EVENT_POLL_INTERVAL_MS: "250",
   EVENT_RETENTION_HOURS: "72",
-  EVENT_REPAIR_INTERVAL_MS: "5000",
+  EVENT_REPAIR_INTERVAL_MS: "60000",
   EVENT_REPAIR_WINDOW_MS: "120000",
   WEBHOOKS_ENABLED: "true",
   WEBHOOK_ALLOW_HTTP: "false",

@@ -172,7 +172,7 @@ describe("loadConfig", () => {
         bufferMessages: 256,
         eventPollIntervalMs: 250,
         eventRetentionMs: 72 * 3_600_000,
-        eventRepairIntervalMs: 5000,
+        eventRepairIntervalMs: 60000,
         eventRepairWindowMs: 120_000,
       },
       webhooks: {
