@@ -10,6 +10,8 @@
  *   BENCH_ONLY=transfers npm run bench (only the transfer figures: 1000 agents due at once, in one
  *                                       process on memory, then on FerretDB with the chain apart;
  *                                       BENCH_ONLY=transfers-memory for the first alone)
+ *   BENCH_ONLY=scheduler npm run bench (only the scheduler's own figures, dry runs without a chain: runs a second
+ *                                       on memory and FerretDB, database commands per run; scripts/bench/scheduler.ts)
  *   BENCH_ONLY=prices npm run bench    (only the Jupiter figures: warm cache vs catalog, cold stampede)
  *   BENCH_ONLY=streams npm run bench   (only the stream figures: 1,000 price watchers on one process)
  *   BENCH_ONLY=webhooks npm run bench  (only the webhook figures: deliveries per second, lag from event to delivery)
@@ -55,7 +57,7 @@ import {
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const logLevel = process.env.BENCH_LOG_LEVEL ?? "info";
-/** BENCH_ONLY=unary, chain, transfers or prices runs one part. */
+/** BENCH_ONLY=unary, chain, transfers, scheduler, prices, streams, webhooks or process runs one part. */
 const only = process.env.BENCH_ONLY;
 const root = new URL("..", import.meta.url).pathname;
 const work = mkdtempSync(join(tmpdir(), "bench-"));
@@ -70,6 +72,14 @@ const has = (tool: string) => {
 };
 const pinned = (core: number, argv: string[]) =>
   has("taskset") ? ["taskset", "-c", String(core), ...argv] : argv;
+
+if (only === "scheduler") {
+  // In process, without load generators: nothing below is needed.
+  const { schedulerFigures } = await import("./bench/scheduler.ts");
+  await schedulerFigures();
+  rmSync(work, { recursive: true, force: true });
+  process.exit(0);
+}
 
 for (const tool of ["wrk", "h2load"]) {
   if (!has(tool)) {
@@ -357,6 +367,10 @@ try {
   if (only === undefined || only === "transfers" || only === "transfers-memory")
     await memoryTransferFigures();
   if (only === undefined || only === "transfers") await transferFigures();
+  if (only === undefined) {
+    const { schedulerFigures, describe } = await import("./bench/scheduler.ts");
+    for (const row of await schedulerFigures(ferret?.uri)) notes.push(describe(row));
+  }
   if (only === undefined || only === "prices") await priceFigures();
   if (only === undefined || only === "streams") await streamFigures();
   if (only === undefined || only === "webhooks") await webhookFigures();

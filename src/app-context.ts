@@ -374,6 +374,8 @@ export function mongoStoreOptions(mongo: MongoConfig) {
     connectTimeoutMS: mongo.connectTimeoutMs,
     socketTimeoutMS: mongo.socketTimeoutMs,
     operationTimeoutMS: mongo.operationTimeoutMs,
+    // Feeds mongodb_commands_total (what the stores cost the database).
+    monitorCommands: true,
   };
 }
 

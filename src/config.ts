@@ -230,7 +230,11 @@ export interface StreamsConfig {
   readonly eventPollIntervalMs: number;
   /** Agent events older than this are dropped; a cursor older than that is out_of_range. */
   readonly eventRetentionMs: number;
-  /** How often each replica looks for changes of the last `eventRepairWindowMs` whose event is missing. */
+  /**
+   * How often each replica looks for changes of the last `eventRepairWindowMs` whose event is
+   * missing (default a minute: each sweep reads four collections by time, which FerretDB answers
+   * by decoding every document of each).
+   */
   readonly eventRepairIntervalMs: number;
   readonly eventRepairWindowMs: number;
 }

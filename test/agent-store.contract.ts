@@ -471,6 +471,61 @@ export function describeAgentStoreContract(name: string, makeStore: () => Promis
       });
     });
 
+    describe("due", () => {
+      const at = (ms: number) => new Date(T0.getTime() + ms);
+      const active = (nextRunAt: Date, overrides: Partial<AgentRecord> = {}) =>
+        record({ status: "active", nextRunAt, ...overrides });
+
+      it("answers the active agents due by now, earliest first, of every owner, and pages through pending ones apart", async () => {
+        const late = active(at(-3_000), { owner: "owner-2" });
+        const early = active(at(-9_000));
+        const now = active(at(0));
+        const future = active(at(1));
+        const pending = record({ status: "pending", nextRunAt: at(-60_000) });
+        const otherPending = record({ status: "pending", nextRunAt: at(60_000), owner: "owner-2" });
+        const paused = record({ status: "paused", nextRunAt: at(-5_000) });
+        const failed = record({ status: "failed", nextRunAt: at(-5_000) });
+        await createAll([late, early, now, future, pending, otherPending, paused, failed]);
+        expect(ids(await store.due(T0, 10))).toEqual(ids([early, late, now]));
+        // Pending agents, by id, every owner's, a page at a time after a cursor.
+        const byId = [pending, otherPending].sort((a, b) => (a.agentId < b.agentId ? -1 : 1));
+        expect(ids(await store.pending(undefined, 10))).toEqual(ids(byId));
+        expect(ids(await store.pending(undefined, 1))).toEqual(ids(byId.slice(0, 1)));
+        expect(ids(await store.pending(byId[0]?.agentId, 10))).toEqual(ids(byId.slice(1)));
+        expect(await store.pending(byId[1]?.agentId, 10)).toEqual([]);
+      });
+
+      it("answers at most `limit`, and follows changes: an advanced or paused agent leaves, a resumed one comes back", async () => {
+        const agents = Array.from({ length: 30 }, (_, i) => active(at(-1_000 * (30 - i))));
+        await createAll(agents);
+        expect(ids(await store.due(T0, 5))).toEqual(ids(agents.slice(0, 5)));
+        // The same poll twice gives the same answer: due agents stay due until they change.
+        expect(ids(await store.due(T0, 5))).toEqual(ids(agents.slice(0, 5)));
+        const [first, second, third] = agents as [AgentRecord, AgentRecord, AgentRecord];
+        await store.update(first.owner, first.agentId, () => ({ nextRunAt: at(3_600_000) }));
+        await store.update(second.owner, second.agentId, () => ({ status: "paused", nextRunAt: null }));
+        await store.delete(third.owner, third.agentId);
+        expect(ids(await store.due(T0, 3))).toEqual(ids(agents.slice(3, 6)));
+        await store.update(second.owner, second.agentId, () => ({
+          status: "active",
+          nextRunAt: at(-60_000),
+        }));
+        expect(ids(await store.due(T0, 2))).toEqual(ids([second, agents[3] as AgentRecord]));
+        // Much later, the advanced one is due again, in its place.
+        expect((await store.due(at(3_600_000), 100)).map((a) => a.agentId).at(-1)).toBe(first.agentId);
+        expect(await store.due(at(-60_001), 10)).toEqual([]);
+      });
+
+      it("hands out copies of full records", async () => {
+        const agent = active(at(-1));
+        await createAll([agent]);
+        const [due] = await store.due(T0, 1);
+        expect(due).toEqual(agent);
+        (due as { status: string }).status = "paused";
+        expect((await store.due(T0, 1))[0]?.status).toBe("active");
+      });
+    });
+
     it("ping resolves", async () => {
       await expect(store.ping()).resolves.toBeUndefined();
     });

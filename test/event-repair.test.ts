@@ -136,6 +136,26 @@ describe("event repair (mongo)", () => {
     expect(await t.types("agent-c")).toEqual(["agent.created"]);
   });
 
+  it("looks at a page of each kind per sweep, and goes on from there at the next sweep", async () => {
+    const t = await setUp();
+    const since = new Date(Date.now() - 1_000);
+    const paged = createMongoEventRepair({ db: t.mongo.db, log: t.log, page: 3 });
+    t.setDown(true);
+    for (let i = 0; i < 7; i++) {
+      // A millisecond apart, as creations mostly are.
+      await t.store.create({
+        record: { ...record(`agent-p${i}`), createdAt: new Date(Date.now() - 100 + i) },
+      });
+    }
+    // Three creations a sweep, oldest first: three sweeps for seven, then nothing.
+    expect(await paged.repair(since)).toBe(3);
+    expect(await paged.repair(since)).toBe(3);
+    expect(await paged.repair(since)).toBe(1);
+    expect(await paged.repair(since)).toBe(0);
+    const created = await t.log.after(0, 1000);
+    expect(created.map((e) => e.agentId)).toEqual(Array.from({ length: 7 }, (_, i) => `agent-p${i}`));
+  });
+
   it("announces a recorded run whose events were never appended: started, then its outcome", async () => {
     const t = await setUp();
     const since = new Date(Date.now() - 1_000);

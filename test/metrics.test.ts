@@ -211,6 +211,14 @@ describe("metrics with MongoDB", () => {
     await agents.listAgents({});
     const { samples } = await scrape(server.baseUrl);
     expect(sampleValue(samples, "mongodb_pool_connections", { state: "open" })).toBeGreaterThanOrEqual(1);
+    // Every command the driver sent, by command and collection: each ListAgents reads a page and
+    // counts (the driver's countDocuments is an aggregate).
+    expect(
+      sampleValue(samples, "mongodb_commands_total", { command: "find", collection: "agents" }),
+    ).toBeGreaterThanOrEqual(2);
+    expect(
+      sampleValue(samples, "mongodb_commands_total", { command: "aggregate", collection: "agents" }),
+    ).toBeGreaterThanOrEqual(2);
     // Calls have answered: their connections are back in the pool. (The server's own background
     // work, the event repair sweeps, may hold one for a moment: it is let go.)
     await expect

@@ -33,8 +33,21 @@ afterAll(async () => {
   await client.close();
 });
 
-const update = (id: string, change: (d: Doc) => FieldChange | undefined, rollForwardAfterMs = 60_000) =>
-  versionedUpdate({ docs, versions, filter: { _id: id }, change, now: () => new Date(), rollForwardAfterMs });
+const update = (
+  id: string,
+  change: (d: Doc) => FieldChange | undefined,
+  rollForwardAfterMs = 60_000,
+  more: { known?: Doc; now?: () => Date } = {},
+) =>
+  versionedUpdate<Doc>({
+    docs,
+    versions,
+    id,
+    change,
+    now: more.now ?? (() => new Date()),
+    rollForwardAfterMs,
+    ...(more.known === undefined ? {} : { known: more.known }),
+  });
 
 describe("versionedUpdate", () => {
   it("applies 50 concurrent read-modify-writes without losing one", async () => {
@@ -71,6 +84,57 @@ describe("versionedUpdate", () => {
     const written = await update("c", (d) => ({ set: { count: d.count + 1 }, unset: [] }));
     expect(written).toMatchObject({ version: 6, status: "paused", count: 2 });
     expect(await docs.findOne({ _id: "c" })).toMatchObject({ version: 6, status: "paused", count: 2 });
+  });
+
+  it("tries a known copy first: no read when it is current, and nothing lost when it is stale", async () => {
+    await docs.insertOne({ _id: "k", count: 1, tags: [] });
+    const known = (await docs.findOne({ _id: "k" })) as Doc;
+    const seen: number[] = [];
+    const increment = (d: Doc) => {
+      seen.push(d.count);
+      return { set: { count: d.count + 1 }, unset: [] };
+    };
+    expect(await update("k", increment, 60_000, { known })).toMatchObject({ count: 2, version: 1 });
+    // The copy is now stale (version 0, count 1): its claim is lost, the newest state is read and
+    // the change made on it.
+    expect(await update("k", increment, 60_000, { known })).toMatchObject({ count: 3, version: 2 });
+    expect(seen).toEqual([1, 1, 2]);
+    expect(await docs.findOne({ _id: "k" })).toMatchObject({ count: 3, version: 2 });
+  });
+
+  it("a winner that stalled past half the roll-forward age writes only onto the version it claimed", async () => {
+    await docs.insertOne({ _id: "s", count: 1, tags: [] });
+    // The writer pauses between its claim and its write (its clock jumps 40 s); meanwhile another
+    // writer rolled its claim forward and moved the document on to version 2.
+    let calls = 0;
+    const start = Date.now();
+    const stalled = () => new Date(start + (calls++ === 0 ? 0 : 40_000));
+    let raced = false;
+    const racing = new Proxy(docs, {
+      get(target, prop) {
+        if (prop === "updateOne" && !raced) {
+          return async (filter: object, change: object) => {
+            raced = true;
+            await target.updateOne({ _id: "s" }, { $set: { count: 2, status: "paused", version: 2 } });
+            return target.updateOne(filter as never, change);
+          };
+        }
+        const value = Reflect.get(target, prop);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const written = await versionedUpdate<Doc>({
+      docs: racing,
+      versions,
+      id: "s",
+      change: (d) => ({ set: { count: d.count + 1 }, unset: [] }),
+      now: stalled,
+      rollForwardAfterMs: 60_000,
+    });
+    // The late write did not land on version 2 (by `_id` alone it would have set it back to 1).
+    expect(raced).toBe(true);
+    expect(written).toMatchObject({ count: 2, status: "paused", version: 2 });
+    expect(await docs.findOne({ _id: "s" })).toMatchObject({ count: 2, status: "paused", version: 2 });
   });
 
   it("answers undefined for a document that does not exist, and lets errors of the change escape", async () => {

@@ -246,6 +246,74 @@ export function describeRunStoreContract(name: string, makeFixture: () => Promis
         expect(await store.transactions(slotOf())).toEqual([]);
       }));
 
+    it("answers an agent's successes earlier on a slot's UTC day, kept with the slot before it or from the history", () =>
+      withStore(async (store) => {
+        const base = slotOf("owner-d");
+        const day2 = (hours: number) => new Date(Date.UTC(2031, 2, 2, hours));
+        const slots: [Date, RunRecord["outcome"]][] = [
+          [new Date(Date.UTC(2031, 2, 1, 23)), "succeeded"],
+          [day2(0), "succeeded"],
+          [day2(1), "failed"],
+          [day2(2), "succeeded"],
+        ];
+        let previous: Date | undefined;
+        for (const [scheduledAt, outcome] of slots) {
+          const slot = { ...base, scheduledAt };
+          const lease = (await store.claim(slot, {
+            worker: "a",
+            now: scheduledAt,
+            leaseMs: LEASE_MS,
+          })) as Lease;
+          // As the scheduler does: what the slot learned of its day goes with its settling run.
+          const today = await store.succeededToday(slot, previous);
+          const finishedAt = new Date(scheduledAt.getTime() + 1);
+          expect(
+            await store.record(lease, runOf(slot, 1, outcome, finishedAt), {
+              now: finishedAt,
+              settles: true,
+              today,
+            }),
+          ).toBe("recorded");
+          previous = scheduledAt;
+        }
+        const expected = [
+          [day2(0).toISOString(), "succeeded", { amount: 1.5, token: "USDC" }],
+          [day2(2).toISOString(), "succeeded", { amount: 1.5, token: "USDC" }],
+        ];
+        const summary = (runs: readonly RunRecord[]) =>
+          runs.map((r) => [r.scheduledAt.toISOString(), r.outcome, r.result]);
+        const today = await store.succeededToday({ ...base, scheduledAt: day2(3) }, day2(2));
+        expect(summary(today)).toEqual(expected);
+        expect(today[0]?.runId).toBe(runIdOf({ ...base, scheduledAt: day2(0) }, 1));
+        // The slot before did not run (or kept nothing): the same answer, from the history.
+        expect(summary(await store.succeededToday({ ...base, scheduledAt: day2(4) }, day2(3)))).toEqual(
+          expected,
+        );
+        // Only those before the slot asked about, only that day's, only to the owner.
+        expect(
+          (await store.succeededToday({ ...base, scheduledAt: day2(2) }, day2(1))).map((r) => r.scheduledAt),
+        ).toEqual([day2(0)]);
+        expect(
+          await store.succeededToday({ ...base, scheduledAt: day2(0) }, new Date(Date.UTC(2031, 2, 1, 23))),
+        ).toEqual([]);
+        expect(
+          await store.succeededToday({ ...base, owner: "someone-else", scheduledAt: day2(3) }, day2(2)),
+        ).toEqual([]);
+      }));
+
+    it("a failed attempt recorded by a holder that lost its lease is refused too", () =>
+      withStore(async (store) => {
+        const slot = slotOf();
+        const old = (await store.claim(slot, { worker: "a", now: T0, leaseMs: LEASE_MS })) as Lease;
+        const later = at(LEASE_MS + CLOCK_SKEW_ALLOWANCE_MS);
+        expect((await store.claim(slot, { worker: "b", now: later, leaseMs: LEASE_MS }))?.generation).toBe(1);
+        const stale = at(LEASE_MS - 1);
+        expect(await store.record(old, runOf(slot, 1, "failed", stale), { now: stale, settles: false })).toBe(
+          "lease_lost",
+        );
+        expect(await store.attempts(slot)).toBe(0);
+      }));
+
     it("lists an agent's succeeded runs from a slot time on (caps per day)", () =>
       withStore(async (store) => {
         const base = slotOf();

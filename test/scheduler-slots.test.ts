@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { SCHEDULES } from "../src/agent/schedule.ts";
 import { createScheduleClock, SCHEDULE_ORIGIN_MS } from "../src/scheduler/schedule-clock.ts";
-import { firstSlotAfter, firstSlotIndexAfter, slotAt } from "../src/scheduler/slots.ts";
+import { firstSlotAfter, firstSlotIndexAfter, slotAt, slotBefore } from "../src/scheduler/slots.ts";
 
 const iso = (d: Date) => d.toISOString();
 
@@ -94,5 +94,25 @@ describe("schedule clock", () => {
 
   it("refuses a scale below 1", () => {
     expect(() => createScheduleClock({ scale: 0.5 })).toThrow(RangeError);
+  });
+});
+
+describe("slotBefore", () => {
+  it("is the previous slot of every schedule, none before the first, also a little after a slot", () => {
+    const anchor = new Date("2027-01-31T09:15:00.000Z");
+    for (const schedule of SCHEDULES) {
+      expect(slotBefore(anchor, schedule, slotAt(anchor, schedule, 1)), schedule).toBeUndefined();
+      for (const k of [2, 3, 13]) {
+        const slot = slotAt(anchor, schedule, k);
+        expect(iso(slotBefore(anchor, schedule, slot) as Date), `${schedule} ${k}`).toBe(
+          iso(slotAt(anchor, schedule, k - 1)),
+        );
+        // A real slot under a time scale is its schedule slot rounded up to a real millisecond.
+        const later = new Date(slot.getTime() + 600);
+        expect(iso(slotBefore(anchor, schedule, later) as Date), `${schedule} ${k} +600 ms`).toBe(
+          iso(slotAt(anchor, schedule, k - 1)),
+        );
+      }
+    }
   });
 });

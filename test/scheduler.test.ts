@@ -11,7 +11,7 @@ import { createMongoAgentStore } from "../src/agent/mongo-agent-store.ts";
 import type { Executor } from "../src/scheduler/executor.ts";
 import { createMemoryRunStore } from "../src/scheduler/memory-run-store.ts";
 import { createMongoRunStore } from "../src/scheduler/mongo-run-store.ts";
-import type { RunRecord, RunStore } from "../src/scheduler/run-store.ts";
+import { type Lease, type RunRecord, type RunStore, runIdOf } from "../src/scheduler/run-store.ts";
 import { createScheduleClock } from "../src/scheduler/schedule-clock.ts";
 import { createScheduler, type Scheduler, type SchedulerOptions } from "../src/scheduler/scheduler.ts";
 import { createSimulatedExecutor } from "../src/scheduler/simulated-executor.ts";
@@ -445,6 +445,181 @@ describe.each(STORES)("on the %s stores", (_name, make) => {
     await s?.tick();
     await s?.idle();
     expect(await allRuns(runs, [agent])).toHaveLength(1);
+  });
+});
+
+describe.each(STORES)("polling on the %s stores", (_name, make) => {
+  /** `count` agents, active, whose first slot is due at `slotAt(T0, "hourly", 1)`. */
+  const dueAgents = (count: number) =>
+    Array.from({ length: count }, (_, i) => ({ ...transferAgent(i), status: "active" as const }));
+
+  it("drains a backlog as runs finish, without waiting for the poll interval", async () => {
+    const records = dueAgents(40);
+    const { agents, runs } = await storesWith(make, records);
+    const clock = movableClock(slotAt(T0, "hourly", 1));
+    const [s] = replicas(1, { agents, runs, now: clock.now }, { concurrency: 4, pollIntervalMs: 600_000 });
+    s?.start();
+    defer(async () => {
+      await s?.stop(1_000);
+    });
+    const deadline = performance.now() + 20_000;
+    while ((await agents.due(clock.now(), 1)).length > 0) {
+      expect(
+        performance.now(),
+        "40 runs at concurrency 4 within 20 s, not one poll interval each",
+      ).toBeLessThan(deadline);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await s?.stop(1_000);
+    expect((await allRuns(runs, records)).filter((r) => r.outcome === "succeeded")).toHaveLength(40);
+  });
+
+  it("polls once per interval while nothing is due, one query each", async () => {
+    const { agents, runs } = await storesWith(make, []);
+    let queries = 0;
+    const counted: AgentStore = {
+      ...agents,
+      due: (at, limit) => {
+        queries++;
+        return agents.due(at, limit);
+      },
+    };
+    const [s] = replicas(1, { agents: counted, runs, now: () => new Date() }, { pollIntervalMs: 100 });
+    s?.start();
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    await s?.stop(1_000);
+    // About ten polls in a second; a poll that starts right after the last one would make hundreds.
+    expect(queries).toBeGreaterThanOrEqual(3);
+    expect(queries).toBeLessThanOrEqual(12);
+  });
+
+  it("leaves a slot another replica holds alone until its lease could have run out, then takes it over", async () => {
+    const agent = transferAgent(1);
+    const { agents, runs } = await storesWith(make, [agent]);
+    const clock = movableClock(T0);
+    const { executor: gated, finish } = gatedExecutor();
+    defer(async () => finish());
+    const [a] = replicas(1, { agents, runs, now: clock.now }, { executor: gated });
+    let claims = 0;
+    const counted: RunStore = {
+      ...runs,
+      claim: (slot, claimOptions) => {
+        claims++;
+        return runs.claim(slot, claimOptions);
+      },
+    };
+    const [b] = replicas(1, { agents, runs: counted, now: clock.now });
+    await a?.tick(); // activated
+    clock.set(slotAt(T0, "hourly", 1));
+    await a?.tick(); // replica 0 runs slot 1 and waits
+    for (let i = 0; i < 3; i++) await b?.tick();
+    expect(claims).toBe(1);
+    clock.advance(30_000 + 1_000); // past replica 0's lease and the clock-skew allowance
+    await b?.tick();
+    await b?.idle();
+    expect(claims).toBe(2);
+    const history = await allRuns(runs, [agent]);
+    expect(history.map((r) => [r.outcome, r.attempt])).toEqual([["succeeded", 1]]);
+    expect((await agents.get(OWNER, agent.agentId))?.nextRunAt?.toISOString()).toBe(
+      slotAt(T0, "hourly", 2).toISOString(),
+    );
+  });
+
+  it("tells each run the agent's successes earlier on its UTC day, across midnight", async () => {
+    const createdAt = new Date("2031-06-01T21:30:00.000Z");
+    const agent = {
+      ...transferAgent(1),
+      createdAt,
+      status: "active" as const,
+      nextRunAt: slotAt(createdAt, "hourly", 1),
+    };
+    const { agents, runs } = await storesWith(make, [agent]);
+    const clock = movableClock(createdAt);
+    const seen: string[][] = [];
+    const counting: Executor = {
+      execute: async ({ journal, scheduledAt }) => {
+        seen.push((await journal.succeededToday()).map((r) => r.scheduledAt.toISOString().slice(11, 16)));
+        return { ok: true, result: { at: scheduledAt.toISOString() } };
+      },
+    };
+    const [s] = replicas(1, { agents, runs, now: clock.now }, { executor: counting });
+    for (let k = 1; k <= 4; k++) {
+      clock.set(slotAt(createdAt, "hourly", k));
+      await s?.tick();
+      await s?.idle();
+    }
+    // 22:30, 23:30, then 00:30 and 01:30 of the next day.
+    expect(seen).toEqual([[], ["22:30"], [], ["00:30"]]);
+  });
+
+  /**
+   * An active agent whose slot 1 a replica settled (at slot + 10 ms) before dying without
+   * advancing the agent, its lease still running; and an executor that counts its calls.
+   */
+  async function settledByADeadReplica() {
+    const agent = { ...transferAgent(1), status: "active" as const };
+    const { agents, runs } = await storesWith(make, [agent]);
+    const slot = { agentId: agent.agentId, owner: OWNER, scheduledAt: slotAt(T0, "hourly", 1) };
+    const lease = (await runs.claim(slot, {
+      worker: "dead",
+      now: slot.scheduledAt,
+      leaseMs: 30_000,
+    })) as Lease;
+    const finishedAt = new Date(slot.scheduledAt.getTime() + 10);
+    const run: RunRecord = {
+      ...slot,
+      runId: runIdOf(slot, 1),
+      attempt: 1,
+      startedAt: slot.scheduledAt,
+      finishedAt,
+      outcome: "succeeded",
+      result: { ok: true },
+    };
+    expect(await runs.record(lease, run, { now: finishedAt, settles: true })).toBe("recorded");
+    const executor = {
+      calls: 0,
+      async execute() {
+        executor.calls++;
+        return { ok: true as const, result: {} };
+      },
+    };
+    const repaired = async () => {
+      expect(executor.calls).toBe(0);
+      expect(await agents.get(OWNER, agent.agentId)).toMatchObject({
+        lastRunAt: finishedAt,
+        nextRunAt: slotAt(T0, "hourly", 2),
+      });
+      expect(await allRuns(runs, [agent])).toHaveLength(1);
+    };
+    return { agent, agents, runs, slot, executor, repaired };
+  }
+
+  it("repairs a crash between settling a slot and advancing its agent on the next poll, without running it again", async () => {
+    const { agents, runs, slot, executor, repaired } = await settledByADeadReplica();
+    // The settle was ten seconds ago: its holder would have advanced the agent by now.
+    const clock = movableClock(new Date(slot.scheduledAt.getTime() + 10_000));
+    const [s] = replicas(1, { agents, runs, now: clock.now }, { executor });
+    await s?.tick();
+    await s?.idle();
+    await repaired();
+  });
+
+  it("leaves a slot settled a moment ago to its holder for a few seconds, and repairs it if it stays", async () => {
+    const { agent, agents, runs, slot, executor, repaired } = await settledByADeadReplica();
+    // 100 ms after the settle its holder may be advancing the agent right now, and a second
+    // later too; five seconds later it died.
+    const clock = movableClock(new Date(slot.scheduledAt.getTime() + 110));
+    const [s] = replicas(1, { agents, runs, now: clock.now }, { executor });
+    for (const wait of [0, 1_000]) {
+      clock.advance(wait);
+      await s?.tick();
+      await s?.idle();
+      expect((await agents.get(OWNER, agent.agentId))?.nextRunAt).toEqual(slot.scheduledAt);
+    }
+    clock.advance(4_000);
+    await s?.tick();
+    await s?.idle();
+    await repaired();
   });
 });
 

@@ -107,6 +107,16 @@ export interface ReadOptions {
   readonly signal?: AbortSignal;
 }
 
+/** Options of `update`. */
+export interface UpdateOptions {
+  /**
+   * The agent as this store handed it out a moment ago (from `due`): the change may be tried on it
+   * before the agent is read again. A copy that turned out stale costs a retry, never a lost
+   * change; `change` may then be called again with the newest state.
+   */
+  readonly known?: AgentRecord;
+}
+
 export interface AgentListPage {
   /** Newest first: createdAt descending, then agentId descending. */
   readonly agents: readonly AgentRecord[];
@@ -141,6 +151,7 @@ export interface AgentStore {
     owner: string,
     agentId: string,
     change: (current: AgentRecord) => AgentPatch | undefined,
+    options?: UpdateOptions,
   ): Promise<AgentRecord | undefined>;
   /** Resolves when the store can serve; throws UnavailableError when it cannot (readiness). */
   ping(): Promise<void>;

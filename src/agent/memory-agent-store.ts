@@ -19,6 +19,7 @@ import {
   type NewAgent,
   patchedRecord,
 } from "./agent-store.ts";
+import { createDueQueue } from "./due-queue.ts";
 import { createOwnerAgentIndex, type OwnerAgentIndex } from "./owner-agent-index.ts";
 
 export interface MemoryAgentStoreOptions {
@@ -44,6 +45,8 @@ export function createMemoryAgentStore(options: MemoryAgentStoreOptions = {}): A
   /** JSON.stringify([owner, key]) -> entry; the encoding keeps ("a:b","c") and ("a","b:c") apart. */
   const keys = new Map<string, KeyEntry>();
   let nextSweepAt = MIN_SWEEP_SIZE;
+  /** What `due` answers from, in order: kept up to date by every change below. */
+  const dueQueue = createDueQueue();
 
   function agentsOf(owner: string): OwnerAgentIndex | undefined {
     return byOwner.get(owner);
@@ -55,7 +58,9 @@ export function createMemoryAgentStore(options: MemoryAgentStoreOptions = {}): A
       agents = createOwnerAgentIndex();
       byOwner.set(record.owner, agents);
     }
-    agents.add(copyAgentRecord(record));
+    const stored = copyAgentRecord(record);
+    agents.add(stored);
+    dueQueue.set(stored.owner, stored.agentId, stored);
   }
 
   function sweepKeys(nowMs: number): void {
@@ -105,29 +110,13 @@ export function createMemoryAgentStore(options: MemoryAgentStoreOptions = {}): A
       const agents = agentsOf(owner);
       if (agents === undefined || !agents.remove(agentId)) return false;
       if (agents.size === 0) byOwner.delete(owner);
+      dueQueue.set(owner, agentId, undefined);
       return true;
     },
     list: async (owner, query) => list(owner, query),
-    due: async (now, limit) => {
-      const due: AgentRecord[] = [];
-      for (const agents of byOwner.values()) {
-        for (const agent of agents.values()) {
-          const active =
-            agent.status === "active" && (agent.nextRunAt?.getTime() ?? Infinity) <= now.getTime();
-          if (active) due.push(agent);
-        }
-      }
-      due.sort((a, b) => (a.nextRunAt?.getTime() ?? 0) - (b.nextRunAt?.getTime() ?? 0));
-      return due.slice(0, limit).map(copyAgentRecord);
-    },
+    due: async (now, limit) => dueQueue.due(now.getTime(), limit).map(copyAgentRecord),
     pending: async (after, limit) => {
-      const pending: AgentRecord[] = [];
-      for (const agents of byOwner.values()) {
-        for (const agent of agents.values()) {
-          if (agent.status === "pending" && (after === undefined || agent.agentId > after))
-            pending.push(agent);
-        }
-      }
+      const pending = [...dueQueue.pending()].filter((a) => after === undefined || a.agentId > after);
       pending.sort((a, b) => (a.agentId < b.agentId ? -1 : a.agentId > b.agentId ? 1 : 0));
       return pending.slice(0, limit).map(copyAgentRecord);
     },
@@ -140,6 +129,7 @@ export function createMemoryAgentStore(options: MemoryAgentStoreOptions = {}): A
       if (patch === undefined) return copyAgentRecord(current);
       const next = patchedRecord(current, patch);
       agents.replace(next);
+      dueQueue.set(owner, agentId, next);
       return copyAgentRecord(next);
     },
     ping: async () => {},

@@ -249,10 +249,21 @@ export async function createMongoAgentStore(options: MongoAgentStoreOptions): Pr
     writeConcern: WRITE_CONCERN,
   });
 
+  /**
+   * The documents (with their versions) that `due` and `pending` records were made from, so that an update the
+   * scheduler makes right after can claim the next version without reading the agent again.
+   */
+  const handedOut = new WeakMap<AgentRecord, AgentDoc>();
+  const handOut = (doc: AgentDoc): AgentRecord => {
+    const record = fromDoc(doc);
+    handedOut.set(record, doc);
+    return record;
+  };
+
   /** Pending or done index creation; reset on failure so the next call tries again. */
   let indexes: Promise<void> | undefined;
   function ensureIndexes(): Promise<void> {
-    indexes ??= createIndexes(agents, keys).catch((err: unknown) => {
+    indexes ??= createIndexes(agents, keys, versions).catch((err: unknown) => {
       indexes = undefined;
       throw err;
     });
@@ -398,8 +409,8 @@ export async function createMongoAgentStore(options: MongoAgentStoreOptions): Pr
           "idempotency-key was first used with a different request. Use a new key for a new request",
         );
       }
-      const existing = await agents.findOne({ _id: latest.agentId, owner });
-      if (existing !== null) return { agent: fromDoc(existing), created: false };
+      const existing = await agents.findOne({ _id: latest.agentId });
+      if (existing !== null && existing.owner === owner) return { agent: fromDoc(existing), created: false };
       const original = latest.record === undefined ? undefined : fromDoc(latest.record);
       if (original === undefined || (await tombstones.findOne({ _id: latest.agentId })) !== null) {
         // Deleted by its owner since: replay the first answer, never bring it back.
@@ -437,48 +448,52 @@ export async function createMongoAgentStore(options: MongoAgentStoreOptions): Pr
       }),
     get: (owner, agentId, options) =>
       run(async () => {
-        const doc = await agents.findOne({ _id: agentId, owner }, signalOf(options));
-        return doc === null ? undefined : fromDoc(doc);
+        // By `_id` alone (FerretDB pushes nothing else down), the owner checked here.
+        const doc = await agents.findOne({ _id: agentId }, signalOf(options));
+        return doc === null || doc.owner !== owner ? undefined : fromDoc(doc);
       }, options?.signal),
     delete: (owner, agentId) =>
       run(async () => {
-        const doc = await agents.findOne({ _id: agentId, owner }, { projection: { idempotencyKeyGen: 1 } });
-        if (doc === null) return false;
+        const doc = await agents.findOne({ _id: agentId }, { projection: { owner: 1 } });
+        if (doc === null || doc.owner !== owner) return false;
         // A deleted agent leaves a tombstone first: a late repeat of its create (under an
         // idempotency key) replays the first answer instead of bringing the agent back, and the
         // event repair learns of a deletion whose event was never appended (its owner and time).
         await tombstones.insertOne({ _id: agentId, owner, deletedAt: now() }).catch((err: unknown) => {
           if (!isDuplicateKey(err)) throw err;
         });
-        const result = await agents.deleteOne({ _id: agentId, owner });
+        const result = await agents.deleteOne({ _id: agentId });
         if (result.deletedCount === 1) await dropVersions(versions, agentId).catch(() => {});
         return result.deletedCount === 1;
       }),
     due: (nowDate, limit) =>
       run(async () => {
         // One index range scan on {status, nextRunAt}.
-        const active = await agents
+        const docs = await agents
           .find({ status: "active", nextRunAt: { $lte: nowDate } }, bounded)
           .sort({ nextRunAt: 1 })
           .limit(limit)
           .toArray();
-        return active.map(fromDoc);
+        return docs.map(handOut);
       }),
     pending: (after, limit) =>
       run(async () => {
-        const found = await agents
+        const docs = await agents
           .find({ status: "pending", ...(after === undefined ? {} : { _id: { $gt: after } }) }, bounded)
           .sort({ _id: 1 })
           .limit(limit)
           .toArray();
-        return found.map(fromDoc);
+        return docs.map(handOut);
       }),
-    update: (owner, agentId, change) =>
+    update: (owner, agentId, change, updateOptions) =>
       run(async () => {
+        const known = updateOptions?.known === undefined ? undefined : handedOut.get(updateOptions.known);
         const doc = await versionedUpdate<AgentDoc>({
           docs: agents,
           versions,
-          filter: { _id: agentId, owner },
+          id: agentId,
+          accept: (current) => current.owner === owner,
+          ...(known === undefined ? {} : { known }),
           change: (current) => {
             const patch = change(fromDoc(current));
             return patch === undefined ? undefined : fieldChangeOf(patch);
@@ -540,7 +555,11 @@ export function databaseInUri(uri: string): string | undefined {
   return path === "" ? undefined : decodeURIComponent(path);
 }
 
-async function createIndexes(agents: Collection<AgentDoc>, keys: Collection<KeyDoc>): Promise<void> {
+async function createIndexes(
+  agents: Collection<AgentDoc>,
+  keys: Collection<KeyDoc>,
+  versions: Collection<Document>,
+): Promise<void> {
   // list(): the owner's agents, optionally by type and status, newest first.
   await createIndex(
     agents,
@@ -549,6 +568,8 @@ async function createIndexes(agents: Collection<AgentDoc>, keys: Collection<KeyD
   );
   // The scheduler: due agents by status.
   await createIndex(agents, { status: 1, nextRunAt: 1 }, "status_nextRunAt");
+  // Version claims of one agent (housekeeping of old ones, and a deleted agent's).
+  await createIndex(versions, { agentId: 1, version: 1 }, "agentId_version");
   // createWithKey(): the newest generation of a key.
   await createIndex(keys, { owner: 1, key: 1, gen: -1 }, "owner_key_gen");
   try {

@@ -9,6 +9,14 @@
  * A writer that won the claim and then died before writing would leave the agent stuck at v. The
  * claim therefore carries the change itself, and a later writer that finds a claim older than
  * `rollForwardAfterMs` on an agent still at v applies it (roll forward) before going on.
+ *
+ * Reads and the winner's write name the document by `_id` alone: FerretDB pushes no other filter
+ * down (any other one decodes the whole collection), and its conditional updates are not atomic
+ * anyway, so the claim is what serialises writers. A winner writes only while its claim is well
+ * within `rollForwardAfterMs` of its making; one that stalled past half of it writes under the
+ * version condition instead, as roll-forwards do, so that a late write cannot land on a state
+ * that moved on. A caller that read the document a moment ago (`known`) saves the first read: a
+ * stale copy only costs the claim it fails to win.
  */
 import { randomUUID } from "node:crypto";
 import type { Collection, Document } from "mongodb";
@@ -45,7 +53,11 @@ export interface VersionedDoc extends Document {
 export interface VersionedUpdateOptions<D extends VersionedDoc> {
   readonly docs: Collection<D>;
   readonly versions: Collection<Document>;
-  readonly filter: { _id: string } & Document;
+  readonly id: string;
+  /** Whether the caller may change this document (an owner check); a refused one reads as missing. */
+  readonly accept?: (doc: D) => boolean;
+  /** The document as the caller read it a moment ago, tried before reading it again. */
+  readonly known?: D;
   /** Returns the change to make given the current document, or undefined to make none. */
   readonly change: (current: D) => FieldChange | undefined;
   readonly now: () => Date;
@@ -61,13 +73,26 @@ export interface VersionedUpdateOptions<D extends VersionedDoc> {
 export async function versionedUpdate<D extends VersionedDoc>(
   options: VersionedUpdateOptions<D>,
 ): Promise<D | undefined> {
-  const { docs, filter, now } = options;
+  const { docs, id, now } = options;
   const versions = options.versions as unknown as Collection<VersionDoc>;
+  const accept = options.accept ?? (() => true);
+  const read = async (): Promise<D | undefined> => {
+    const doc = (await docs.findOne({ _id: id } as never)) as D | null;
+    return doc !== null && accept(doc) ? doc : undefined;
+  };
+  let known = options.known !== undefined && accept(options.known) ? options.known : undefined;
   for (let round = 0; round < MAX_ROUNDS; round++) {
-    const current = (await docs.findOne(filter as never)) as D | null;
-    if (current === null) return undefined;
-    const change = options.change(current);
-    if (change === undefined) return current;
+    // A known copy is only ever a guess at the state to claim from; "no change" needs the real one.
+    let current = known;
+    let change = current === undefined ? undefined : options.change(current);
+    const guessed = change !== undefined;
+    known = undefined;
+    if (current === undefined || change === undefined) {
+      current = await read();
+      if (current === undefined) return undefined;
+      change = options.change(current);
+      if (change === undefined) return current;
+    }
     const version = current.version ?? 0;
     const claim: VersionDoc = {
       _id: JSON.stringify([current._id, version + 1]),
@@ -81,17 +106,22 @@ export async function versionedUpdate<D extends VersionedDoc>(
       await versions.insertOne(claim);
     } catch (err) {
       if (!isDuplicateKey(err)) throw err;
+      // A stale guess re-reads at once; a race lost on a fresh read lets the winner write first.
+      if (guessed) continue;
       await rollForwardIfAbandoned(options, versions, current._id, version);
       await pause(round);
       continue;
     }
-    if (!(await write(docs, current._id, version, change))) {
+    // Well within the roll-forward age, nobody else may write this claim: by `_id` alone. Past
+    // half of it (this writer stalled), only onto the version it claimed from.
+    const fresh = now().getTime() - claim.claimedAt.getTime() < options.rollForwardAfterMs / 2;
+    if (!(await write(docs, current._id, version, change, fresh ? "any" : "claimed"))) {
       // The document moved on without us. Either a writer that found our claim abandoned (we were
       // that slow) rolled it forward, and our change is in; or we claimed a version whose claim had
       // been cleared away long after it was used (we read a stale state), and it is not: try again.
+      // Or it is gone.
       const ours = await versions.findOne({ _id: claim._id });
-      if (ours?.nonce === claim.nonce)
-        return ((await docs.findOne(filter as never)) as D | null) ?? undefined;
+      if (ours?.nonce === claim.nonce) return read();
       continue;
     }
     // Old claims are history; dropping them is housekeeping only. Recent ones stay: a writer
@@ -112,21 +142,25 @@ export async function dropVersions(versions: Collection<Document>, agentId: stri
   await versions.deleteMany({ agentId });
 }
 
-/** Writes version + 1 over version; false when the document is no longer at `version`. */
+/**
+ * Writes version + 1. `onto` "claimed": only over `version` (false when the document is no longer
+ * at it); "any": by `_id` alone, for the claim's winner while it is fresh (false when the document
+ * is gone).
+ */
 async function write<D extends VersionedDoc>(
   docs: Collection<D>,
   id: string,
   version: number,
   change: FieldChange,
+  onto: "claimed" | "any",
 ): Promise<boolean> {
   const update: Document = { $set: { ...change.set, version: version + 1 } };
   if (change.unset.length > 0) update.$unset = Object.fromEntries(change.unset.map((f) => [f, ""]));
-  // The version filter keeps a late write of an abandoned-then-rolled-forward claim from landing
-  // on a newer state; the claim, not this filter, is what serialises writers.
-  const result = await docs.updateOne(
-    { _id: id, $or: [{ version }, ...(version === 0 ? [{ version: { $exists: false } }] : [])] } as never,
-    update,
-  );
+  const filter =
+    onto === "any"
+      ? { _id: id }
+      : { _id: id, $or: [{ version }, ...(version === 0 ? [{ version: { $exists: false } }] : [])] };
+  const result = await docs.updateOne(filter as never, update);
   return result.matchedCount === 1;
 }
 
@@ -139,7 +173,8 @@ async function rollForwardIfAbandoned<D extends VersionedDoc>(
   const claim = await versions.findOne({ _id: JSON.stringify([id, version + 1]) });
   if (claim === null) return;
   if (options.now().getTime() - claim.claimedAt.getTime() < options.rollForwardAfterMs) return;
-  await write(options.docs, id, version, claim.change);
+  // The version condition keeps a roll-forward racing another (or a late one) off a newer state.
+  await write(options.docs, id, version, claim.change, "claimed");
 }
 
 function applied<D extends VersionedDoc>(current: D, change: FieldChange, version: number): D {

@@ -81,17 +81,23 @@ export function createAnnouncingAgentStore(options: {
       }
       return result;
     },
-    async update(owner, agentId, change) {
+    async update(owner, agentId, change, updateOptions) {
       // `change` runs again when the store loses a race; the last run is the change that landed.
       let announced: { type: string; at: Date } | undefined;
-      const after = await store.update(owner, agentId, (current) => {
-        const patch = change(current);
-        const type = patch?.status === undefined ? undefined : agentEventTypeOf(current.status, patch.status);
-        announced = type === undefined ? undefined : { type, at: now() };
-        // The event goes into the change itself, so a change whose append never happened can be
-        // found and announced later (see mongo-event-repair.ts).
-        return announced === undefined || patch === undefined ? patch : { ...patch, announced };
-      });
+      const after = await store.update(
+        owner,
+        agentId,
+        (current) => {
+          const patch = change(current);
+          const type =
+            patch?.status === undefined ? undefined : agentEventTypeOf(current.status, patch.status);
+          announced = type === undefined ? undefined : { type, at: now() };
+          // The event goes into the change itself, so a change whose append never happened can be
+          // found and announced later (see mongo-event-repair.ts).
+          return announced === undefined || patch === undefined ? patch : { ...patch, announced };
+        },
+        updateOptions,
+      );
       if (after !== undefined && announced !== undefined) {
         await announce(statusEvent(owner, agentId, announced, after.failureReason));
       }

@@ -11,11 +11,11 @@ export interface EventRepair {
 }
 
 /**
- * Changes looked at per kind and sweep, oldest first (a busier window is checked in part: the
- * repair window should hold fewer), and keys looked up per query.
+ * Changes looked at per kind and sweep, oldest first, by default; and keys looked up per query.
+ * A window that holds more is worked through over the next sweeps (see `resumeFrom`).
  */
-const PAGE = 10_000;
-const KEYS_PER_QUERY = 500;
+const PAGE = 1_000;
+const KEYS_PER_QUERY = 1_000;
 
 /**
  * Closes the window between a change and its event on MongoDB, which has no transaction to write
@@ -33,6 +33,11 @@ const KEYS_PER_QUERY = 500;
  * Repaired events come after events appended meanwhile, in log order; their `at` keeps the time of
  * the change. Changes of an agent that was deleted since (its claims go with it) stay unannounced
  * but for the deletion itself.
+ *
+ * A sweep is bounded: at most `page` changes of each kind, oldest first. When a kind fills its
+ * page, the next sweep of this process goes on from the last change it looked at (if that is
+ * still in its window) instead of from the window's start, so a window busier than a page is
+ * covered over a few sweeps rather than only ever in its oldest part.
  */
 export function createMongoEventRepair(options: {
   readonly db: Db;
@@ -40,6 +45,8 @@ export function createMongoEventRepair(options: {
   readonly log: EventLog;
   /** The stores' guard: connected, bounded, unavailability mapped. */
   readonly guard?: <T>(op: () => Promise<T>) => Promise<T>;
+  /** Changes looked at per kind and sweep (tests make it small). */
+  readonly page?: number;
 }): EventRepair {
   const { db, log } = options;
   const guard = options.guard ?? (<T>(op: () => Promise<T>) => op());
@@ -48,6 +55,36 @@ export function createMongoEventRepair(options: {
   const versions: Collection<Document> = db.collection(`${prefix}agent_versions`);
   const tombstones: Collection<Document> = db.collection(`${prefix}agent_tombstones`);
   const runs: Collection<Document> = db.collection(`${prefix}agent_runs`);
+  const page = options.page ?? PAGE;
+  /** Per kind: the time of the last change a full page ended at, where the next sweep goes on. */
+  const resumeFrom = new Map<string, Date>();
+  /**
+   * Up to a page of one kind's documents whose `field` is in the sweep's window, oldest first,
+   * going on from the last full page.
+   */
+  const pageOf = async (
+    kind: string,
+    collection: Collection<Document>,
+    field: string,
+    since: Date,
+    filter: Document = {},
+    projection?: Document,
+  ): Promise<Document[]> => {
+    const resume = resumeFrom.get(kind);
+    // After the last change of a full page; a change made in that same millisecond but left out
+    // of it is looked at once the window's backlog is through and sweeps start at `since` again.
+    const range = resume !== undefined && resume > since ? { $gt: resume } : { $gte: since };
+    const docs = await collection
+      .find({ ...filter, [field]: range }, projection === undefined ? {} : { projection })
+      .sort({ [field]: 1 })
+      .limit(page)
+      .toArray();
+    const last = docs.at(-1)?.[field] as Date | undefined;
+    if (docs.length < page || last === undefined) resumeFrom.delete(kind);
+    else resumeFrom.set(kind, last);
+    return docs;
+  };
+
   const run = indexedRun(guard, async () => {
     await versions.createIndex({ claimedAt: 1 }, { name: "claimedAt" });
     await agents.createIndex({ createdAt: 1 }, { name: "createdAt" });
@@ -71,11 +108,9 @@ export function createMongoEventRepair(options: {
   };
 
   const statusChanges = async (since: Date): Promise<NewEvent[]> => {
-    const claims = await versions
-      .find({ claimedAt: { $gte: since }, "change.set.announced": { $exists: true } })
-      .sort({ claimedAt: 1 })
-      .limit(PAGE)
-      .toArray();
+    const claims = await pageOf("status", versions, "claimedAt", since, {
+      "change.set.announced": { $exists: true },
+    });
     const ids = [...new Set(claims.map((c) => c.agentId as string))];
     const docs = new Map(
       (
@@ -100,20 +135,12 @@ export function createMongoEventRepair(options: {
   };
 
   const creations = async (since: Date): Promise<NewEvent[]> => {
-    const docs = await agents
-      .find({ createdAt: { $gte: since } }, { projection: { owner: 1, createdAt: 1 } })
-      .sort({ createdAt: 1 })
-      .limit(PAGE)
-      .toArray();
+    const docs = await pageOf("creation", agents, "createdAt", since, {}, { owner: 1, createdAt: 1 });
     return docs.map((d) => createdEvent(d.owner as string, d._id as unknown as string, d.createdAt as Date));
   };
 
   const deletions = async (since: Date): Promise<NewEvent[]> => {
-    const stones = await tombstones
-      .find({ deletedAt: { $gte: since } })
-      .sort({ deletedAt: 1 })
-      .limit(PAGE)
-      .toArray();
+    const stones = await pageOf("deletion", tombstones, "deletedAt", since);
     const ids = stones.map((t) => t._id as unknown as string);
     // A tombstone whose agent still exists is a deletion that did not happen (its process died
     // between the two writes): nothing to announce.
@@ -128,11 +155,7 @@ export function createMongoEventRepair(options: {
   };
 
   const runEvents = async (since: Date): Promise<NewEvent[]> => {
-    const records = await runs
-      .find({ finishedAt: { $gte: since } })
-      .sort({ finishedAt: 1 })
-      .limit(PAGE)
-      .toArray();
+    const records = await pageOf("run", runs, "finishedAt", since);
     return records.flatMap((doc) => {
       const run = doc as unknown as RunRecord;
       return [runStartedEvent(run, run.attempt, run.startedAt), runFinishedEvent(run)];

@@ -5,6 +5,7 @@ import type { MongoClient } from "mongodb";
 import { Counter, collectDefaultMetrics, type Metric, Registry } from "prom-client";
 import { procedureOf, protocolOf } from "../rpc/call-labels.ts";
 import { observeCall } from "../rpc/observe-call.ts";
+import { registerMongoCommandMetrics } from "./mongo-command-metrics.ts";
 import { registerMongoPoolMetrics } from "./mongo-pool-metrics.ts";
 
 type Labels = Record<string, string | number>;
@@ -68,7 +69,7 @@ export interface Metrics {
 
 /**
  * Prometheus metrics for one server: calls by procedure, protocol and code, their durations, the
- * calls in flight, the process's own figures, and the MongoDB connection pool when there is one.
+ * calls in flight, the process's own figures, and the MongoDB connection pool and commands when there is one.
  * The registry is the server's own, not prom-client's global default, so several servers in one
  * process (as in tests) never share or double-register series.
  */
@@ -89,7 +90,10 @@ export function createMetrics(
     labelNames: ["reason"] as const,
     registers: [registry],
   });
-  if (options.mongoClient !== undefined) registerMongoPoolMetrics(options.mongoClient, registry);
+  if (options.mongoClient !== undefined) {
+    registerMongoPoolMetrics(options.mongoClient, registry);
+    registerMongoCommandMetrics(options.mongoClient, registry);
+  }
   const logLinesDropped = options.logLinesDropped ?? (() => 0);
   registerCollected(registry, {
     name: "log_lines_dropped_total",

@@ -12,6 +12,7 @@ import {
   type RunStore,
   type SentTransaction,
   type SlotRef,
+  utcDayOf,
 } from "./run-store.ts";
 
 interface SlotState {
@@ -26,7 +27,10 @@ export function createMemoryRunStore(): RunStore {
   const slots = new Map<string, SlotState>();
   /** owner -> agentId -> runs (unsorted). */
   const runs = new Map<string, Map<string, RunRecord[]>>();
+  /** `agentId|YYYY-MM-DD` -> that day's settling successes, so caps per day never scan history. */
+  const days = new Map<string, RunRecord[]>();
   const keyOf = (slot: SlotRef) => `${slot.agentId}|${slot.scheduledAt.getTime()}`;
+  const dayKeyOf = (slot: SlotRef) => `${slot.agentId}|${utcDayOf(slot.scheduledAt)}`;
 
   const holds = (lease: Lease, now: Date): boolean => {
     const state = slots.get(keyOf(lease));
@@ -86,6 +90,11 @@ export function createMemoryRunStore(): RunStore {
       const copy = structuredClone(run);
       if (settles) state.settled = copy;
       else state.attempts.push(copy);
+      if (settles && run.outcome === "succeeded") {
+        const day = days.get(dayKeyOf(lease)) ?? [];
+        day.push(copy);
+        days.set(dayKeyOf(lease), day);
+      }
       let byAgent = runs.get(run.owner);
       if (byAgent === undefined) {
         byAgent = new Map();
@@ -110,6 +119,13 @@ export function createMemoryRunStore(): RunStore {
     },
     async transactions(slot) {
       return [...(slots.get(keyOf(slot))?.transactions ?? [])];
+    },
+    async succeededToday(slot) {
+      // The store's own index answers; it needs no previous slot.
+      return (days.get(dayKeyOf(slot)) ?? [])
+        .filter((r) => r.owner === slot.owner && r.scheduledAt.getTime() < slot.scheduledAt.getTime())
+        .sort((a, b) => a.scheduledAt.getTime() - b.scheduledAt.getTime())
+        .map((r) => structuredClone(r));
     },
     async succeededSince(owner, agentId, since) {
       return (runs.get(owner)?.get(agentId) ?? [])

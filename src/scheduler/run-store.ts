@@ -10,8 +10,21 @@
  * - A holder that lost its lease (generation g + 1 exists, or its own lease ran out) cannot renew
  *   it and cannot record: `record` checks the generation first.
  * - The settling run of a slot (its success, or its last failed attempt) has `_id` (agent, slot,
- *   "settled"): whatever races remain between the check and the write, a slot is settled once and
- *   has at most one succeeded run. Earlier failed attempts are (agent, slot, attempt).
+ *   "settled"): a slot is settled once and has at most one succeeded run. Earlier failed attempts
+ *   are (agent, slot, attempt).
+ * - A settle is fenced by the lease without a read: it inserts the fence of its generation g,
+ *   (agent, slot, "fence", g), together with the run, and a replica that takes the slot over inserts
+ *   the fences of every older generation first. Whichever comes first wins, so a holder that lost
+ *   its lease can no longer settle, and a taker finds a slot settled under it.
+ *
+ * - A settling run carries its agent's successes earlier on its UTC day, so the next slot finds
+ *   the day's successes in the run of the slot before it, by key (slots are a pure function of
+ *   the schedule), without another write and without a query over the history.
+ *
+ * Per run, the scheduler's path costs a claim (one insert) and the settle (one insert of two
+ * documents) and, for a transfer, the kept transaction (an insert and a read) and the day's
+ * successes (a read, when the agent ran earlier that day): never a query whose cost grows with
+ * the number of agents or runs.
  */
 import type { JsonObject } from "../agent/agent-store.ts";
 
@@ -89,15 +102,23 @@ export interface RunStore {
   renew(lease: Lease, options: { now: Date; leaseMs: number }): Promise<Lease | undefined>;
   /** Gives a lease up so another replica may claim the slot at once. Only when nothing runs under it. */
   release(lease: Lease): Promise<void>;
-  /** Number of attempts recorded for the slot so far (the next one is this + 1). */
+  /**
+   * Number of attempts recorded for the slot so far (the next one is this + 1), counted by key;
+   * asked only when a slot is taken over.
+   */
   attempts(slot: SlotRef): Promise<number>;
   /** The slot's settling run, if it has one. */
   settled(slot: SlotRef): Promise<RunRecord | undefined>;
   /**
    * Records a finished attempt under `lease`. `settles`: the slot is done with it (a success, or
-   * the last attempt allowed).
+   * the last attempt allowed). `today`, with a settling run: what `succeededToday` answered for
+   * the slot; the run keeps it (and itself, if it succeeded) for the next slot's `succeededToday`.
    */
-  record(lease: Lease, run: RunRecord, options: { now: Date; settles: boolean }): Promise<RecordResult>;
+  record(
+    lease: Lease,
+    run: RunRecord,
+    options: { now: Date; settles: boolean; today?: readonly RunRecord[] },
+  ): Promise<RecordResult>;
   /** One agent's runs, newest first. */
   list(owner: string, agentId: string, page: { limit: number; offset: number }): Promise<RunPage>;
   /**
@@ -110,9 +131,19 @@ export interface RunStore {
     transaction: Omit<SentTransaction, "generation" | "recordedAt">,
     options: { now: Date },
   ): Promise<"recorded" | "lease_lost">;
-  /** Every transaction kept for the slot, oldest first (generation, then when it was kept). */
+  /**
+   * Every transaction kept for the slot, oldest first (generation, then when it was kept). A query
+   * by slot; the scheduler asks it only of a slot it took over (a first holder knows it kept none).
+   */
   transactions(slot: SlotRef): Promise<readonly SentTransaction[]>;
-  /** One agent's succeeded runs whose slot is at or after `since` (for caps per day). */
+  /**
+   * The agent's succeeded runs whose slot falls on the UTC day of `slot`, before it (caps per
+   * day). `previous` is the agent's slot before this one by its schedule: when it is on the same
+   * day, its settling run holds the answer, read by key; without one that kept it (the slot did
+   * not run, or settled without `today`), the history is queried.
+   */
+  succeededToday(slot: SlotRef, previous: Date | undefined): Promise<readonly RunRecord[]>;
+  /** One agent's succeeded runs whose slot is at or after `since`: a query over its history. */
   succeededSince(owner: string, agentId: string, since: Date): Promise<readonly RunRecord[]>;
   close(): Promise<void>;
 }
@@ -125,4 +156,9 @@ export function runIdOf(slot: SlotRef, attempt: number): string {
 /** Newest first: slot descending, then attempt descending. */
 export function newestRunFirst(a: RunRecord, b: RunRecord): number {
   return b.scheduledAt.getTime() - a.scheduledAt.getTime() || b.attempt - a.attempt;
+}
+
+/** The UTC day of a slot, YYYY-MM-DD: what caps per day count by. */
+export function utcDayOf(slot: Date): string {
+  return slot.toISOString().slice(0, 10);
 }

@@ -2,7 +2,9 @@
  * The scheduler: runs inside every replica, activates new agents and runs due ones, exactly once
  * per (agent, slot) across replicas. It coordinates only through the stores:
  *
- * - Due agents are found by polling (`status`, `nextRunAt`); several replicas may see the same one.
+ * - Due agents are found by polling (`status`, `nextRunAt`), one query a poll; several replicas may
+ *   see the same one. A replica that finds a slot held by another leaves it alone until that lease
+ *   could have run out.
  * - A slot is run under a lease from the RunStore (an insert of a unique claim), renewed while the
  *   run lasts. A replica that crashed or stalled loses its lease after `leaseMs`, and another takes
  *   the slot over; the stalled one can neither renew nor record any more (fencing).
@@ -10,7 +12,9 @@
  *   allowed attempt, once (a unique key). Only then does the agent advance (`lastRunAt`,
  *   `nextRunAt`, failures), through the agent store's versioned update, so pause, resume, delete
  *   and a run never overwrite each other. A crash between settling and advancing is repaired by
- *   the next poll: a due agent whose slot is already settled is advanced without running again.
+ *   the next poll: a due agent whose slot is already settled is advanced without running again
+ *   (by the first poll SETTLED_GRACE_MS after the settle: until then its holder is likely
+ *   advancing it itself, and a second advance would only race it).
  * - Stopping (SIGTERM) stops claiming at once, lets runs in flight finish within a deadline, and
  *   only then releases their leases; a run whose executor is still busy is never released (that
  *   is Agenda's double-run bug), its lease simply expires.
@@ -18,13 +22,14 @@
 import type { AgentPatch, AgentRecord, AgentStore } from "../agent/agent-store.ts";
 import type { Schedule } from "../agent/schedule.ts";
 import { retryDelayMs } from "../domain/backoff.ts";
+import { CLOCK_SKEW_ALLOWANCE_MS } from "../domain/clock-skew.ts";
 import type { RunAnnouncer } from "../events/run-announcer.ts";
 import { abortableSleep } from "./abortable-sleep.ts";
 import { type ExecutionJournal, type ExecutionResult, type Executor, executionKeyOf } from "./executor.ts";
-import type { Lease, RunRecord, RunStore, SlotRef } from "./run-store.ts";
+import type { Lease, RunRecord, RunStore, SentTransaction, SlotRef } from "./run-store.ts";
 import { runIdOf } from "./run-store.ts";
 import type { ScheduleClock } from "./schedule-clock.ts";
-import { firstSlotAfter } from "./slots.ts";
+import { firstSlotAfter, slotBefore as previousSlot } from "./slots.ts";
 
 /** The agent store as the scheduler uses it: due and pending agents, and lifecycle changes that lose nothing. */
 export type ScheduledAgents = Pick<AgentStore, "due" | "pending" | "update">;
@@ -83,7 +88,10 @@ export interface SchedulerOptions {
 }
 
 export interface Scheduler {
-  /** Starts polling every `pollIntervalMs`. */
+  /**
+   * Starts polling: every `pollIntervalMs` while there is nothing more to do, and as soon as half
+   * the capacity is free while due work is left.
+   */
   start(): void;
   /** One poll: activates pending agents and starts runs for due ones. Tests call it directly. */
   tick(): Promise<void>;
@@ -106,10 +114,40 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   /** Where the next look at pending agents starts (they are paged through, round robin). */
   let pendingCursor: string | undefined;
   let stopping = false;
+  /** start() was called: the polling loop runs. */
+  let looping = false;
   let timer: NodeJS.Timeout | undefined;
   let polling: Promise<void> | undefined;
+  /** The last poll left due work it had no capacity for. */
+  let backlog = false;
+  /** Free capacity at which a backlog is polled for again. */
+  const wakeAt = Math.max(1, Math.ceil(options.concurrency / 2));
+  /**
+   * Slots found held by another replica ("agentId@slot ms"), left alone until that epoch ms (a
+   * lease taken then would have run out); then claimed again (a take-over, or found settled).
+   */
+  const heldElsewhere = new Map<string, number>();
+  /**
+   * Slots whose run ended here, by the count of runs ended when it did: a poll whose query began
+   * before a run ended may still see its agent at that slot, and must not claim it again.
+   */
+  const endedHere = new Map<string, number>();
+  let runsEnded = 0;
+  /**
+   * Slots found settled less than SETTLED_GRACE_MS after their run finished, while their holder is
+   * likely advancing the agent itself: advanced here by a poll after that which still finds the
+   * agent at that slot.
+   */
+  const settledSeen = new Map<string, RunRecord>();
 
   const scheduleOf = (agent: AgentRecord) => agent.config.schedule as Schedule;
+
+  /** The slot of `agent` before its slot at real instant `slot`, in real time (none before the first). */
+  function slotBefore(agent: AgentRecord, slot: Date): Date | undefined {
+    const anchor = clock.toSchedule(agent.createdAt);
+    const before = previousSlot(anchor, scheduleOf(agent), clock.toSchedule(slot));
+    return before === undefined ? undefined : clock.toReal(before);
+  }
 
   /** The first slot of `agent` strictly after real instant `after`, in real time. */
   function nextSlotAfter(agent: AgentRecord, after: Date): Date {
@@ -136,21 +174,27 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       }
     }
     waiting.delete(agent.agentId);
-    const updated = await agents.update(agent.owner, agent.agentId, (current) => {
-      if (current.status !== "pending") return undefined;
-      if (reason !== undefined) return { status: "failed", nextRunAt: null, failureReason: reason };
-      // The first slot is one period after creation, as the agent was told when it was created,
-      // and a late activation (a busy database, a replica that died) still runs it. An agent that
-      // waited well past it (for its approval) starts at the first slot after now instead of
-      // catching up on slots it could never have run.
-      const first = nextSlotAfter(current, current.createdAt);
-      return {
-        status: "active",
-        nextRunAt:
-          nowMs - first.getTime() <= ACTIVATION_GRACE_MS ? first : nextSlotAfter(current, new Date(nowMs)),
-        failureReason: null,
-      };
-    });
+    const updated = await agents.update(
+      agent.owner,
+      agent.agentId,
+      (current) => {
+        if (current.status !== "pending") return undefined;
+        if (reason !== undefined) return { status: "failed", nextRunAt: null, failureReason: reason };
+        // The first slot is one period after creation, as the agent was told when it was created,
+        // and a late activation (a busy database, a replica that died) still runs it. An agent that
+        // waited well past it (for its approval) starts at the first slot after now instead of
+        // catching up on slots it could never have run.
+        const first = nextSlotAfter(current, current.createdAt);
+        return {
+          status: "active",
+          nextRunAt:
+            nowMs - first.getTime() <= ACTIVATION_GRACE_MS ? first : nextSlotAfter(current, new Date(nowMs)),
+          failureReason: null,
+        };
+      },
+      // The agent as the page found it: usually still current, so the store need not read it again.
+      { known: agent },
+    );
     if (updated !== undefined && updated.status !== "pending") {
       events.onStatus?.(updated, reason === undefined ? "active" : "failed", reason);
     }
@@ -160,27 +204,33 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   async function advance(agent: AgentRecord, run: RunRecord): Promise<void> {
     const slotMs = run.scheduledAt.getTime();
     let failedNow: string | undefined;
-    const updated = await agents.update(agent.owner, agent.agentId, (current) => {
-      const atThisSlot = current.status === "active" && current.nextRunAt?.getTime() === slotMs;
-      // Paused (or failed) while the run went on: record that it ran, schedule nothing.
-      const ranMeanwhile =
-        current.status !== "active" && (current.lastRunAt?.getTime() ?? 0) < run.finishedAt.getTime();
-      if (!atThisSlot && !ranMeanwhile) return undefined;
-      const failures = run.outcome === "succeeded" ? 0 : (current.consecutiveFailures ?? 0) + 1;
-      if (atThisSlot && failures >= options.maxConsecutiveFailures) {
-        failedNow = `${failures} consecutive runs failed, the last with: ${run.error ?? "an error"}`;
-        return {
-          status: "failed",
-          nextRunAt: null,
-          lastRunAt: run.finishedAt,
-          consecutiveFailures: failures,
-          failureReason: failedNow,
-        };
-      }
-      const patch: AgentPatch = { lastRunAt: run.finishedAt, consecutiveFailures: failures };
-      // Every slot runs, in order, missed ones included: the next slot after this one.
-      return atThisSlot ? { ...patch, nextRunAt: nextSlotAfter(current, run.scheduledAt) } : patch;
-    });
+    const updated = await agents.update(
+      agent.owner,
+      agent.agentId,
+      (current) => {
+        const atThisSlot = current.status === "active" && current.nextRunAt?.getTime() === slotMs;
+        // Paused (or failed) while the run went on: record that it ran, schedule nothing.
+        const ranMeanwhile =
+          current.status !== "active" && (current.lastRunAt?.getTime() ?? 0) < run.finishedAt.getTime();
+        if (!atThisSlot && !ranMeanwhile) return undefined;
+        const failures = run.outcome === "succeeded" ? 0 : (current.consecutiveFailures ?? 0) + 1;
+        if (atThisSlot && failures >= options.maxConsecutiveFailures) {
+          failedNow = `${failures} consecutive runs failed, the last with: ${run.error ?? "an error"}`;
+          return {
+            status: "failed",
+            nextRunAt: null,
+            lastRunAt: run.finishedAt,
+            consecutiveFailures: failures,
+            failureReason: failedNow,
+          };
+        }
+        const patch: AgentPatch = { lastRunAt: run.finishedAt, consecutiveFailures: failures };
+        // Every slot runs, in order, missed ones included: the next slot after this one.
+        return atThisSlot ? { ...patch, nextRunAt: nextSlotAfter(current, run.scheduledAt) } : patch;
+      },
+      // The agent as the poll found it: usually still current, so the store need not read it again.
+      { known: agent },
+    );
     if (updated !== undefined && failedNow !== undefined) events.onStatus?.(updated, "failed", failedNow);
   }
 
@@ -202,18 +252,51 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       },
       Math.max(10, Math.floor(options.leaseMs / 3)),
     );
-    // The slot's journal, always under the newest renewal of the lease.
+    // The slot's journal, always under the newest renewal of the lease. What it holds is known
+    // without asking the store when it can be: a first lease (generation 0) is the slot's first
+    // holder, so no transaction was kept for the slot but those this run keeps itself; a taker
+    // reads the journal once, after its claim, and adds its own (an older holder that keeps one
+    // later finds the newer lease and does not send it). A keep whose outcome is unknown (the
+    // database failed) makes the next look read the store again.
+    let known: SentTransaction[] | undefined = first.generation === 0 ? [] : undefined;
+    let today: Promise<readonly RunRecord[]> | undefined;
     const journal: ExecutionJournal = {
-      transactions: () => runs.transactions(slot),
+      async transactions() {
+        known ??= [...(await runs.transactions(slot))];
+        return [...known];
+      },
       async record(transaction) {
         const held = lease;
         if (held === undefined) return false;
-        return (await runs.recordTransaction(held, transaction, { now: now() })) === "recorded";
+        const at = now();
+        let kept: "recorded" | "lease_lost";
+        try {
+          kept = await runs.recordTransaction(held, transaction, { now: at });
+        } catch (error) {
+          known = undefined;
+          throw error;
+        }
+        // Kept either way: the insert comes before the lease check.
+        if (known !== undefined && !known.some((t) => t.signature === transaction.signature)) {
+          known.push({ ...transaction, generation: held.generation, recordedAt: at });
+        }
+        return kept === "recorded";
       },
       succeededToday() {
-        const day = new Date(slot.scheduledAt);
-        day.setUTCHours(0, 0, 0, 0);
-        return runs.succeededSince(slot.owner, slot.agentId, day);
+        // Every earlier slot settled before the agent came to this one, and lastRunAt is when the
+        // last of them finished: before this UTC day began, none of them is on it. Asked once a
+        // slot (the day's earlier slots are settled), and handed to its settle (see RunStore).
+        const dayStart = new Date(slot.scheduledAt);
+        dayStart.setUTCHours(0, 0, 0, 0);
+        today ??= (
+          (agent.lastRunAt?.getTime() ?? 0) < dayStart.getTime()
+            ? Promise.resolve([])
+            : runs.succeededToday(slot, slotBefore(agent, slot.scheduledAt))
+        ).catch((error: unknown) => {
+          today = undefined;
+          throw error;
+        });
+        return today;
       },
     };
     try {
@@ -249,7 +332,13 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
           outcome: outcome.ok ? "succeeded" : "failed",
           ...(outcome.ok ? { result: outcome.result } : { error: outcome.error }),
         };
-        const recorded = await runs.record(lease, run, { now: finishedAt, settles });
+        // The day's earlier successes travel with a settling run, when this slot learned them.
+        const known = settles && today !== undefined ? await today.catch(() => undefined) : undefined;
+        const recorded = await runs.record(lease, run, {
+          now: finishedAt,
+          settles,
+          ...(known === undefined ? {} : { today: known }),
+        });
         if (recorded !== "recorded") return;
         events.onRun?.(run, startedAt.getTime() - slot.scheduledAt.getTime(), worker);
         await options.runEvents?.finished(run);
@@ -281,7 +370,11 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     const abort = new AbortController();
     const done = runSlot(agent, lease, abort)
       .catch((error: unknown) => events.onError?.(error, "running a slot"))
-      .finally(() => running.delete(agent.agentId));
+      .finally(() => {
+        running.delete(agent.agentId);
+        endedHere.set(slotKeyOf(lease.agentId, lease.scheduledAt), runsEnded++);
+        onRunEnded();
+      });
     running.set(agent.agentId, { done, abort });
   }
 
@@ -295,31 +388,88 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     });
   }
 
-  async function poll(): Promise<void> {
-    if (stopping) return;
+  /**
+   * One poll: a single look at the due agents, a window a few times the free capacity (plus what
+   * this replica knows it will skip), tried in random order so that replicas polling the same
+   * window spread over it instead of all claiming its head. A slot found held by another replica
+   * (its claim's insert failed, its lease runs, it has no settling run yet) is left alone until a
+   * lease taken at that moment would have run out. Resolves with whether more due work was left
+   * than this poll could start.
+   */
+  async function poll(): Promise<boolean> {
+    if (stopping) return false;
+    // Pending agents are paged through beside the due query, at capacity too: activating one
+    // starts nothing.
+    const activation = activatePending();
     const free = options.concurrency - running.size;
-    // Both reads at once: a poll costs the slower of the two, not their sum.
-    const [, due] = await Promise.all([
-      activatePending(),
-      free > 0 ? agents.due(now(), free * 2) : Promise.resolve([] as readonly AgentRecord[]),
-    ]);
-    if (stopping || free <= 0) return;
+    if (free <= 0) {
+      await activation;
+      return false;
+    }
+    const nowMs = now().getTime();
+    for (const [key, until] of heldElsewhere) if (until <= nowMs) heldElsewhere.delete(key);
+    // Runs that ended before this query began are in its answer (they advanced their agents).
+    const endedBefore = runsEnded;
+    for (const [key, ended] of endedHere) if (ended < endedBefore) endedHere.delete(key);
+    const window = Math.min(
+      MAX_WINDOW,
+      free * WINDOW_PER_FREE_RUN + running.size + heldElsewhere.size + settledSeen.size,
+    );
+    const [, due] = await Promise.all([activation, agents.due(new Date(nowMs), window)]);
+    /** Agents whose slot settled more than SETTLED_GRACE_MS ago, still not advanced. */
+    const stranded: [AgentRecord, RunRecord][] = [];
+    const runnable: AgentRecord[] = [];
+    const stillDue = new Set<string>();
+    for (const agent of due) {
+      if (running.has(agent.agentId)) continue;
+      if (agent.status === "active" && agent.nextRunAt !== undefined) {
+        const key = slotKeyOf(agent.agentId, agent.nextRunAt);
+        stillDue.add(key);
+        const settled = settledSeen.get(key);
+        if (settled !== undefined) {
+          if (nowMs - settled.finishedAt.getTime() >= SETTLED_GRACE_MS) stranded.push([agent, settled]);
+        } else if (!heldElsewhere.has(key) && !endedHere.has(key)) {
+          runnable.push(agent);
+        }
+      }
+    }
+    // What is no longer due has advanced: forget it.
+    for (const key of settledSeen.keys()) if (!stillDue.has(key)) settledSeen.delete(key);
+    shuffle(runnable, options.random ?? Math.random);
     /** Claims under way, so that concurrent claims cannot overfill `concurrency`. */
     let claiming = 0;
+    let started = 0;
+    let tried = 0;
+    // Their holders died between settling and advancing: advanced here, not run again.
+    await forEachConcurrently(stranded, POLL_PARALLELISM, ([agent, settled]) => advance(agent, settled));
     // Agents are handled a few at a time: a poll costs a few round trips rather than a few per
     // agent, without flooding the database with every due agent's claims at once.
-    await forEachConcurrently(due, POLL_PARALLELISM, async (agent) => {
+    await forEachConcurrently(runnable, POLL_PARALLELISM, async (agent) => {
       if (stopping || running.has(agent.agentId)) return;
       if (agent.status !== "active" || agent.nextRunAt === undefined) return;
+      const key = slotKeyOf(agent.agentId, agent.nextRunAt);
+      if (endedHere.has(key)) return;
       if (running.size + claiming >= options.concurrency) return;
+      tried++;
       claiming++;
       try {
-        const slot: SlotRef = { agentId: agent.agentId, owner: agent.owner, scheduledAt: agent.nextRunAt };
+        const slot: SlotRef = {
+          agentId: agent.agentId,
+          owner: agent.owner,
+          scheduledAt: agent.nextRunAt as Date,
+        };
         const lease = await runs.claim(slot, { worker, now: now(), leaseMs: options.leaseMs });
         if (lease === undefined) {
-          // Held by another replica, or settled: then a crash came between settling and advancing.
+          // Held by another replica, or settled: then its holder is advancing the agent right now,
+          // or a crash came between settling and advancing.
           const settled = await runs.settled(slot);
-          if (settled !== undefined) await advance(agent, settled);
+          if (settled === undefined) {
+            heldElsewhere.set(key, nowMs + options.leaseMs + CLOCK_SKEW_ALLOWANCE_MS);
+          } else if (nowMs - settled.finishedAt.getTime() < SETTLED_GRACE_MS) {
+            settledSeen.set(key, settled);
+          } else {
+            await advance(agent, settled);
+          }
           return;
         }
         if (lease.generation > 0) events.onTakeover?.(slot);
@@ -328,28 +478,72 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
           return;
         }
         startRun(agent, lease);
+        started++;
       } finally {
         claiming--;
       }
     });
+    // More is due than was started: agents left untried, or a full window (more may lie beyond it).
+    return started > 0 && (tried < runnable.length || due.length >= window);
   }
 
   function tick(): Promise<void> {
     // One poll at a time: a slow database must not stack polls up.
     polling ??= poll()
-      .catch((error: unknown) => events.onError?.(error, "polling for due agents"))
+      .then(
+        (more) => {
+          backlog = more;
+        },
+        (error: unknown) => {
+          backlog = false;
+          events.onError?.(error, "polling for due agents");
+        },
+      )
       .finally(() => {
         polling = undefined;
       });
     return polling;
   }
 
+  /**
+   * The polling loop: the next poll comes after `pollIntervalMs` when the last one found nothing
+   * more than it started, and as soon as half the capacity is free again while due work is left,
+   * so that a backlog drains at the speed runs finish, a few runs per poll.
+   */
+  function schedulePoll(delayMs: number): void {
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      timer = undefined;
+      void tick().then(() => {
+        if (stopping || !looping) return;
+        if (!backlog) schedulePoll(options.pollIntervalMs);
+        else if (options.concurrency - running.size >= wakeAt) schedulePoll(0);
+        // Otherwise the run that frees enough capacity polls (see startRun); the interval still
+        // bounds the wait.
+        else schedulePoll(options.pollIntervalMs);
+      });
+    }, delayMs);
+    timer.unref();
+  }
+
+  /** A run ended: with due work left, poll now if enough capacity is free. */
+  function onRunEnded(): void {
+    if (
+      looping &&
+      !stopping &&
+      backlog &&
+      polling === undefined &&
+      options.concurrency - running.size >= wakeAt
+    ) {
+      schedulePoll(0);
+    }
+  }
+
   return {
     start() {
-      if (timer !== undefined || stopping) return;
-      timer = setInterval(() => void tick(), options.pollIntervalMs);
-      timer.unref();
-      void tick();
+      if (looping || stopping) return;
+      looping = true;
+      schedulePoll(0);
     },
     tick,
     async idle() {
@@ -358,7 +552,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     },
     async stop(graceMs) {
       stopping = true;
-      clearInterval(timer);
+      clearTimeout(timer);
       timer = undefined;
       await polling;
       const all = Promise.all([...running.values()].map((r) => r.done));
@@ -386,6 +580,24 @@ const PENDING_PAGE = 64;
 const WAIT_CHECK_MAX_MS = 60_000;
 /** Waiting agents remembered per replica; past it the oldest is simply looked at again. */
 const MAX_WAITING_KEPT = 100_000;
+/** A poll looks at this many due agents per free run (plus those it will skip), at most MAX_WINDOW. */
+const WINDOW_PER_FREE_RUN = 8;
+const MAX_WINDOW = 1_000;
+/**
+ * How long after a slot settled its agent is left to the slot's holder to advance (a few writes
+ * away, seconds at most on a loaded database) before another replica repairs it.
+ */
+const SETTLED_GRACE_MS = 5_000;
+
+const slotKeyOf = (agentId: string, slot: Date) => `${agentId}@${slot.getTime()}`;
+
+/** Fisher-Yates, in place. */
+function shuffle<T>(items: T[], random: () => number): void {
+  for (let i = items.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [items[i], items[j]] = [items[j] as T, items[i] as T];
+  }
+}
 
 /** Runs `work` on every item, at most `parallelism` at a time. */
 async function forEachConcurrently<T>(

@@ -45,3 +45,12 @@ export function firstSlotIndexAfter(anchor: Date, schedule: Schedule, after: Dat
 export function firstSlotAfter(anchor: Date, schedule: Schedule, after: Date): Date {
   return slotAt(anchor, schedule, firstSlotIndexAfter(anchor, schedule, after));
 }
+
+/**
+ * The slot before the one at (or just after, within less than a period) `slot`, or undefined for
+ * the first one (slot 1: the anchor itself is no run).
+ */
+export function slotBefore(anchor: Date, schedule: Schedule, slot: Date): Date | undefined {
+  const index = firstSlotIndexAfter(anchor, schedule, slot) - 1;
+  return index >= 2 ? slotAt(anchor, schedule, index - 1) : undefined;
+}
