@@ -333,11 +333,11 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
           ...(outcome.ok ? { result: outcome.result } : { error: outcome.error }),
         };
         // The day's earlier successes travel with a settling run, when this slot learned them.
-        const known = settles && today !== undefined ? await today.catch(() => undefined) : undefined;
+        const dayBefore = settles && today !== undefined ? await today.catch(() => undefined) : undefined;
         const recorded = await runs.record(lease, run, {
           now: finishedAt,
           settles,
-          ...(known === undefined ? {} : { today: known }),
+          ...(dayBefore === undefined ? {} : { today: dayBefore }),
         });
         if (recorded !== "recorded") return;
         events.onRun?.(run, startedAt.getTime() - slot.scheduledAt.getTime(), worker);
