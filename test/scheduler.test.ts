@@ -421,6 +421,39 @@ describe.each(STORES)("on the %s stores", (_name, make) => {
     expect(history[0]?.outcome).toBe("succeeded");
   });
 
+  it("stop() during a retry's backoff makes no new attempt and releases the slot, so another replica goes on at once", async () => {
+    const agent = transferAgent(1);
+    const { agents, runs } = await storesWith(make, [agent]);
+    const clock = movableClock(T0);
+    let attempts = 0;
+    const failing: Executor = {
+      execute: async () => {
+        attempts++;
+        return { ok: false, error: "simulated failure" };
+      },
+    };
+    const [a] = replicas(
+      1,
+      { agents, runs, now: clock.now },
+      { executor: failing, retryBaseMs: 200, retryMaxMs: 200 },
+    );
+    await a?.tick();
+    clock.set(slotAt(T0, "hourly", 1));
+    await a?.tick(); // attempt 1 fails; the run waits to retry
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await a?.stop(5_000);
+    expect(attempts).toBe(1);
+    // The lease was released: a second replica claims the slot without waiting for it to expire.
+    const [b] = replicas(1, { agents, runs, now: clock.now });
+    await b?.tick();
+    await b?.idle();
+    const history = await allRuns(runs, [agent]);
+    expect(history.map((r) => [r.attempt, r.outcome]).sort()).toEqual([
+      [1, "failed"],
+      [2, "succeeded"],
+    ]);
+  });
+
   it("pause, resume and a finishing run racing on one agent lose no update", async () => {
     const agent = transferAgent(1);
     const { agents, runs } = await storesWith(make, [agent]);
@@ -523,6 +556,40 @@ describe.each(STORES)("polling on the %s stores", (_name, make) => {
     expect((await agents.get(OWNER, agent.agentId))?.nextRunAt?.toISOString()).toBe(
       slotAt(T0, "hourly", 2).toISOString(),
     );
+  });
+
+  it("looks again at a slot held by a live replica every renewal period, and takes it over within one of its expiry", async () => {
+    const agent = { ...transferAgent(1), status: "active" as const };
+    const { agents, runs } = await storesWith(make, [agent]);
+    const slot = { agentId: agent.agentId, owner: OWNER, scheduledAt: slotAt(T0, "hourly", 1) };
+    const clock = movableClock(slot.scheduledAt);
+    // Another replica holds the slot (30 s leases) and renews 20 s later, as its heartbeat would.
+    const held = (await runs.claim(slot, { worker: "other", now: clock.now(), leaseMs: 30_000 })) as Lease;
+    let claims = 0;
+    const counted: RunStore = {
+      ...runs,
+      claim: (s, o) => {
+        claims++;
+        return runs.claim(s, o);
+      },
+    };
+    const [b] = replicas(1, { agents, runs: counted, now: clock.now });
+    const tickAt = async (ms: number) => {
+      clock.set(new Date(slot.scheduledAt.getTime() + ms));
+      await b?.tick();
+      await b?.idle();
+    };
+    await tickAt(0); // held: left alone for a lease and the skew allowance
+    await runs.renew(held, { now: new Date(slot.scheduledAt.getTime() + 20_000), leaseMs: 30_000 });
+    await tickAt(30_000);
+    expect(claims).toBe(1);
+    await tickAt(31_000); // still held (renewed to 50 s): looked at again every 10 s from now on
+    await tickAt(40_000);
+    expect(claims).toBe(2);
+    await tickAt(41_000); // held until 50 s
+    await tickAt(51_000); // its lease and the allowance are over: taken over
+    expect(claims).toBe(4);
+    expect((await allRuns(runs, [agent])).map((r) => r.outcome)).toEqual(["succeeded"]);
   });
 
   it("tells each run the agent's successes earlier on its UTC day, across midnight", async () => {

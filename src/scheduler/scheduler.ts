@@ -15,9 +15,10 @@
  *   the next poll: a due agent whose slot is already settled is advanced without running again
  *   (by the first poll SETTLED_GRACE_MS after the settle: until then its holder is likely
  *   advancing it itself, and a second advance would only race it).
- * - Stopping (SIGTERM) stops claiming at once, lets runs in flight finish within a deadline, and
- *   only then releases their leases; a run whose executor is still busy is never released (that
- *   is Agenda's double-run bug), its lease simply expires.
+ * - Stopping (SIGTERM) stops claiming at once, lets attempts in flight finish within a deadline
+ *   (a run waiting to retry makes no new attempt), and only then releases their leases; a run
+ *   whose executor is still busy is never released (that is Agenda's double-run bug), its lease
+ *   simply expires.
  */
 import type { AgentPatch, AgentRecord, AgentStore } from "../agent/agent-store.ts";
 import type { Schedule } from "../agent/schedule.ts";
@@ -120,13 +121,17 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   let polling: Promise<void> | undefined;
   /** The last poll left due work it had no capacity for. */
   let backlog = false;
+  /** How often a holder renews its lease. */
+  const renewEveryMs = Math.max(10, Math.floor(options.leaseMs / 3));
   /** Free capacity at which a backlog is polled for again. */
   const wakeAt = Math.max(1, Math.ceil(options.concurrency / 2));
   /**
-   * Slots found held by another replica ("agentId@slot ms"), left alone until that epoch ms (a
-   * lease taken then would have run out); then claimed again (a take-over, or found settled).
+   * Slots found held by another replica ("agentId@slot ms"): left alone `until` that epoch ms (at
+   * the first miss, when a lease taken then would have run out), then claimed again (a take-over,
+   * or found settled). A holder that is still there has renewed meanwhile, so after a repeated miss
+   * the slot is looked at again every renewal period, and is taken over within one of its expiry.
    */
-  const heldElsewhere = new Map<string, number>();
+  const heldElsewhere = new Map<string, { until: number; misses: number }>();
   /**
    * Slots whose run ended here, by the count of runs ended when it did: a poll whose query began
    * before a run ended may still see its agent at that slot, and must not claim it again.
@@ -238,20 +243,17 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     let lease: Lease | undefined = first;
     let finished = false;
     const slot: SlotRef = first;
-    const heartbeat = setInterval(
-      () => {
-        const held = lease;
-        if (held === undefined) return;
-        runs.renew(held, { now: now(), leaseMs: options.leaseMs }).then(
-          (renewed) => {
-            lease = renewed;
-            if (renewed === undefined) abort.abort(new Error("lease lost"));
-          },
-          (error: unknown) => events.onError?.(error, "renewing a lease"),
-        );
-      },
-      Math.max(10, Math.floor(options.leaseMs / 3)),
-    );
+    const heartbeat = setInterval(() => {
+      const held = lease;
+      if (held === undefined) return;
+      runs.renew(held, { now: now(), leaseMs: options.leaseMs }).then(
+        (renewed) => {
+          lease = renewed;
+          if (renewed === undefined) abort.abort(new Error("lease lost"));
+        },
+        (error: unknown) => events.onError?.(error, "renewing a lease"),
+      );
+    }, renewEveryMs);
     // The slot's journal, always under the newest renewal of the lease. What it holds is known
     // without asking the store when it can be: a first lease (generation 0) is the slot's first
     // holder, so no transaction was kept for the slot but those this run keeps itself; a taker
@@ -354,6 +356,9 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
           ...(options.random === undefined ? {} : { random: options.random }),
         });
         await abortableSleep(delay, abort.signal);
+        // Stopping: no new attempt (it could send a transfer the shutdown deadline then cuts off);
+        // the lease is released below, so another replica goes on at once.
+        if (stopping) return;
         attempt++;
       }
     } finally {
@@ -407,7 +412,6 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       return false;
     }
     const nowMs = now().getTime();
-    for (const [key, until] of heldElsewhere) if (until <= nowMs) heldElsewhere.delete(key);
     // Runs that ended before this query began are in its answer (they advanced their agents).
     const endedBefore = runsEnded;
     for (const [key, ended] of endedHere) if (ended < endedBefore) endedHere.delete(key);
@@ -428,13 +432,17 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
         const settled = settledSeen.get(key);
         if (settled !== undefined) {
           if (nowMs - settled.finishedAt.getTime() >= SETTLED_GRACE_MS) stranded.push([agent, settled]);
-        } else if (!heldElsewhere.has(key) && !endedHere.has(key)) {
+        } else if ((heldElsewhere.get(key)?.until ?? 0) <= nowMs && !endedHere.has(key)) {
           runnable.push(agent);
         }
       }
     }
-    // What is no longer due has advanced: forget it.
+    // What is no longer due has advanced: forget it (with the window full, only what is old).
     for (const key of settledSeen.keys()) if (!stillDue.has(key)) settledSeen.delete(key);
+    for (const [key, held] of heldElsewhere) {
+      const gone = due.length < window ? !stillDue.has(key) : held.until + options.leaseMs < nowMs;
+      if (gone) heldElsewhere.delete(key);
+    }
     shuffle(runnable, options.random ?? Math.random);
     /** Claims under way, so that concurrent claims cannot overfill `concurrency`. */
     let claiming = 0;
@@ -464,7 +472,9 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
           // or a crash came between settling and advancing.
           const settled = await runs.settled(slot);
           if (settled === undefined) {
-            heldElsewhere.set(key, nowMs + options.leaseMs + CLOCK_SKEW_ALLOWANCE_MS);
+            const misses = (heldElsewhere.get(key)?.misses ?? 0) + 1;
+            const wait = misses === 1 ? options.leaseMs + CLOCK_SKEW_ALLOWANCE_MS : renewEveryMs;
+            heldElsewhere.set(key, { until: nowMs + wait, misses });
           } else if (nowMs - settled.finishedAt.getTime() < SETTLED_GRACE_MS) {
             settledSeen.set(key, settled);
           } else {
@@ -477,6 +487,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
           await runs.release(lease);
           return;
         }
+        heldElsewhere.delete(key);
         startRun(agent, lease);
         started++;
       } finally {
