@@ -435,12 +435,12 @@ describe.each(STORES)("on the %s stores", (_name, make) => {
     const [a] = replicas(
       1,
       { agents, runs, now: clock.now },
-      { executor: failing, retryBaseMs: 200, retryMaxMs: 200 },
+      { executor: failing, retryBaseMs: 500, retryMaxMs: 500, random: () => 0.99 },
     );
     await a?.tick();
     clock.set(slotAt(T0, "hourly", 1));
-    await a?.tick(); // attempt 1 fails; the run waits to retry
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    await a?.tick(); // attempt 1 fails; the run waits about half a second to retry
+    await new Promise((resolve) => setTimeout(resolve, 50));
     await a?.stop(5_000);
     expect(attempts).toBe(1);
     // The lease was released: a second replica claims the slot without waiting for it to expire.
