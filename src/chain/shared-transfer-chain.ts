@@ -1,3 +1,4 @@
+import { untilAborted } from "./cached-chain.ts";
 import type { SentStatus, TransferChain } from "./chain.ts";
 
 /** Signatures one getSignatureStatuses call may carry (the JSON-RPC method's own limit). */
@@ -73,8 +74,8 @@ export function createSharedTransferChain(
 
   return {
     getTokenAccount: (address, signal) => chain.getTokenAccount(address, signal),
-    getLatestBlockhash: (signal) => withSignal(blockhash(), signal),
-    getBlockHeight: (signal) => withSignal(height(), signal),
+    getLatestBlockhash: (signal) => untilAborted(blockhash(), signal),
+    getBlockHeight: (signal) => untilAborted(height(), signal),
     getSignatureStatuses(signatures, signal, options) {
       if (signatures.length === 0) return Promise.resolve([]);
       // A caller asking for more than one call carries is served alone, in its own calls.
@@ -88,7 +89,7 @@ export function createSharedTransferChain(
         flushing = true;
         setImmediate(flush);
       }
-      return withSignal(answer, signal);
+      return untilAborted(answer, signal);
     },
     simulateTransaction: (transaction, signal) => chain.simulateTransaction(transaction, signal),
     sendTransaction: (transaction, signal, options) => chain.sendTransaction(transaction, signal, options),
@@ -110,24 +111,4 @@ function sharedFor<T>(ttlMs: number, load: () => Promise<T>): () => Promise<T> {
     }
     return current.value;
   };
-}
-
-/** The shared answer, or the caller's own abort reason as soon as its signal aborts. */
-function withSignal<T>(answer: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (signal === undefined) return answer;
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    answer.then(
-      (value) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(error);
-      },
-    );
-  });
 }
