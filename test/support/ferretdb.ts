@@ -19,6 +19,8 @@ export interface FerretdbServer {
   /** `mongodb://127.0.0.1:<port>/` */
   readonly uri: string;
   readonly port: number;
+  /** The running process's id (CPU figures in the benches read /proc/<pid>/stat). */
+  readonly pid: number | undefined;
   /** SIGTERM, wait for exit, remove the data directory. The instance cannot be restarted after. */
   stop(): Promise<void>;
   /** Start the process again on the same port and data directory (stopping it first if running). */
@@ -79,7 +81,9 @@ async function mtimeMs(path: string): Promise<number | undefined> {
 }
 
 /** Starts a private FerretDB on a free loopback port with a fresh data directory. */
-export async function startFerretdb(): Promise<FerretdbServer> {
+export async function startFerretdb(options: { asShipped?: boolean } = {}): Promise<FerretdbServer> {
+  // asShipped: without the _id index of tools/ferretdb/id_index.go, so a bench can show what it changes.
+  const flags = options.asShipped === true ? ["--id-index=false"] : [];
   const binary = await ensureFerretdbBinary();
   const dataDir = await mkdtemp(join(tmpdir(), "ferretdb-test-"));
   trackDir(dataDir);
@@ -90,7 +94,7 @@ export async function startFerretdb(): Promise<FerretdbServer> {
     for (let attempt = 1; running === undefined; attempt++) {
       port = await freePort();
       try {
-        running = await launch(binary, port, dataDir);
+        running = await launch(binary, port, dataDir, flags);
       } catch (err) {
         if (attempt >= 3 || !(err instanceof PortInUseError)) throw err;
       }
@@ -107,6 +111,9 @@ export async function startFerretdb(): Promise<FerretdbServer> {
   return {
     uri,
     port,
+    get pid() {
+      return current?.pid;
+    },
     async stop() {
       if (stopped) return;
       stopped = true;
@@ -136,7 +143,7 @@ export async function startFerretdb(): Promise<FerretdbServer> {
       // The port was ours a moment ago; retry briefly in case the kernel has not released it yet.
       for (let attempt = 1; ; attempt++) {
         try {
-          current = await launch(binary, port, dataDir);
+          current = await launch(binary, port, dataDir, flags);
           return;
         } catch (err) {
           if (attempt >= 10 || !(err instanceof PortInUseError)) throw err;
@@ -152,15 +159,25 @@ class PortInUseError extends Error {
 }
 
 interface Running {
+  readonly pid: number | undefined;
   terminate(signal: "SIGTERM" | "SIGKILL"): Promise<void>;
   signal(signal: "SIGSTOP" | "SIGCONT"): void;
 }
 
 /** Spawns the server and resolves once its port accepts TCP connections. */
-async function launch(binary: string, port: number, dataDir: string): Promise<Running> {
-  const child = spawn(binary, [`--listen-addr=127.0.0.1:${port}`, `--sqlite-url=file:${dataDir}/`], {
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+async function launch(
+  binary: string,
+  port: number,
+  dataDir: string,
+  flags: readonly string[],
+): Promise<Running> {
+  const child = spawn(
+    binary,
+    [`--listen-addr=127.0.0.1:${port}`, `--sqlite-url=file:${dataDir}/`, ...flags],
+    {
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
   track(child);
   let output = "";
   const keep = (chunk: Buffer) => {
@@ -195,7 +212,7 @@ async function launch(binary: string, port: number, dataDir: string): Promise<Ru
       const message = `FerretDB (${binary}) on port ${port} exited during startup (${how}); its output:\n${output}`;
       throw /address already in use/.test(output) ? new PortInUseError(message) : new Error(message);
     }
-    if (await accepts(port)) return { terminate, signal: (sig) => child.kill(sig) };
+    if (await accepts(port)) return { pid: child.pid, terminate, signal: (sig) => child.kill(sig) };
     if (Date.now() > deadline) {
       await terminate("SIGKILL");
       throw new Error(

@@ -10,6 +10,8 @@ import (
 	"flag"
 	"log"
 	"log/slog"
+	"net/http"
+	_ "net/http/pprof"
 	"os"
 	"os/signal"
 	"syscall"
@@ -20,7 +22,13 @@ import (
 func main() {
 	listen := flag.String("listen-addr", "127.0.0.1:27017", "TCP listen address")
 	sqliteURL := flag.String("sqlite-url", "file:data/", "SQLite directory URI (ends with /)")
+	idIndex := flag.Bool("id-index", true, "add the _id index FerretDB's own lookups can use (see id_index.go)")
 	flag.Parse()
+
+	// A CPU profile on demand (FERRETDB_PPROF_ADDR=127.0.0.1:6060), to see where FerretDB spends its time under the benches.
+	if addr := os.Getenv("FERRETDB_PPROF_ADDR"); addr != "" {
+		go func() { log.Print(http.ListenAndServe(addr, nil)) }()
+	}
 
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	f, err := ferretdb.New(&ferretdb.Config{
@@ -36,7 +44,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	go func() { <-ctx.Done() }()
+	if *idIndex {
+		go keepIDIndexes(ctx, dataDir(*sqliteURL))
+	}
 	log.Printf("ferretdb listening on %s", *listen)
 	if err := f.Run(ctx); err != nil {
 		log.Fatal(err)
