@@ -507,6 +507,47 @@ describe.each(STORES)("polling on the %s stores", (_name, make) => {
     expect((await allRuns(runs, records)).filter((r) => r.outcome === "succeeded")).toHaveLength(40);
   });
 
+  it("drains a backlog from few due answers, and looks at pending agents once meanwhile", async () => {
+    const records = dueAgents(40);
+    const { agents, runs } = await storesWith(make, records);
+    let dueQueries = 0;
+    let pendingQueries = 0;
+    const counted: AgentStore = {
+      ...agents,
+      due: (at, limit) => {
+        dueQueries++;
+        return agents.due(at, limit);
+      },
+      pending: (after, limit) => {
+        pendingQueries++;
+        return agents.pending(after, limit);
+      },
+    };
+    const clock = movableClock(slotAt(T0, "hourly", 1));
+    // Answers stay usable for ten minutes here: the counts below must not depend on how fast the
+    // runs finish on this machine.
+    const [s] = replicas(
+      1,
+      { agents: counted, runs, now: clock.now },
+      { concurrency: 4, pollIntervalMs: 600_000, reuseMs: 600_000 },
+    );
+    s?.start();
+    defer(async () => {
+      await s?.stop(1_000);
+    });
+    const deadline = performance.now() + 20_000;
+    while ((await agents.due(clock.now(), 1)).length > 0) {
+      expect(performance.now(), "40 runs at concurrency 4 within 20 s").toBeLessThan(deadline);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await s?.stop(1_000);
+    expect((await allRuns(runs, records)).filter((r) => r.outcome === "succeeded")).toHaveLength(40);
+    // A poll every two finished runs is about 20 polls; asking the store at each would read every
+    // agent 40 times on FerretDB. The first answer holds 32 agents, the next the rest.
+    expect(dueQueries).toBeLessThanOrEqual(4);
+    expect(pendingQueries).toBeLessThanOrEqual(2);
+  });
+
   it("polls once per interval while nothing is due, one query each", async () => {
     const { agents, runs } = await storesWith(make, []);
     let queries = 0;

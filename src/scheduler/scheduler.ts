@@ -86,6 +86,8 @@ export interface SchedulerOptions {
   /** Tells the event log of each attempt as it starts and once it is recorded. */
   readonly runEvents?: RunAnnouncer;
   readonly random?: () => number;
+  /** See REUSE_MS (tests lengthen it, so that what they count does not depend on the machine's speed). */
+  readonly reuseMs?: number;
 }
 
 export interface Scheduler {
@@ -108,6 +110,7 @@ export interface Scheduler {
 export function createScheduler(options: SchedulerOptions): Scheduler {
   const { agents, runs, executor, clock, worker, events = {} } = options;
   const now = options.now ?? (() => new Date());
+  const reuseMs = options.reuseMs ?? REUSE_MS;
   /** Runs in flight, by agent id: one slot of an agent at a time per replica. */
   const running = new Map<string, { done: Promise<void>; abort: AbortController }>();
   /** Pending agents found waiting: when each is looked at again, and how many times it was. */
@@ -121,6 +124,13 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   let polling: Promise<void> | undefined;
   /** The last poll left due work it had no capacity for. */
   let backlog = false;
+  /**
+   * The last due answer, with when it was had (real and schedule time): polls that a backlog
+   * brings on, a few runs apart, work through it instead of asking again (see REUSE_MS).
+   */
+  let lastDue: { agents: readonly AgentRecord[]; window: number; realMs: number; nowMs: number } | undefined;
+  /** When pending agents were last looked at (real and schedule time). */
+  let lastPendingLook: { realMs: number; nowMs: number } | undefined;
   /** How often a holder renews its lease. */
   const renewEveryMs = Math.max(10, Math.floor(options.leaseMs / 3));
   /** Free capacity at which a backlog is polled for again. */
@@ -403,23 +413,44 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
    */
   async function poll(): Promise<boolean> {
     if (stopping) return false;
+    const nowMs = now().getTime();
+    const realMs = performance.now();
+    // Within REUSE_MS of the last look, in real and in schedule time (tests move the latter).
+    const recent = (at: { realMs: number; nowMs: number } | undefined) =>
+      at !== undefined && realMs - at.realMs < reuseMs && nowMs - at.nowMs >= 0 && nowMs - at.nowMs < reuseMs;
     // Pending agents are paged through beside the due query, at capacity too: activating one
-    // starts nothing.
-    const activation = activatePending();
+    // starts nothing. While a backlog drains, polls come a few runs apart; pending agents wait
+    // 0.5 s or more between checks anyway, so they are looked at once per REUSE_MS then: on a
+    // store without indexes (FerretDB) each look reads every agent.
+    const lookAtPending = !backlog || !recent(lastPendingLook);
+    if (lookAtPending) lastPendingLook = { realMs, nowMs };
+    const activation = lookAtPending ? activatePending() : Promise.resolve();
     const free = options.concurrency - running.size;
     if (free <= 0) {
       await activation;
       return false;
     }
-    const nowMs = now().getTime();
-    // Runs that ended before this query began are in its answer (they advanced their agents).
-    const endedBefore = runsEnded;
-    for (const [key, ended] of endedHere) if (ended < endedBefore) endedHere.delete(key);
-    const window = Math.min(
-      MAX_WINDOW,
-      free * WINDOW_PER_FREE_RUN + running.size + heldElsewhere.size + settledSeen.size,
-    );
-    const [, due] = await Promise.all([activation, agents.due(new Date(nowMs), window)]);
+    // A backlog's polls work through the last answer while it is recent: what ran or was claimed
+    // since is skipped below (running, endedHere, heldElsewhere), and a stale entry costs one
+    // failed claim, as an answer that raced another replica always could.
+    const reuse = backlog && lastDue !== undefined && recent(lastDue) ? lastDue : undefined;
+    let window: number;
+    let due: readonly AgentRecord[];
+    if (reuse !== undefined) {
+      ({ window, agents: due } = reuse);
+      await activation;
+    } else {
+      // Runs that ended before this query began are in its answer (they advanced their agents).
+      // Not so for a reused answer, had before they ended: their marks stay until a fresh one.
+      const endedBefore = runsEnded;
+      for (const [key, ended] of endedHere) if (ended < endedBefore) endedHere.delete(key);
+      window = Math.min(
+        MAX_WINDOW,
+        free * WINDOW_PER_FREE_RUN + running.size + heldElsewhere.size + settledSeen.size,
+      );
+      [, due] = await Promise.all([activation, agents.due(new Date(nowMs), window)]);
+      lastDue = { agents: due, window, realMs, nowMs };
+    }
     /** Agents whose slot settled more than SETTLED_GRACE_MS ago, still not advanced. */
     const stranded: [AgentRecord, RunRecord][] = [];
     const runnable: AgentRecord[] = [];
@@ -437,11 +468,14 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
         }
       }
     }
-    // What is no longer due has advanced: forget it (with the window full, only what is old).
-    for (const key of settledSeen.keys()) if (!stillDue.has(key)) settledSeen.delete(key);
-    for (const [key, held] of heldElsewhere) {
-      const gone = due.length < window ? !stillDue.has(key) : held.until + options.leaseMs < nowMs;
-      if (gone) heldElsewhere.delete(key);
+    // What is no longer due has advanced: forget it (with the window full, only what is old). A
+    // reused answer is older than these marks: it cannot tell.
+    if (reuse === undefined) {
+      for (const key of settledSeen.keys()) if (!stillDue.has(key)) settledSeen.delete(key);
+      for (const [key, held] of heldElsewhere) {
+        const gone = due.length < window ? !stillDue.has(key) : held.until + options.leaseMs < nowMs;
+        if (gone) heldElsewhere.delete(key);
+      }
     }
     shuffle(runnable, options.random ?? Math.random);
     /** Claims under way, so that concurrent claims cannot overfill `concurrency`. */
@@ -494,8 +528,10 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
         claiming--;
       }
     });
+    // Nothing left in a reused answer: the next poll asks again.
+    if (reuse !== undefined && tried >= runnable.length) lastDue = undefined;
     // More is due than was started: agents left untried, or a full window (more may lie beyond it).
-    return started > 0 && (tried < runnable.length || due.length >= window);
+    return (started > 0 || reuse !== undefined) && (tried < runnable.length || due.length >= window);
   }
 
   function tick(): Promise<void> {
@@ -594,6 +630,12 @@ const MAX_WAITING_KEPT = 100_000;
 /** A poll looks at this many due agents per free run (plus those it will skip), at most MAX_WINDOW. */
 const WINDOW_PER_FREE_RUN = 8;
 const MAX_WINDOW = 1_000;
+/**
+ * How long a due answer serves the polls of a backlog, and how often pending agents are looked at
+ * while one drains. Polls then come every few finished runs; asking each time would read the agents
+ * collection a few times a second, which on FerretDB (no indexes) costs more than the runs.
+ */
+const REUSE_MS = 1_000;
 /**
  * How long after a slot settled its agent is left to the slot's holder to advance (a few writes
  * away, seconds at most on a loaded database) before another replica repairs it.
