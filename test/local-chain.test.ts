@@ -95,6 +95,25 @@ describe("the local chain's clock", () => {
     ).toBe(false);
   });
 
+  it("after an idle gap past a blockhash's life, the finalized blockhash is still valid and a send with it lands", async () => {
+    // The bug: a minute idle (150 slots), and getLatestBlockhash at its default commitment
+    // (finalized; kit would send confirmed, so the test names it) named the last hash made before
+    // the gap, already expired.
+    now += 200 * SLOT_MS;
+    const { value: latest } = await chain.rpc.getLatestBlockhash({ commitment: "finalized" }).send();
+    const height = await chain.rpc.getBlockHeight({ commitment: "finalized" }).send();
+    expect(latest.lastValidBlockHeight).toBe(height + 150n);
+    expect(
+      (await chain.rpc.isBlockhashValid(latest.blockhash, { commitment: "processed" }).send()).value,
+    ).toBe(true);
+    const signature = await chain.send(
+      payer,
+      [getTransferSolInstruction({ source: payer, destination: payer.address, amount: 3n })],
+      { blockhashCommitment: "finalized" },
+    );
+    expect((await chain.confirm(signature)).err).toBeNull();
+  });
+
   it("charges the fee payer exactly the fee its meta records, also when the transaction fails", async () => {
     const before = (await chain.rpc.getBalance(payer.address).send()).value;
     const failed = await chain.send(

@@ -178,6 +178,13 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
   const tick = () => {
     const due = clock.dueSlot();
     if (due > clock.slot) {
+      // After an idle gap the slots between were never looked at and have no blockhash. The
+      // finalized view (32 slots back) would then name the last hash made before the gap, expired
+      // once the gap passes 150 slots (a minute at 400 ms), and every caller using the default
+      // commitment would send with it and fail BlockhashNotFound. The finalized slot gets its own
+      // blockhash, as every slot of a cluster has one.
+      const finalized = due - FINALIZATION_SLOTS;
+      if (finalized > clock.slot) produce(finalized);
       produce(due);
       pruneHistory();
       changed();
