@@ -95,11 +95,12 @@ describe("the local chain's clock", () => {
     ).toBe(false);
   });
 
-  it("after an idle gap past a blockhash's life, the finalized blockhash is still valid and a send with it lands", async () => {
+  it("after an idle gap past a blockhash's life (160 slots), the finalized blockhash is still valid and a send with it lands", async () => {
     // The bug: a minute idle (150 slots), and getLatestBlockhash at its default commitment
     // (finalized; kit would send confirmed, so the test names it) named the last hash made before
-    // the gap, already expired.
-    now += 200 * SLOT_MS;
+    // the gap, already expired. Past 182 slots that hash was pruned and the newest, not yet
+    // finalized, one was named instead; 160 is inside the window where the expired one was kept.
+    now += 160 * SLOT_MS;
     const { value: latest } = await chain.rpc.getLatestBlockhash({ commitment: "finalized" }).send();
     const height = await chain.rpc.getBlockHeight({ commitment: "finalized" }).send();
     expect(latest.lastValidBlockHeight).toBe(height + 150n);
