@@ -45,7 +45,13 @@ export interface Simulation {
   readonly logs: readonly string[];
   readonly unitsConsumed: bigint;
   readonly returnData: { programId: string; data: string } | null;
-  readonly innerInstructions: unknown[];
+  /** Compiled, as the json encoding shows them; simulateTransaction parses them with `accountKeys`. */
+  readonly innerInstructions: {
+    index: number;
+    instructions: { programIdIndex: number; accounts: number[]; data: string; stackHeight: number }[];
+  }[];
+  /** Every key the transaction names (static, then loaded), which the instructions index. */
+  readonly accountKeys: readonly string[];
   /** Accounts after the simulation, for the addresses asked for (undefined: no account). */
   readonly accounts: readonly (RawAccount | undefined)[];
   /** null when the fee was never worked out (an unknown blockhash, a bad signature). */
@@ -281,6 +287,7 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
       unitsConsumed: 0n,
       returnData: null,
       innerInstructions: [],
+      accountKeys: wire.accounts,
       accounts: accounts.map(() => undefined),
       fee: null,
       balances: pre === undefined ? null : { pre, post: pre },
@@ -306,7 +313,12 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
     } finally {
       svm.withSigverify(true);
     }
-    const base = { fee: wire.fee, loadedAddresses: wire.loaded, loadedAccountsDataSize };
+    const base = {
+      fee: wire.fee,
+      loadedAddresses: wire.loaded,
+      loadedAccountsDataSize,
+      accountKeys: wire.accounts,
+    };
     if (result instanceof FailedTransactionMetadata) {
       return {
         ...base,
