@@ -50,6 +50,7 @@ export function nodeMethods(
           pubsub: port === undefined ? null : `${HOST}:${port + 1}`,
           version: API_VERSION,
           featureSet: FEATURE_SET,
+          clientId: "Agave",
           // A u16 from the genesis, as a cluster's shred version comes from its genesis hash.
           shredVersion: genesisDigest().readUInt16LE(0) || 1,
         },
