@@ -252,6 +252,26 @@ describe("jsonParsed instructions", () => {
     expect(result.value.innerInstructions).toEqual([ataInner(stackHeight(2))]);
   });
 
+  it("getBlock in jsonParsed shows the same parsed instructions", async () => {
+    const { result: tx } = (await chain.raw("getTransaction", [
+      signature,
+      { encoding: "json", maxSupportedTransactionVersion: 0, commitment: "confirmed" },
+    ])) as { result: { slot: number } };
+    const { result: block } = (await chain.raw("getBlock", [
+      tx.slot,
+      { encoding: "jsonParsed", maxSupportedTransactionVersion: 0, commitment: "confirmed" },
+    ])) as { result: { transactions: { transaction: Record<string, any>; meta: Record<string, any> }[] } };
+    const mine = block.transactions.find((entry) => entry.transaction.signatures[0] === signature);
+    const { result: parsed } = (await chain.raw("getTransaction", [
+      signature,
+      { encoding: "jsonParsed", maxSupportedTransactionVersion: 0, commitment: "confirmed" },
+    ])) as { result: { transaction: unknown; meta: unknown } };
+    expect(mine?.transaction).toEqual(parsed.transaction);
+    expect(mine?.meta).toEqual(parsed.meta);
+    expect(mine?.transaction.message.instructions[2]).toEqual(memoParsed);
+    expect(mine?.meta.innerInstructions[0].instructions[1].parsed.type).toBe("createAccount");
+  });
+
   it("a system transfer parses with lamports as an integer", async () => {
     const to = (await generateKeyPairSigner()).address;
     const sent = await chain.sendAndConfirm(payer, [
