@@ -34,6 +34,9 @@ import { type RunningLocalChain, startLocalChain } from "../src/local-chain/star
 import { loadCatalog } from "../src/token/catalog.ts";
 import { type ChainClient, createChainClient } from "./support/chain-client.ts";
 
+// biome-ignore lint/suspicious/noExplicitAny: raw JSON-RPC answers, read by path and checked with toEqual.
+type Raw = any;
+
 const catalog = loadCatalog();
 const USDC = address(catalog.tokens.find((t) => t.symbol === "USDC")?.mint as string);
 const SYSTEM = "11111111111111111111111111111111";
@@ -191,7 +194,7 @@ describe("jsonParsed instructions", () => {
     const { result } = (await chain.raw("getTransaction", [
       signature,
       { encoding: "jsonParsed", maxSupportedTransactionVersion: 0, commitment: "confirmed" },
-    ])) as { result: Record<string, any> };
+    ])) as { result: Record<string, Raw> };
     expect(result.transaction.message.instructions).toEqual([
       ataCreate(),
       transferChecked(),
@@ -222,7 +225,7 @@ describe("jsonParsed instructions", () => {
     const { result } = (await chain.raw("getTransaction", [
       signature,
       { encoding: "json", maxSupportedTransactionVersion: 0, commitment: "confirmed" },
-    ])) as { result: Record<string, any> };
+    ])) as { result: Record<string, Raw> };
     expect(result.transaction.message.instructions[2]).toEqual({
       programIdIndex: expect.any(Number),
       accounts: [],
@@ -247,7 +250,7 @@ describe("jsonParsed instructions", () => {
     const { result } = (await chain.raw("simulateTransaction", [
       await signed(await instructions()),
       { encoding: "base64", innerInstructions: true, commitment: "confirmed" },
-    ])) as { result: { value: Record<string, any> } };
+    ])) as { result: { value: Record<string, Raw> } };
     expect(result.value.err).toBeNull();
     expect(result.value.innerInstructions).toEqual([ataInner(stackHeight(2))]);
   });
@@ -260,7 +263,7 @@ describe("jsonParsed instructions", () => {
     const { result: block } = (await chain.raw("getBlock", [
       tx.slot,
       { encoding: "jsonParsed", maxSupportedTransactionVersion: 0, commitment: "confirmed" },
-    ])) as { result: { transactions: { transaction: Record<string, any>; meta: Record<string, any> }[] } };
+    ])) as { result: { transactions: { transaction: Record<string, Raw>; meta: Record<string, Raw> }[] } };
     const mine = block.transactions.find((entry) => entry.transaction.signatures[0] === signature);
     const { result: parsed } = (await chain.raw("getTransaction", [
       signature,
@@ -280,7 +283,7 @@ describe("jsonParsed instructions", () => {
     const { result } = (await chain.raw("getTransaction", [
       sent,
       { encoding: "jsonParsed", maxSupportedTransactionVersion: 0, commitment: "confirmed" },
-    ])) as { result: Record<string, any> };
+    ])) as { result: Record<string, Raw> };
     expect(result.transaction.message.instructions).toEqual([
       {
         program: "system",
