@@ -175,6 +175,7 @@ export async function startLocalChainServer(options: LocalChainServerOptions): P
       // rejection would end the whole process, the service's API with it.
       void answer(res, Buffer.concat(chunks, size).toString("utf8"), {
         address: req.socket.remoteAddress,
+        port: req.socket.localPort,
       }).catch((error: unknown) => {
         unexpected(error, "unknown");
         try {

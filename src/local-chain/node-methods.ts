@@ -17,13 +17,7 @@ const HOST = "127.0.0.1";
  * it stays the same across restarts from saved state, and a fresh chain (a reset) gets a new one,
  * as wallets expect of a new cluster.
  */
-export function nodeMethods(
-  chain: LocalChain,
-  options: {
-    /** The JSON-RPC port, once it listens (undefined: in-process only). PubSub listens on the next one. */
-    readonly rpcPort: () => number | undefined;
-  },
-): Record<string, RpcMethod> {
+export function nodeMethods(chain: LocalChain): Record<string, RpcMethod> {
   const identity = localKey("validator identity").address;
   const genesisDigest = () =>
     createHash("sha256").update(`local chain genesis ${chain.clock.state().genesisMs}`).digest();
@@ -33,8 +27,10 @@ export function nodeMethods(
 
     getIdentity: () => ({ identity }),
 
-    getClusterNodes() {
-      const port = options.rpcPort();
+    getClusterNodes(_params, _answer, caller) {
+      // The RPC port is the one the request came in on (PubSub listens on the next one); a caller
+      // in this process has none.
+      const port = caller.port;
       return [
         {
           pubkey: identity,

@@ -19,8 +19,6 @@ export function createRpcMethods(options: {
   cheatcodes?: boolean;
   /** requestAirdrop per client address. */
   airdropLimit: RateLimitConfig;
-  /** The JSON-RPC port once it listens, for getClusterNodes (absent: in-process only). */
-  rpcPort?: () => number | undefined;
 }): Record<string, RpcMethod> {
   const { chain } = options;
   const methods = {
@@ -29,7 +27,7 @@ export function createRpcMethods(options: {
     ...transactionMethods(chain, { airdropLimit: options.airdropLimit }),
     ...programAccountsMethods(chain),
     ...blockMethods(chain),
-    ...nodeMethods(chain, { rpcPort: options.rpcPort ?? (() => undefined) }),
+    ...nodeMethods(chain),
     ...(options.cheatcodes === false ? {} : cheatcodeMethods(chain)),
   };
   return Object.fromEntries(

@@ -146,8 +146,6 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
     chain,
     cheatcodes: options.cheatcodes ?? true,
     airdropLimit: options.airdropLimit ?? DEFAULT_AIRDROP_LIMIT,
-    // Asked only once requests come, by which time the port listens.
-    rpcPort: () => server?.port,
   });
   const limits = { ...DEFAULT_LOCAL_CHAIN_PORT_LIMITS, ...options.limits };
   const handler = createJsonRpcHandler({
