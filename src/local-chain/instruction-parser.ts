@@ -275,6 +275,7 @@ const AUTHORITY_TYPES: readonly (readonly [name: string, of: "mint" | "account"]
   ["groupMemberPointer", "mint"],
   ["scaledUiAmount", "mint"],
   ["pause", "mint"],
+  ["permissionedBurn", "mint"],
 ];
 
 /** Token-2022's ExtensionType by number, as Agave's UiExtensionType names it. */
@@ -307,6 +308,7 @@ const EXTENSION_TYPES = [
   "scaledUiAmountConfig",
   "pausableConfig",
   "pausableAccount",
+  "permissionedBurn",
 ];
 
 /**
