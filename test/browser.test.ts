@@ -116,6 +116,44 @@ describe("a page on another origin", () => {
   });
 });
 
+describe("a page on another origin and the local chain", () => {
+  it("calls the chain's JSON-RPC port with fetch (a preflighted POST), as a dApp does", async () => {
+    const chainUrl = service.localChain?.url as string;
+    expect(chainUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    const { page, errors } = await newPage();
+    await page.goto(`${other.origin}/`);
+    // application/json and a custom header make the browser send a preflight first.
+    const answer = await page.evaluate(
+      (url) =>
+        fetch(url, {
+          method: "POST",
+          headers: { "content-type": "application/json", "solana-client": "js/browser-test" },
+          body: JSON.stringify([
+            { jsonrpc: "2.0", id: 1, method: "getHealth" },
+            { jsonrpc: "2.0", id: 2, method: "getLatestBlockhash", params: [{ commitment: "confirmed" }] },
+          ]),
+        }).then(
+          async (r) => ({ status: r.status, body: await r.json() }),
+          (e: Error) => ({ status: 0, body: e.name }),
+        ),
+      chainUrl,
+    );
+    expect(answer.status).toBe(200);
+    expect(answer.body).toEqual([
+      { jsonrpc: "2.0", result: "ok", id: 1 },
+      {
+        jsonrpc: "2.0",
+        result: {
+          context: { apiVersion: expect.any(String), slot: expect.any(Number) },
+          value: { blockhash: expect.any(String), lastValidBlockHeight: expect.any(Number) },
+        },
+        id: 2,
+      },
+    ]);
+    expect(errors).toEqual([]);
+  });
+});
+
 describe("/docs", () => {
   it("renders every operation of the OpenAPI document, from the service's own files", async () => {
     const openApi = JSON.parse(

@@ -509,3 +509,44 @@ describe("cheatcode errors that are the caller's", () => {
     });
   });
 });
+
+describe("CORS, as Agave's RPC port answers it", () => {
+  it("answers a preflight from any origin, and sends access-control-allow-origin: * with answers to it", async () => {
+    const url = local.url as string;
+    const preflight = await fetch(url, {
+      method: "OPTIONS",
+      headers: {
+        origin: "http://dapp.example",
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "content-type, solana-client",
+      },
+    });
+    expect(preflight.status).toBe(200);
+    expect(preflight.headers.get("access-control-allow-origin")).toBe("*");
+    expect(preflight.headers.get("access-control-allow-methods")).toBe("OPTIONS, POST");
+    expect(preflight.headers.get("access-control-allow-headers")).toBe("content-type, solana-client");
+    expect(preflight.headers.get("access-control-max-age")).toBe("86400");
+    const answer = await fetch(url, {
+      method: "POST",
+      headers: { origin: "http://dapp.example", "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "getHealth" }),
+    });
+    expect(answer.headers.get("access-control-allow-origin")).toBe("*");
+    expect(await answer.json()).toEqual({ jsonrpc: "2.0", result: "ok", id: 1 });
+    // A refusal names the origin too, so the page can read why.
+    const refused = await fetch(url, {
+      method: "POST",
+      headers: { origin: "http://dapp.example", "content-type": "text/plain" },
+      body: "{}",
+    });
+    expect(refused.status).toBe(415);
+    expect(refused.headers.get("access-control-allow-origin")).toBe("*");
+    // Without an Origin, no CORS header, as jsonrpc-http-server does.
+    const plain = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "getHealth" }),
+    });
+    expect(plain.headers.get("access-control-allow-origin")).toBeNull();
+  });
+});

@@ -4,7 +4,12 @@
  * what the fee payer pays, and a transaction is processed once.
  */
 
-import { generateKeyPairSigner, type KeyPairSigner } from "@solana/kit";
+import {
+  address,
+  generateKeyPairSigner,
+  type KeyPairSigner,
+  generateKeyPairSigner as newSigner,
+} from "@solana/kit";
 import { getTransferSolInstruction } from "@solana-program/system";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningLocalChain, startLocalChain } from "../src/local-chain/start-local-chain.ts";
@@ -95,6 +100,26 @@ describe("the local chain's clock", () => {
     ).toBe(false);
   });
 
+  it("after an idle gap past a blockhash's life (160 slots), the finalized blockhash is still valid and a send with it lands", async () => {
+    // The bug: a minute idle (150 slots), and getLatestBlockhash at its default commitment
+    // (finalized; kit would send confirmed, so the test names it) named the last hash made before
+    // the gap, already expired. Past 182 slots that hash was pruned and the newest, not yet
+    // finalized, one was named instead; 160 is inside the window where the expired one was kept.
+    now += 160 * SLOT_MS;
+    const { value: latest } = await chain.rpc.getLatestBlockhash({ commitment: "finalized" }).send();
+    const height = await chain.rpc.getBlockHeight({ commitment: "finalized" }).send();
+    expect(latest.lastValidBlockHeight).toBe(height + 150n);
+    expect(
+      (await chain.rpc.isBlockhashValid(latest.blockhash, { commitment: "processed" }).send()).value,
+    ).toBe(true);
+    const signature = await chain.send(
+      payer,
+      [getTransferSolInstruction({ source: payer, destination: payer.address, amount: 3n })],
+      { blockhashCommitment: "finalized" },
+    );
+    expect((await chain.confirm(signature)).err).toBeNull();
+  });
+
   it("charges the fee payer exactly the fee its meta records, also when the transaction fails", async () => {
     const before = (await chain.rpc.getBalance(payer.address).send()).value;
     const failed = await chain.send(
@@ -131,5 +156,79 @@ describe("the local chain's clock", () => {
         .getTransaction(signature, { encoding: "json", maxSupportedTransactionVersion: 0 })
         .send(),
     ).toBeNull();
+  });
+});
+
+describe("blocks on the local chain's clock", () => {
+  it("getRecentPrioritizationFees reports a finalized slot's lowest compute-unit price, raised per written account", async () => {
+    const other = await newSigner();
+    await chain.airdrop(other.address, 1n);
+    const price = (microLamports: bigint) => {
+      const data = new Uint8Array(9);
+      data[0] = 3; // SetComputeUnitPrice
+      new DataView(data.buffer).setBigUint64(1, microLamports, true);
+      return { programAddress: address("ComputeBudget111111111111111111111111111111"), accounts: [], data };
+    };
+    now += SLOT_MS;
+    const cheap = await chain.sendAndConfirm(payer, [
+      price(5n),
+      getTransferSolInstruction({ source: payer, destination: payer.address, amount: 1n }),
+    ]);
+    await chain.sendAndConfirm(other, [
+      price(700n),
+      getTransferSolInstruction({ source: other, destination: other.address, amount: 1n }),
+    ]);
+    const { slot } = (await chain.rpc.getSignatureStatuses([cheap]).send()).value[0] as { slot: bigint };
+    now += 40 * SLOT_MS;
+    const fees = await chain.rpc.getRecentPrioritizationFees().send();
+    expect(fees.find((f) => f.slot === slot)?.prioritizationFee).toBe(5n);
+    const forOther = await chain.rpc.getRecentPrioritizationFees([other.address]).send();
+    expect(forOther.find((f) => f.slot === slot)?.prioritizationFee).toBe(700n);
+    expect(forOther.find((f) => f.slot === slot - 1n)?.prioritizationFee).toBe(0n);
+    expect(fees.length).toBe(150);
+  });
+
+  it("getBlock refuses a block with a v0 transaction without maxSupportedTransactionVersion (-32015)", async () => {
+    const signature = await chain.sendAndConfirm(payer, [
+      getTransferSolInstruction({ source: payer, destination: payer.address, amount: 4n }),
+    ]);
+    const { slot } = (await chain.rpc.getSignatureStatuses([signature]).send()).value[0] as { slot: bigint };
+    const refused = await chain.raw("getBlock", [Number(slot), { commitment: "confirmed" }]);
+    expect(refused.error).toEqual({
+      code: -32015,
+      message:
+        'Transaction version (0) is not supported by the requesting client. Please try the request again with the following configuration parameter: "maxSupportedTransactionVersion": 0',
+    });
+    const block = await chain.rpc
+      .getBlock(slot, { commitment: "confirmed", maxSupportedTransactionVersion: 0, rewards: false })
+      .send();
+    expect(block?.transactions.map((t) => t.transaction.signatures[0])).toContain(signature);
+    expect(block?.transactions[0]?.version).toBe(0);
+    expect(block).not.toHaveProperty("rewards");
+    // Not yet finalized: at the default commitment the block is not available.
+    expect(
+      (await chain.raw("getBlock", [Number(slot), { maxSupportedTransactionVersion: 0 }])).error,
+    ).toEqual({
+      code: -32004,
+      message: `Block not available for slot ${slot}`,
+    });
+  });
+
+  it("getBlocks refuses a range past 500,000 slots, once capped at the commitment's slot, as Agave does", async () => {
+    const first = await chain.rpc.getFirstAvailableBlock().send();
+    now += 600_000 * SLOT_MS;
+    const finalized = await chain.rpc.getSlot({ commitment: "finalized" }).send();
+    expect((await chain.raw("getBlocks", [Number(first), Number(first) + 500_001])).error).toEqual({
+      code: -32602,
+      message: "Slot range too large; max 500000",
+    });
+    const last = await chain.rpc
+      .getBlocks(finalized - 500_000n, undefined, { commitment: "finalized" })
+      .send();
+    expect(last.length).toBe(500_001);
+    expect(last.at(-1)).toBe(finalized);
+    expect(await chain.rpc.getBlocks(finalized + 1n, undefined, { commitment: "finalized" }).send()).toEqual(
+      [],
+    );
   });
 });

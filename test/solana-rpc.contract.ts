@@ -610,6 +610,228 @@ export function describeSolanaRpc(name: string, target: () => RpcTarget | undefi
       expect(await (await fetch(new URL("/health", t.url))).text()).toBe("ok");
     });
 
+    it("getGenesisHash, getIdentity, getClusterNodes, getEpochSchedule, getSupply", async () => {
+      const genesis = await rpc.getGenesisHash().send();
+      expect(genesis).toMatch(BASE58_ADDRESS);
+      expect(await result("getGenesisHash")).toBe(genesis);
+      const { identity } = await rpc.getIdentity().send();
+      expect(await result("getIdentity")).toEqual({ identity: expect.stringMatching(BASE58_ADDRESS) });
+      const nodes = await rpc.getClusterNodes().send();
+      expect(nodes.length).toBeGreaterThan(0);
+      const node = (await result("getClusterNodes")) as Record<string, unknown>[];
+      expect(node[0]).toMatchObject({
+        pubkey: expect.stringMatching(BASE58_ADDRESS),
+        version: expect.any(String),
+        featureSet: expect.any(Number),
+        shredVersion: expect.any(Number),
+      });
+      for (const key of ["gossip", "tpu", "tpuQuic", "rpc", "pubsub"]) expect(node[0]).toHaveProperty(key);
+      if (t.writable) {
+        expect(nodes.map((n) => n.pubkey)).toEqual([identity]);
+        expect(nodes[0]?.rpc).toBe(new URL(t.url).host);
+      }
+      const schedule = await rpc.getEpochSchedule().send();
+      expect(typeof schedule.slotsPerEpoch).toBe("bigint");
+      expect(await result("getEpochSchedule")).toEqual({
+        slotsPerEpoch: u64,
+        leaderScheduleSlotOffset: u64,
+        warmup: expect.any(Boolean),
+        firstNormalEpoch: u64,
+        firstNormalSlot: u64,
+      });
+      const supply = await rpc.getSupply({ excludeNonCirculatingAccountsList: true }).send();
+      expect(supply.value.total).toBeGreaterThan(0n);
+      expect(supply.value.circulating + supply.value.nonCirculating).toBe(supply.value.total);
+      expect(await result("getSupply", [{ excludeNonCirculatingAccountsList: true }])).toEqual({
+        context,
+        value: { total: u64, circulating: u64, nonCirculating: u64, nonCirculatingAccounts: [] },
+      });
+    });
+
+    it("getRecentPrioritizationFees, getFirstAvailableBlock, minimumLedgerSlot", async () => {
+      const fees = await rpc.getRecentPrioritizationFees([owner]).send();
+      expect(fees.length).toBeGreaterThan(0);
+      expect(fees.length).toBeLessThanOrEqual(150);
+      expect(typeof fees[0]?.prioritizationFee).toBe("bigint");
+      const raw = (await result("getRecentPrioritizationFees", [[owner]])) as unknown[];
+      expect(raw[0]).toEqual({ slot: u64, prioritizationFee: u64 });
+      const tooMany = await failure("getRecentPrioritizationFees", [Array(129).fill(owner)]);
+      expect(tooMany).toEqual({ code: -32602, message: "Too many inputs provided; max 128" });
+      const first = await rpc.getFirstAvailableBlock().send();
+      expect(typeof first).toBe("bigint");
+      expect(await result("getFirstAvailableBlock")).toEqual(u64);
+      expect(await rpc.minimumLedgerSlot().send()).toBeLessThanOrEqual(first + 1n);
+    });
+
+    it("getProgramAccounts with memcmp and dataSize filters, withContext; getTokenLargestAccounts", async () => {
+      // The owner's token accounts of the mint: the token program's, 165 bytes, mint at 0, owner at 32.
+      const filters = [
+        { dataSize: 165n },
+        { memcmp: { offset: 0n, bytes: t.mint as string, encoding: "base58" } },
+        { memcmp: { offset: 32n, bytes: owner as string, encoding: "base58" } },
+      ] as const;
+      const found = await rpc
+        .getProgramAccounts(TOKEN_PROGRAM, { encoding: "base64", filters: filters as never })
+        .send();
+      expect(found.map((a) => a.pubkey)).toContain(tokenAccount);
+      const rawFilters = [
+        { dataSize: 165 },
+        { memcmp: { offset: 0, bytes: t.mint } },
+        { memcmp: { offset: 32, bytes: owner } },
+      ];
+      const plain = (await result("getProgramAccounts", [
+        TOKEN_PROGRAM,
+        { encoding: "base64", filters: rawFilters },
+      ])) as unknown[];
+      expect(plain[0]).toEqual({
+        pubkey: expect.stringMatching(BASE58_ADDRESS),
+        account: account(expect.any(Array)),
+      });
+      expect(
+        await result("getProgramAccounts", [
+          TOKEN_PROGRAM,
+          { encoding: "jsonParsed", withContext: true, filters: rawFilters },
+        ]),
+      ).toEqual({
+        context,
+        value: expect.arrayContaining([
+          {
+            pubkey: tokenAccount,
+            account: account({
+              program: "spl-token",
+              parsed: { type: "account", info: expect.objectContaining({ mint: t.mint, owner }) },
+              space: 165,
+            }),
+          },
+        ]),
+      });
+      const sliced = await rpc
+        .getProgramAccounts(TOKEN_PROGRAM, {
+          encoding: "base64",
+          dataSlice: { offset: 0, length: 32 },
+          filters: filters as never,
+          withContext: true,
+        })
+        .send();
+      expect(typeof sliced.context.slot).toBe("bigint");
+      const none = await result("getProgramAccounts", [
+        TOKEN_PROGRAM,
+        {
+          filters: [{ dataSize: 165 }, { memcmp: { offset: 0, bytes: "11111111111111111111111111111111" } }],
+        },
+      ]);
+      expect(none).toEqual([]);
+      expect(
+        await failure("getProgramAccounts", [TOKEN_PROGRAM, { filters: Array(5).fill({ dataSize: 165 }) }]),
+      ).toEqual({ code: -32602, message: "Too many filters provided; max 4" });
+      expect(
+        await failure("getProgramAccounts", [
+          TOKEN_PROGRAM,
+          { filters: [{ memcmp: { offset: 0, bytes: "1".repeat(176) } }] },
+        ]),
+      ).toEqual({ code: -32602, message: "Invalid param: DataTooLarge" });
+
+      const largest = await rpc.getTokenLargestAccounts(t.mint).send();
+      expect(largest.value.length).toBeGreaterThan(0);
+      expect(largest.value.length).toBeLessThanOrEqual(20);
+      expect(typeof largest.value[0]?.amount).toBe("string");
+      expect(await result("getTokenLargestAccounts", [t.mint])).toEqual({
+        context,
+        value: expect.arrayContaining([{ address: expect.stringMatching(BASE58_ADDRESS), ...tokenAmount }]),
+      });
+      const amounts = largest.value.map((a) => BigInt(a.amount));
+      expect([...amounts].sort((a, b) => (a > b ? -1 : a < b ? 1 : 0))).toEqual(amounts);
+    });
+
+    it("getBlock (transactionDetails, rewards, encodings, the v0 rule), getBlocks, getBlockTime", async () => {
+      const tx = await rpc
+        .getTransaction(signature, { encoding: "json", maxSupportedTransactionVersion: 0 })
+        .send();
+      const slot = tx?.slot as bigint;
+      const signatures = await rpc
+        .getBlock(slot, {
+          transactionDetails: "signatures",
+          rewards: false,
+          maxSupportedTransactionVersion: 0,
+        })
+        .send();
+      expect(signatures?.signatures).toContain(signature);
+      expect(signatures?.blockHeight).toBeTypeOf("bigint");
+      const none = await result("getBlock", [
+        Number(slot),
+        { transactionDetails: "none", rewards: false, maxSupportedTransactionVersion: 0 },
+      ]);
+      expect(none).toEqual({
+        blockHeight: u64,
+        blockTime: u64,
+        blockhash: expect.stringMatching(BASE58_ADDRESS),
+        parentSlot: u64,
+        previousBlockhash: expect.stringMatching(BASE58_ADDRESS),
+      });
+      const accounts = (await result("getBlock", [
+        Number(slot),
+        { transactionDetails: "accounts", maxSupportedTransactionVersion: 0 },
+      ])) as {
+        transactions: { transaction: unknown; meta: Record<string, unknown>; version: unknown }[];
+        rewards: unknown;
+      };
+      expect(accounts.rewards).toEqual(expect.any(Array));
+      const mine = accounts.transactions.find(
+        (entry) => (entry.transaction as { signatures: string[] }).signatures[0] === signature,
+      );
+      expect(mine?.transaction).toEqual({
+        signatures: [signature],
+        accountKeys: expect.arrayContaining([
+          {
+            pubkey: expect.stringMatching(BASE58_ADDRESS),
+            writable: true,
+            signer: true,
+            source: "transaction",
+          },
+        ]),
+      });
+      expect(Object.keys(mine?.meta ?? {}).sort()).toEqual(
+        expect.arrayContaining(["err", "fee", "postBalances", "preBalances", "status"]),
+      );
+      expect(mine?.meta).not.toHaveProperty("logMessages");
+      expect(mine?.version).toEqual(expect.anything());
+      const time = await rpc.getBlockTime(slot).send();
+      expect(time).toBe(tx?.blockTime);
+      expect(await result("getBlockTime", [Number(slot)])).toBe(Number(time));
+      const blocks = await rpc.getBlocks(slot, slot + 5n).send();
+      expect(blocks[0]).toBe(slot);
+      expect(await result("getBlocks", [Number(slot), Number(slot) + 2])).toEqual(
+        expect.arrayContaining([Number(slot)]),
+      );
+      expect(await result("getBlocks", [Number(slot) + 10, Number(slot)])).toEqual([]);
+      const processed = await failure("getBlocks", [Number(slot), { commitment: "processed" }]);
+      expect(processed).toEqual({
+        code: -32602,
+        message: "Method does not support commitment below `confirmed`",
+      });
+      const future = await failure("getBlock", [Number(await rpc.getSlot().send()) + 1_000_000]);
+      expect(future.code).toBe(-32004);
+      expect(future.message).toMatch(/^Block not available for slot \d+$/);
+      if (t.writable) {
+        const full = await rpc
+          .getBlock(slot, { encoding: "jsonParsed", maxSupportedTransactionVersion: 0 })
+          .send();
+        const parsed = full?.transactions.find((entry) => entry.transaction.signatures[0] === signature);
+        expect(parsed?.transaction.message.accountKeys[0]?.signer).toBe(true);
+        const json = (await result("getBlock", [Number(slot), { maxSupportedTransactionVersion: 0 }])) as {
+          transactions: { transaction: { signatures: string[] }; meta: unknown; version: unknown }[];
+        };
+        expect(json.transactions.find((e) => e.transaction.signatures[0] === signature)).toEqual({
+          transaction: await result("getTransaction", [
+            signature,
+            { encoding: "json", maxSupportedTransactionVersion: 0 },
+          ]).then((r: { transaction: unknown }) => r.transaction),
+          meta: expect.objectContaining({ err: null, fee: u64 }),
+          version: expect.anything(),
+        });
+      }
+    });
+
     describe.skipIf(skipReason !== undefined)("writes (local only)", () => {
       it("requestAirdrop and sendTransaction land, with statuses and history", async ({ skip }) => {
         if (!t.writable) skip();
@@ -715,6 +937,48 @@ export function describeSolanaRpc(name: string, target: () => RpcTarget | undefi
             returnData: null,
             unitsConsumed: 0,
           },
+        });
+      });
+
+      it("getTokenAccountsByDelegate finds a token account by its delegate, in every encoding", async ({
+        skip,
+      }) => {
+        if (!t.writable) skip();
+        const holder = await generateKeyPairSigner();
+        const delegate = await generateKeyPairSigner();
+        const set = await raw("surfnet_setTokenAccount", [
+          holder.address,
+          t.mint,
+          { amount: 5_000_000, delegate: delegate.address, delegatedAmount: 1_000_000 },
+        ]);
+        expect(set).not.toHaveProperty("error");
+        const byDelegate = await rpc
+          .getTokenAccountsByDelegate(delegate.address, { mint: t.mint }, { encoding: "jsonParsed" })
+          .send();
+        expect(byDelegate.value).toHaveLength(1);
+        expect(byDelegate.value[0]?.account.data.parsed.info).toMatchObject({
+          owner: holder.address,
+          delegate: delegate.address,
+          delegatedAmount: { amount: "1000000" },
+        });
+        expect(
+          await result("getTokenAccountsByDelegate", [
+            delegate.address,
+            { programId: TOKEN_PROGRAM },
+            { encoding: "base64" },
+          ]),
+        ).toEqual({
+          context,
+          value: [{ pubkey: byDelegate.value[0]?.pubkey, account: account([expect.any(String), "base64"]) }],
+        });
+        expect((await rpc.getTokenAccountsByDelegate(holder.address, { mint: t.mint }).send()).value).toEqual(
+          [],
+        );
+        expect(
+          await failure("getTokenAccountsByDelegate", [delegate.address, { mint: SYSTEM_PROGRAM }]),
+        ).toEqual({
+          code: -32602,
+          message: "Invalid param: not a Token mint",
         });
       });
 

@@ -1,6 +1,4 @@
-import { getAddressEncoder, type ReadonlyUint8Array } from "@solana/kit";
-import { TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
-import { accountJson, dataSliceOf, encodingOf, parsedTokenData } from "./account-encoding.ts";
+import { accountJson, dataSliceOf, encodingOf } from "./account-encoding.ts";
 import type { Commitment } from "./block-clock.ts";
 import { invalidParam, invalidParams, JsonRpcError } from "./json-rpc-error.ts";
 import type { RpcMethod } from "./json-rpc-handler.ts";
@@ -17,8 +15,8 @@ import {
   withContext,
 } from "./rpc-params.ts";
 import { readMint, readTokenAccount, TOKEN_PROGRAMS, uiTokenAmount } from "./token-accounts.ts";
+import { tokenAccountsBy } from "./token-accounts-by.ts";
 
-const NATIVE_MINT = "So11111111111111111111111111111111111111112";
 /** Solana's largest account (MAX_PERMITTED_DATA_LENGTH, 10 MiB). */
 const MAX_PERMITTED_DATA_LENGTH = 10 * 1024 * 1024;
 
@@ -27,19 +25,12 @@ const MAX_PERMITTED_DATA_LENGTH = 10 * 1024 * 1024;
  * getMinimumBalanceForRentExemption): its `commitment` is required when the object is given, and
  * minContextSlot does not apply.
  */
-function bareCommitment(value: unknown): Commitment {
+export function bareCommitment(value: unknown): Commitment {
   if (value === undefined || value === null) return "finalized";
   if (typeof value !== "object" || Array.isArray(value)) throw invalidType(value, "struct CommitmentConfig");
   if ((value as Record<string, unknown>).commitment === undefined)
     throw invalidParams("missing field `commitment`");
   return commitmentOf(value as Record<string, unknown>);
-}
-
-function compareBytes(a: ReadonlyUint8Array, b: ReadonlyUint8Array): number {
-  for (let i = 0; i < a.length && i < b.length; i++) {
-    if (a[i] !== b[i]) return (a[i] as number) - (b[i] as number);
-  }
-  return a.length - b.length;
 }
 
 /** getMultipleAccounts' limit, as Agave's (MAX_MULTIPLE_ACCOUNTS). */
@@ -50,7 +41,6 @@ export function accountMethods(chain: LocalChain): Record<string, RpcMethod> {
   /** The commitment's slot, checked against minContextSlot. */
   const contextSlot = (config: Record<string, unknown>) => contextSlotOf(chain, config);
   const read = (address: string) => chain.account(address);
-  const addresses = getAddressEncoder();
 
   return {
     getBalance(params) {
@@ -119,63 +109,7 @@ export function accountMethods(chain: LocalChain): Record<string, RpcMethod> {
       return withContext(slot, uiTokenAmount(mint.supply, mint.decimals));
     },
 
-    getTokenAccountsByOwner(params, answer) {
-      requireParams(params, 2);
-      const owner = pubkeyParam(params[0], "owner");
-      const filter = params[1];
-      if (typeof filter !== "object" || filter === null || Array.isArray(filter)) {
-        throw invalidType(filter, "enum RpcTokenAccountsFilter");
-      }
-      const keys = Object.keys(filter);
-      if (keys.length !== 1 || (keys[0] !== "mint" && keys[0] !== "programId")) {
-        throw invalidParams(
-          keys.length === 1
-            ? `unknown variant \`${keys[0]}\`, expected \`mint\` or \`programId\``
-            : "expected map with a single key",
-        );
-      }
-      const { mint, programId } = filter as Record<string, unknown>;
-      let program: string;
-      let wantedMint: string | undefined;
-      if (mint !== undefined) {
-        wantedMint = pubkeyParam(mint, "mint");
-        if (wantedMint === NATIVE_MINT) {
-          program = TOKEN_PROGRAM_ADDRESS;
-        } else {
-          const mintAccount = chain.account(wantedMint);
-          if (mintAccount === undefined) throw invalidParam("could not find mint");
-          if (TOKEN_PROGRAMS[mintAccount.programAddress] === undefined)
-            throw invalidParam("not a Token mint");
-          if (readMint(mintAccount) === undefined) throw invalidParam("Token mint could not be unpacked");
-          program = mintAccount.programAddress;
-        }
-      } else {
-        program = pubkeyParam(programId, "programId");
-        if (TOKEN_PROGRAMS[program] === undefined) throw invalidParam("unrecognized Token program id");
-      }
-      const config = configParam(params, 2);
-      const encoding = encodingOf(config, "binary");
-      const slice = dataSliceOf(config);
-      const slot = contextSlot(config);
-      const found = chain
-        .programAccounts(program)
-        .filter(({ account }) => {
-          const token = readTokenAccount(account);
-          return (
-            token !== undefined &&
-            token.owner === owner &&
-            (wantedMint === undefined || token.mint === wantedMint)
-          );
-        })
-        .sort((a, b) => compareBytes(addresses.encode(a.address), addresses.encode(b.address)));
-      const accounts: { pubkey: string; account: Record<string, unknown> }[] = [];
-      for (const { address, account } of found) {
-        // jsonParsed drops what it cannot parse (a token account whose mint is gone), as Agave does.
-        if (encoding === "jsonParsed" && parsedTokenData(account, read) === undefined) continue;
-        accounts.push({ pubkey: address, account: accountJson(account, encoding, slice, read, answer) });
-      }
-      return withContext(slot, accounts);
-    },
+    getTokenAccountsByOwner: tokenAccountsBy(chain, "owner", (token) => token.owner),
 
     getMinimumBalanceForRentExemption(params) {
       requireParams(params, 1);

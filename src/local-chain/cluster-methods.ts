@@ -14,7 +14,7 @@ import {
  * Identifies the runtime's feature set in getVersion, as validators do (a u32 hash of the active
  * features). The local chain runs LiteSVM's mainnet feature set; this is the local chain's own id.
  */
-const FEATURE_SET = 1_794_046_402;
+export const FEATURE_SET = 1_794_046_402;
 
 /** The cluster's state: health, version, slot, block height and blockhashes. */
 export function clusterMethods(chain: LocalChain): Record<string, RpcMethod> {

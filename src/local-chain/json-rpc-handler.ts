@@ -13,6 +13,8 @@ import { checkParamCount } from "./param-count-check.ts";
 export interface RpcCaller {
   /** The client's address on the port; undefined for a caller in this process (the service). */
   readonly address: string | undefined;
+  /** The port the request came in on (getClusterNodes names it); undefined in this process. */
+  readonly port?: number | undefined;
 }
 
 /** A caller in this process. */

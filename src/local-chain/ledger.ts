@@ -68,6 +68,8 @@ export interface Ledger {
   readonly size: number;
   /** The slot of the oldest entry kept (undefined: none). */
   readonly firstSlot: number | undefined;
+  /** The entries that landed in `slot`, in the order they ran (a block's transactions). */
+  inSlot(slot: number): LedgerEntry[];
   /** Every entry kept, oldest first, for saving: a copy, so saving can go on while others land. */
   entries(): readonly LedgerEntry[];
   stats(): LedgerStats;
@@ -162,6 +164,21 @@ export function createLedger(
       return size() === 0 ? undefined : (entries[head] as LedgerEntry).slot;
     },
     entries: () => entries.slice(head),
+    inSlot(slot) {
+      // Entries land in slot order, so a block's are one run, found by binary search.
+      let low = head;
+      let high = entries.length;
+      while (low < high) {
+        const mid = (low + high) >>> 1;
+        if ((entries[mid] as LedgerEntry).slot < slot) low = mid + 1;
+        else high = mid;
+      }
+      const found: LedgerEntry[] = [];
+      for (let i = low; i < entries.length && (entries[i] as LedgerEntry).slot === slot; i++) {
+        found.push(entries[i] as LedgerEntry);
+      }
+      return found;
+    },
     stats: () => ({ entries: size(), signatures: bySignature.size, addresses: byAddress.size, indexed }),
     signaturesFor(address, range) {
       const list = byAddress.get(address);

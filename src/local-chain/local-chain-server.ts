@@ -2,6 +2,7 @@ import * as http from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import type { LocalChainPortLimits } from "../config.ts";
 import { createAnswerWriter } from "./answer-writer.ts";
+import { applyCors, preflightHeaders } from "./cors.ts";
 import { createHostCheck } from "./host-check.ts";
 import type { JsonRpcHandler, RpcCaller } from "./json-rpc-handler.ts";
 
@@ -45,7 +46,7 @@ const HOST = "127.0.0.1";
 /**
  * Serves the local chain's JSON-RPC over HTTP on 127.0.0.1, as a validator's RPC port does: POST
  * with a JSON-RPC body (any path, `application/json`; 415 otherwise), OPTIONS, and `GET /health`
- * answering "ok". JSON-RPC errors are HTTP 200, as kit expects. The port runs in the service's
+ * answering "ok", to any origin's pages (CORS as Agave answers it, see cors.ts). JSON-RPC errors are HTTP 200, as kit expects. The port runs in the service's
  * process, so what one client can hold of it is bounded: bodies are read up to a bound, slow
  * senders are cut off, connections and the requests each has unanswered (pipelining) are
  * capped, and an answer the client does not read within the write timeout is cut off rather
@@ -82,6 +83,7 @@ export async function startLocalChainServer(options: LocalChainServerOptions): P
   // answer, and Node runs every one it has parsed, so one write could queue hundreds of answers.
   const inFlight = new WeakMap<Socket, number>();
   server.on("request", (req, res) => {
+    applyCors(req, res);
     const socket = req.socket;
     const unanswered = (inFlight.get(socket) ?? 0) + 1;
     inFlight.set(socket, unanswered);
@@ -117,7 +119,7 @@ export async function startLocalChainServer(options: LocalChainServerOptions): P
     }
     if (req.method === "OPTIONS") {
       req.resume();
-      send(res, 200, { allow: "POST, OPTIONS", "content-length": "0" }, "");
+      send(res, 200, { allow: "POST, OPTIONS", "content-length": "0", ...preflightHeaders(req) }, "");
       return;
     }
     if (req.method !== "POST") {
@@ -173,6 +175,7 @@ export async function startLocalChainServer(options: LocalChainServerOptions): P
       // rejection would end the whole process, the service's API with it.
       void answer(res, Buffer.concat(chunks, size).toString("utf8"), {
         address: req.socket.remoteAddress,
+        port: req.socket.localPort,
       }).catch((error: unknown) => {
         unexpected(error, "unknown");
         try {

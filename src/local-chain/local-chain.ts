@@ -45,7 +45,13 @@ export interface Simulation {
   readonly logs: readonly string[];
   readonly unitsConsumed: bigint;
   readonly returnData: { programId: string; data: string } | null;
-  readonly innerInstructions: unknown[];
+  /** Compiled, as the json encoding shows them; simulateTransaction parses them with `accountKeys`. */
+  readonly innerInstructions: {
+    index: number;
+    instructions: { programIdIndex: number; accounts: number[]; data: string; stackHeight: number }[];
+  }[];
+  /** Every key the transaction names (static, then loaded), which the instructions index. */
+  readonly accountKeys: readonly string[];
   /** Accounts after the simulation, for the addresses asked for (undefined: no account). */
   readonly accounts: readonly (RawAccount | undefined)[];
   /** null when the fee was never worked out (an unknown blockhash, a bad signature). */
@@ -178,6 +184,13 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
   const tick = () => {
     const due = clock.dueSlot();
     if (due > clock.slot) {
+      // After an idle gap the slots between were never looked at and have no blockhash. The
+      // finalized view (32 slots back) would then name the last hash made before the gap, expired
+      // once the gap passes 150 slots (a minute at 400 ms), and every caller using the default
+      // commitment would send with it and fail BlockhashNotFound. The finalized slot gets its own
+      // blockhash, as every slot of a cluster has one.
+      const finalized = due - FINALIZATION_SLOTS;
+      if (finalized > clock.slot) produce(finalized);
       produce(due);
       pruneHistory();
       changed();
@@ -274,6 +287,7 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
       unitsConsumed: 0n,
       returnData: null,
       innerInstructions: [],
+      accountKeys: wire.accounts,
       accounts: accounts.map(() => undefined),
       fee: null,
       balances: pre === undefined ? null : { pre, post: pre },
@@ -299,7 +313,12 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
     } finally {
       svm.withSigverify(true);
     }
-    const base = { fee: wire.fee, loadedAddresses: wire.loaded, loadedAccountsDataSize };
+    const base = {
+      fee: wire.fee,
+      loadedAddresses: wire.loaded,
+      loadedAccountsDataSize,
+      accountKeys: wire.accounts,
+    };
     if (result instanceof FailedTransactionMetadata) {
       return {
         ...base,

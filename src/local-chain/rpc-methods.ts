@@ -1,9 +1,12 @@
 import type { RateLimitConfig } from "../config.ts";
 import { accountMethods } from "./account-methods.ts";
+import { blockMethods } from "./block-methods.ts";
 import { cheatcodeMethods } from "./cheatcodes.ts";
 import { clusterMethods } from "./cluster-methods.ts";
 import type { RpcMethod } from "./json-rpc-handler.ts";
 import type { LocalChain } from "./local-chain.ts";
+import { nodeMethods } from "./node-methods.ts";
+import { programAccountsMethods } from "./program-accounts-methods.ts";
 import { transactionMethods } from "./transaction-methods.ts";
 
 /**
@@ -22,6 +25,9 @@ export function createRpcMethods(options: {
     ...clusterMethods(chain),
     ...accountMethods(chain),
     ...transactionMethods(chain, { airdropLimit: options.airdropLimit }),
+    ...programAccountsMethods(chain),
+    ...blockMethods(chain),
+    ...nodeMethods(chain),
     ...(options.cheatcodes === false ? {} : cheatcodeMethods(chain)),
   };
   return Object.fromEntries(
@@ -58,6 +64,19 @@ export const LOCAL_CHAIN_PARAM_COUNTS: Readonly<Record<string, readonly [number,
   getFeeForMessage: [1, 2],
   requestAirdrop: [2, 3],
   minimumLedgerSlot: [0, 0],
+  getProgramAccounts: [1, 2],
+  getTokenLargestAccounts: [1, 2],
+  getTokenAccountsByDelegate: [2, 3],
+  getBlock: [1, 2],
+  getBlocks: [1, 3],
+  getBlockTime: [1, 1],
+  getFirstAvailableBlock: [0, 0],
+  getRecentPrioritizationFees: [0, 1],
+  getGenesisHash: [0, 0],
+  getIdentity: [0, 0],
+  getClusterNodes: [0, 0],
+  getEpochSchedule: [0, 0],
+  getSupply: [0, 1],
   surfnet_setAccount: [2, 2],
   surfnet_setTokenAccount: [3, 4],
 };

@@ -1,9 +1,14 @@
-import { getBase58Decoder, getBase58Encoder } from "@solana/kit";
+import { getBase58Encoder } from "@solana/kit";
 import { createRateLimiter } from "../auth/rate-limiter.ts";
-import { parseJsonExactIntegers } from "../chain/json-bigints.ts";
 import type { RateLimitConfig } from "../config.ts";
 import { accountJson, encodingOf } from "./account-encoding.ts";
 import type { Commitment } from "./block-clock.ts";
+import {
+  encodedMeta,
+  encodedTransaction,
+  parsedInnerInstructions,
+  transactionEncodingOf,
+} from "./encoded-transaction.ts";
 import {
   invalidParams,
   JsonRpcError,
@@ -12,7 +17,6 @@ import {
   UNSUPPORTED_TRANSACTION_VERSION,
 } from "./json-rpc-error.ts";
 import type { RpcMethod } from "./json-rpc-handler.ts";
-import type { LedgerEntry } from "./ledger.ts";
 import type { LocalChain, Simulation } from "./local-chain.ts";
 import {
   booleanOf,
@@ -189,13 +193,10 @@ export function transactionMethods(
           'Transaction version (0) is not supported by the requesting client. Please try the request again with the following configuration parameter: "maxSupportedTransactionVersion": 0',
         );
       }
-      const meta = rawJson(entry.metaJson) as Record<string, unknown>;
-      // jsonParsed shows loaded addresses in its account keys, and leaves them out of the meta.
-      if (encoding === "jsonParsed") delete meta.loadedAddresses;
       return {
         slot: BigInt(entry.slot),
-        transaction: transactionField(entry, encoding),
-        meta,
+        transaction: encodedTransaction(entry, encoding),
+        meta: encodedMeta(entry, encoding),
         blockTime: BigInt(chain.timeOf(entry.slot)),
         ...(supported === undefined || supported === null ? {} : { version: entry.version }),
       };
@@ -299,79 +300,6 @@ function optionalSignature(value: unknown, name: string): string | undefined {
   return value === undefined || value === null ? undefined : signatureParam(value, name);
 }
 
-type TransactionEncoding = "json" | "jsonParsed" | "base58" | "base64";
-
-function transactionEncodingOf(config: Record<string, unknown>): TransactionEncoding {
-  const value = config.encoding;
-  if (value === undefined || value === null) return "json";
-  if (value === "json" || value === "jsonParsed" || value === "base58" || value === "base64") return value;
-  if (value === "binary") return "base58";
-  if (typeof value === "string") {
-    throw invalidParams(
-      `unknown variant \`${value}\`, expected one of \`binary\`, \`base64\`, \`base58\`, \`json\`, \`jsonParsed\``,
-    );
-  }
-  throw invalidType(value, "a transaction encoding");
-}
-
-/** The transaction as getTransaction gives it in `encoding`. */
-function transactionField(entry: LedgerEntry, encoding: TransactionEncoding): unknown {
-  switch (encoding) {
-    case "json":
-      return rawJson(entry.transactionJson);
-    case "base64":
-      return [entry.wire, "base64"];
-    case "base58":
-      return [getBase58Decoder().decode(Buffer.from(entry.wire, "base64")), "base58"];
-    case "jsonParsed": {
-      // Account keys with their roles, and instructions as "partially decoded" (program id,
-      // account addresses, base58 data): what Agave gives for a program it does not parse. The
-      // local chain parses no program's instructions.
-      const json = JSON.parse(entry.transactionJson) as {
-        signatures: string[];
-        message: {
-          accountKeys: string[];
-          header: {
-            numRequiredSignatures: number;
-            numReadonlySignedAccounts: number;
-            numReadonlyUnsignedAccounts: number;
-          };
-          recentBlockhash: string;
-          instructions: { programIdIndex: number; accounts: number[]; data: string; stackHeight: null }[];
-          addressTableLookups?: unknown[];
-        };
-      };
-      const { accountKeys, header } = json.message;
-      const signers = header.numRequiredSignatures;
-      const keys = accountKeys.map((pubkey, i) => ({
-        pubkey,
-        signer: i < signers,
-        source: "transaction",
-        writable:
-          i < signers
-            ? i < signers - header.numReadonlySignedAccounts
-            : i < accountKeys.length - header.numReadonlyUnsignedAccounts,
-      }));
-      return {
-        signatures: json.signatures,
-        message: {
-          accountKeys: keys,
-          recentBlockhash: json.message.recentBlockhash,
-          instructions: json.message.instructions.map((instruction) => ({
-            programId: accountKeys[instruction.programIdIndex],
-            accounts: instruction.accounts.map((index) => accountKeys[index]),
-            data: instruction.data,
-            stackHeight: null,
-          })),
-          ...(json.message.addressTableLookups === undefined
-            ? {}
-            : { addressTableLookups: json.message.addressTableLookups }),
-        },
-      };
-    }
-  }
-}
-
 /** A transaction param: base58 (the default) or base64 text, within a packet's size. */
 function transactionBytes(value: unknown, config: Record<string, unknown>): Uint8Array {
   const text = stringParam(value);
@@ -448,7 +376,10 @@ function simulationJson(
       simulation.returnData === null
         ? null
         : { programId: simulation.returnData.programId, data: [simulation.returnData.data, "base64"] },
-    innerInstructions: withInner ? simulation.innerInstructions : null,
+    // Agave parses a simulation's inner instructions whatever the encoding (jsonParsed's shape).
+    innerInstructions: withInner
+      ? parsedInnerInstructions(simulation.innerInstructions, simulation.accountKeys)
+      : null,
     replacementBlockhash:
       replacement === undefined
         ? null
@@ -463,9 +394,4 @@ function simulationJson(
     postTokenBalances: balances?.post.tokens ?? null,
     loadedAddresses: simulation.loadedAddresses as unknown,
   };
-}
-
-/** Stored JSON text as a value again (u64 values beyond 2^53 stay exact). */
-function rawJson(text: string): unknown {
-  return parseJsonExactIntegers(text);
 }

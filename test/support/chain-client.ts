@@ -51,9 +51,11 @@ export function createChainClient(url: string) {
   const send = async (
     payer: TransactionSigner,
     instructions: readonly Instruction[],
-    options: { skipPreflight?: boolean } = {},
+    options: { skipPreflight?: boolean; blockhashCommitment?: "confirmed" | "finalized" } = {},
   ): Promise<Signature> => {
-    const { value: blockhash } = await rpc.getLatestBlockhash({ commitment: "confirmed" }).send();
+    const { value: blockhash } = await rpc
+      .getLatestBlockhash({ commitment: options.blockhashCommitment ?? "confirmed" })
+      .send();
     const transaction = await pipe(
       createTransactionMessage({ version: 0 }),
       (m) => setTransactionMessageFeePayerSigner(payer, m),
