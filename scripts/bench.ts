@@ -9,7 +9,7 @@
  *   BENCH_ONLY=chain npm run bench     (only the chain figures: start time, GetTokenTransactions)
  *   BENCH_ONLY=transfers npm run bench (only the transfer figures: 1000 agents due at once, in one
  *                                       process on memory, then on FerretDB with the chain apart;
- *                                       BENCH_ONLY=transfers-memory for the first alone)
+ *                                       BENCH_ONLY=transfers-memory or transfers-ferretdb for one alone)
  *   BENCH_ONLY=scheduler npm run bench (only the scheduler's own figures, dry runs without a chain: runs a second
  *                                       on memory and FerretDB, database commands per run; scripts/bench/scheduler.ts)
  *   BENCH_ONLY=prices npm run bench    (only the Jupiter figures: warm cache vs catalog, cold stampede)
@@ -366,7 +366,7 @@ try {
   if (only === undefined || only === "chain") await chainFigures();
   if (only === undefined || only === "transfers" || only === "transfers-memory")
     await memoryTransferFigures();
-  if (only === undefined || only === "transfers") await transferFigures();
+  if (only === undefined || only === "transfers" || only === "transfers-ferretdb") await transferFigures();
   if (only === undefined) {
     const { schedulerFigures, describe } = await import("./bench/scheduler.ts");
     for (const row of await schedulerFigures(ferret?.uri)) notes.push(describe(row));
@@ -730,11 +730,66 @@ async function memoryTransferFigures(): Promise<void> {
  * to its confirmed, recorded signature (p50, p99, max), at the default SCHEDULER_CONCURRENCY and at
  * 64. Each source has approved its agent's delegate (derived for anonymous and the source, set by
  * cheatcode) and each transfer creates its destination's token account, as a first transfer to a
- * new wallet does. Chain requests per transfer are the runner's own solana_rpc_requests_total.
+ * new wallet does. Chain requests and database commands per transfer are the runner's own
+ * solana_rpc_requests_total and mongodb_commands_total; FerretDB's CPU per transfer is read from
+ * /proc. The limit beside it: a bare insert loop on the same FerretDB.
+ * BENCH_FERRETDB_TRANSFER_AGENTS (default 1000; "1000,10000" for both) and
+ * BENCH_FERRETDB_TRANSFER_CONCURRENCY (default 16,64) change the load; BENCH_FERRETDB_AS_SHIPPED=true
+ * adds a run on FerretDB without the _id index tools/ferretdb adds.
  */
 async function transferFigures(): Promise<void> {
-  const AGENTS = 1000;
+  const counts = (process.env.BENCH_FERRETDB_TRANSFER_AGENTS ?? "1000").split(",").map(Number);
+  const concurrencies = (process.env.BENCH_FERRETDB_TRANSFER_CONCURRENCY ?? "16,64").split(",").map(Number);
   ferret ??= await startFerretdb();
+  notes.push(`FerretDB's limit beside the figures below: ${await bareInsertRate(ferret.uri)}`);
+  for (const agents of counts) {
+    for (const concurrency of concurrencies) {
+      notes.push(await ferretTransfers(ferret, agents, concurrency, "FerretDB"));
+    }
+  }
+  // FerretDB as shipped, without the _id index tools/ferretdb adds: what its scans cost.
+  if (process.env.BENCH_FERRETDB_AS_SHIPPED === "true") {
+    const shipped = await startFerretdb({ asShipped: true });
+    try {
+      notes.push(`FerretDB as shipped: ${await bareInsertRate(shipped.uri)}`);
+      notes.push(
+        await ferretTransfers(shipped, counts[0] ?? 1000, concurrencies[0] ?? 16, "FerretDB as shipped"),
+      );
+    } finally {
+      await shipped.stop();
+    }
+  }
+}
+
+/**
+ * FerretDB's own ceiling: a bare loop of single-document inserts (16 at a time, for 10 s), the
+ * cheapest write there is and one a transfer makes several of.
+ */
+async function bareInsertRate(uri: string): Promise<string> {
+  const { MongoClient } = await import("mongodb");
+  const client = new MongoClient(uri);
+  const collection = client.db("bench_bare_inserts").collection<{ _id: string; at: Date }>("inserts");
+  let n = 0;
+  const stopAt = performance.now() + 10_000;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      while (performance.now() < stopAt) await collection.insertOne({ _id: `i${n++}`, at: new Date() });
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  await client.db("bench_bare_inserts").dropDatabase();
+  await client.close();
+  return `a bare loop of insertOne (16 at a time) runs ${(n / seconds).toFixed(0)} inserts a second`;
+}
+
+/** One FerretDB transfer measurement (see transferFigures). */
+async function ferretTransfers(
+  db: FerretdbServer,
+  AGENTS: number,
+  concurrency: number,
+  label: string,
+): Promise<string> {
   const { chainPort, chainProcess } = await startLocalChainProcess();
   const rpcUrl = `http://127.0.0.1:${chainPort}`;
   const rpc = localChainRpc(rpcUrl);
@@ -744,92 +799,130 @@ async function transferFigures(): Promise<void> {
   await rpc([{ method: "requestAirdrop", params: [executorAddress, 100 * 1e9] }]);
   const agents = await approvedAgents(rpc, AGENTS, delegates);
   const { MongoClient } = await import("mongodb");
-  const client = new MongoClient(ferret.uri);
+  const client = new MongoClient(db.uri);
   const common = {
     LOG_LEVEL: "warn",
     AUTH_MODE: "none",
-    MONGODB_URI: ferret.uri,
+    MONGODB_URI: db.uri,
     SOLANA_RPC_URL: rpcUrl,
     EXECUTOR_KEYPAIR: keypair,
     DELEGATE_SEED: seedPath,
     ALLOW_ANONYMOUS_TRANSFERS: "true",
-    // An hour of schedule time every 20 s: the agents are made well before their first slot.
-    SCHEDULE_TIME_SCALE: "180",
+    // An hour of schedule time every 20 s (every 5 min past 1,000 agents, which take longer to
+    // make): the agents are made well before their first slot.
+    SCHEDULE_TIME_SCALE: AGENTS <= 1000 ? "180" : "12",
   };
+  const dbName = `bench_transfers_${AGENTS}_${concurrency}`;
   try {
-    for (const concurrency of [16, 64]) {
-      const dbName = `bench_transfers_${concurrency}`;
-      await client.db(dbName).dropDatabase();
-      const maker = await start(["node", ...startFlags, mainScript], {
-        ...common,
-        MONGODB_DB: dbName,
-        SCHEDULER_ENABLED: "false",
-      });
-      for (let i = 0; i < AGENTS; i += 50) {
-        await Promise.all(
-          agents.slice(i, i + 50).map(async (a) => {
-            const res = await fetch(`http://127.0.0.1:${maker.port}/v1/agents`, {
-              method: "POST",
-              headers: { "content-type": "application/json" },
-              body: JSON.stringify({
-                type: "transfer",
-                config: { ...a, amount: 1, token: "USDC", schedule: "hourly" },
-              }),
-            });
-            if (!res.ok) throw new Error(`CreateAgent: ${res.status} ${await res.text()}`);
-          }),
-        );
-      }
-      maker.child.kill("SIGTERM");
-      const runner = await start(["node", ...startFlags, mainScript], {
-        ...common,
-        MONGODB_DB: dbName,
-        SCHEDULER_CONCURRENCY: String(concurrency),
-        SCHEDULER_POLL_INTERVAL_MS: "250",
-      });
-      const runs = client
-        .db(dbName)
-        .collection<{ agentId: string; scheduledAt: Date; finishedAt: Date; outcome: string }>("agent_runs");
-      const deadline = performance.now() + 600_000;
-      // Done when every agent's first slot has landed; later slots come due meanwhile and count as
-      // transfers, but the lag is of first slots only.
-      while ((await runs.distinct("agentId", { outcome: "succeeded" })).length < AGENTS) {
-        if (performance.now() > deadline) throw new Error("1000 transfers did not finish within 10 minutes");
-        await new Promise((r) => setTimeout(r, 500));
-      }
-      const peak = statusMb(runner.pid, "VmHWM");
-      const metrics = await (await fetch(`http://127.0.0.1:${runner.port}/metrics`)).text();
-      const chainRequests = [...metrics.matchAll(/^solana_rpc_requests_total\{[^}]*\} (\d+)/gm)].reduce(
-        (sum, m) => sum + Number(m[1]),
-        0,
+    await client.db(dbName).dropDatabase();
+    const maker = await start(["node", ...startFlags, mainScript], {
+      ...common,
+      MONGODB_DB: dbName,
+      SCHEDULER_ENABLED: "false",
+    });
+    for (let i = 0; i < AGENTS; i += 50) {
+      await Promise.all(
+        agents.slice(i, i + 50).map(async (a) => {
+          const res = await fetch(`http://127.0.0.1:${maker.port}/v1/agents`, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify({
+              type: "transfer",
+              config: { ...a, amount: 1, token: "USDC", schedule: "hourly" },
+            }),
+          });
+          if (!res.ok) throw new Error(`CreateAgent: ${res.status} ${await res.text()}`);
+        }),
       );
-      runner.child.kill("SIGTERM");
-      const done = await runs.find({}).toArray();
-      const succeeded = done.filter((r) => r.outcome === "succeeded");
-      const firstSlots = new Map<string, (typeof succeeded)[number]>();
-      for (const run of succeeded) {
-        const seen = firstSlots.get(run.agentId);
-        if (seen === undefined || run.scheduledAt < seen.scheduledAt) firstSlots.set(run.agentId, run);
-      }
-      const slots = [...firstSlots.values()].map((r) => r.scheduledAt.getTime());
-      const firstSlot = Math.min(...slots);
-      const lastSlot = Math.max(...slots);
-      const lastConfirmed = Math.max(...succeeded.map((r) => r.finishedAt.getTime()));
-      const lags = [...firstSlots.values()]
-        .map((r) => r.finishedAt.getTime() - r.scheduledAt.getTime())
-        .sort((a, b) => a - b);
-      const at = (q: number) => lags[Math.min(lags.length - 1, Math.floor(q * lags.length))] as number;
-      const perSecond = (succeeded.length * 1000) / (lastConfirmed - firstSlot);
-      notes.push(
-        `transfers on the local chain, ${AGENTS} agents due within ${((lastSlot - firstSlot) / 1000).toFixed(1)} s, ` +
-          `SCHEDULER_CONCURRENCY=${concurrency}: ${succeeded.length} transfers at ${perSecond.toFixed(1)} a second (first slot to last confirmed signature); ` +
-          `lag from each agent's first slot to its confirmed signature p50 ${(at(0.5) / 1000).toFixed(2)} s, p99 ${(at(0.99) / 1000).toFixed(2)} s, ` +
-          `max ${(lags.at(-1) ?? 0) / 1000} s; ${done.length - succeeded.length} failed attempts; ` +
-          `${(chainRequests / Math.max(1, succeeded.length)).toFixed(2)} chain RPC requests per transfer (goal: 3 or fewer); runner peak RSS ${peak.toFixed(0)} MB`,
-      );
-      await client.db(dbName).dropDatabase();
     }
+    maker.child.kill("SIGTERM");
+    const runner = await start(["node", ...startFlags, mainScript], {
+      ...common,
+      MONGODB_DB: dbName,
+      SCHEDULER_CONCURRENCY: String(concurrency),
+      SCHEDULER_POLL_INTERVAL_MS: "250",
+    });
+    const runs = client
+      .db(dbName)
+      .collection<{ agentId: string; scheduledAt: Date; finishedAt: Date; outcome: string }>("agent_runs");
+    /** The runner's own counters: runs, chain requests, database commands by command and collection. */
+    const counters = async () => {
+      const text = await (await fetch(`http://127.0.0.1:${runner.port}/metrics`)).text();
+      const sum = (name: string) =>
+        [...text.matchAll(new RegExp(`^${name}\\{[^}]*\\} (\\d+)`, "gm"))].reduce(
+          (n, m) => n + Number(m[1]),
+          0,
+        );
+      const byCommand = new Map(
+        [...text.matchAll(/^mongodb_commands_total\{([^}]*)\} (\d+)/gm)].map(
+          (m) => [(m[1] as string).replace(/[a-z]+="([^"]*)",?/g, "$1 ").trim(), Number(m[2])] as const,
+        ),
+      );
+      return {
+        succeeded: Number(/^agent_runs_total\{outcome="succeeded"\} (\d+)/m.exec(text)?.[1] ?? 0),
+        chain: sum("solana_rpc_requests_total"),
+        db: sum("mongodb_commands_total"),
+        byCommand,
+        ferretCpuMs: db.pid === undefined ? Number.NaN : processCpuMs(db.pid),
+      };
+    };
+    // The agents wait pending until their approvals are seen on the chain (one look each, once):
+    // that is counted apart, so that the figures per transfer are of transfers.
+    const agentsCollection = client.db(dbName).collection("agents");
+    while ((await agentsCollection.countDocuments({ status: "pending" })) > 0) {
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    const before = await counters();
+    const deadline = performance.now() + 1_200_000;
+    // Done when every agent's first slot has landed; later slots come due meanwhile and count as
+    // transfers, but the lag is of first slots only. The runner's own counter says when that can
+    // be, so that the bench's distinct (a scan of the runs on FerretDB) adds little to its load.
+    while (
+      (await counters()).succeeded < AGENTS ||
+      (await runs.distinct("agentId", { outcome: "succeeded" })).length < AGENTS
+    ) {
+      if (performance.now() > deadline)
+        throw new Error(`${AGENTS} transfers did not finish within 20 minutes`);
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+    const after = await counters();
+    const peak = statusMb(runner.pid, "VmHWM");
+    const measured = Math.max(1, after.succeeded - before.succeeded);
+    const each = (n: number) => (n / measured).toFixed(2);
+    const byCommand = [...after.byCommand]
+      .map(([key, n]) => [key, n - (before.byCommand.get(key) ?? 0)] as const)
+      .filter(([, n]) => n / measured >= 0.005)
+      .sort((a, b) => b[1] - a[1]);
+    runner.child.kill("SIGTERM");
+    const done = await runs.find({}).toArray();
+    const succeeded = done.filter((r) => r.outcome === "succeeded");
+    const failed = done.filter((r) => r.outcome === "failed").length;
+    const firstSlots = new Map<string, (typeof succeeded)[number]>();
+    for (const run of succeeded) {
+      const seen = firstSlots.get(run.agentId);
+      if (seen === undefined || run.scheduledAt < seen.scheduledAt) firstSlots.set(run.agentId, run);
+    }
+    const slots = [...firstSlots.values()].map((r) => r.scheduledAt.getTime());
+    const firstSlot = Math.min(...slots);
+    const lastSlot = Math.max(...slots);
+    const lastConfirmed = Math.max(...succeeded.map((r) => r.finishedAt.getTime()));
+    const lags = [...firstSlots.values()]
+      .map((r) => r.finishedAt.getTime() - r.scheduledAt.getTime())
+      .sort((a, b) => a - b);
+    const at = (q: number) => lags[Math.min(lags.length - 1, Math.floor(q * lags.length))] as number;
+    const perSecond = (succeeded.length * 1000) / (lastConfirmed - firstSlot);
+    return (
+      `transfers on ${label}, chain in its own process, ${AGENTS} agents due within ${((lastSlot - firstSlot) / 1000).toFixed(1)} s, ` +
+      `SCHEDULER_CONCURRENCY=${concurrency}: ${succeeded.length} transfers at ${perSecond.toFixed(1)} a second (goal: 50; first slot to last confirmed signature); ` +
+      `lag from each agent's first slot to its confirmed signature p50 ${(at(0.5) / 1000).toFixed(2)} s, p99 ${(at(0.99) / 1000).toFixed(2)} s (goal: 30 s), ` +
+      `max ${(lags.at(-1) ?? 0) / 1000} s; ${failed} failed attempts; ` +
+      `FerretDB CPU ${each(after.ferretCpuMs - before.ferretCpuMs)} ms per transfer (goal: 15); ` +
+      `${each(after.db - before.db)} database commands per transfer (goal: 8; agents made and activated before: ` +
+      `${byCommand.map(([key, n]) => `${key} ${each(n)}`).join(", ")}); ` +
+      `${each(after.chain - before.chain)} chain RPC requests per transfer (goal: 3 or fewer); runner peak RSS ${peak.toFixed(0)} MB`
+    );
   } finally {
+    await client.db(dbName).dropDatabase();
     await client.close();
     chainProcess.kill("SIGTERM");
   }
