@@ -2,6 +2,7 @@ import type { RateLimitConfig } from "../config.ts";
 import { accountMethods } from "./account-methods.ts";
 import { cheatcodeMethods } from "./cheatcodes.ts";
 import { clusterMethods } from "./cluster-methods.ts";
+import { epochMethods } from "./epoch-methods.ts";
 import type { RpcMethod } from "./json-rpc-handler.ts";
 import type { LocalChain } from "./local-chain.ts";
 import { transactionMethods } from "./transaction-methods.ts";
@@ -21,6 +22,7 @@ export function createRpcMethods(options: {
   const methods = {
     ...clusterMethods(chain),
     ...accountMethods(chain),
+    ...epochMethods(chain),
     ...transactionMethods(chain, { airdropLimit: options.airdropLimit }),
     ...(options.cheatcodes === false ? {} : cheatcodeMethods(chain)),
   };
@@ -41,6 +43,7 @@ export const LOCAL_CHAIN_PARAM_COUNTS: Readonly<Record<string, readonly [number,
   getVersion: [0, 0],
   getSlot: [0, 1],
   getBlockHeight: [0, 1],
+  getEpochInfo: [0, 1],
   getLatestBlockhash: [0, 1],
   isBlockhashValid: [1, 2],
   getBalance: [1, 2],
