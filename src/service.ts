@@ -425,6 +425,7 @@ async function startEmbeddedChain(
       statePath: local.statePath,
       slotMs: local.slotMs,
       limits: local.limits,
+      pubsubLimits: local.pubsub,
       cheatcodes: local.cheatcodes,
       history: local.history,
       airdropLimit: local.airdropLimit,
@@ -443,7 +444,12 @@ async function startEmbeddedChain(
     throw error;
   }
   logger.info(
-    { solana_rpc: running.url, state: local.statePath ?? null, cheatcodes: local.cheatcodes },
+    {
+      solana_rpc: running.url,
+      solana_pubsub: running.pubsub?.url,
+      state: local.statePath ?? null,
+      cheatcodes: local.cheatcodes,
+    },
     `the embedded local chain serves Solana JSON-RPC at ${running.url}`,
   );
   return running;

@@ -23,6 +23,7 @@ async function main(): Promise<void> {
       statePath: local.statePath,
       slotMs: local.slotMs,
       limits: local.limits,
+      pubsubLimits: local.pubsub,
       cheatcodes: local.cheatcodes,
       history: local.history,
       airdropLimit: local.airdropLimit,
@@ -44,6 +45,7 @@ async function main(): Promise<void> {
   logger.info(
     {
       solana_rpc: chain.url,
+      solana_pubsub: chain.pubsub?.url,
       state: local.statePath ?? null,
       cheatcodes: local.cheatcodes,
       faucet: LOCAL_KEYS.faucet.address,
