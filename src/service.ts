@@ -460,7 +460,7 @@ export class LocalChainPortInUseError extends Error {
   override readonly name = "LocalChainPortInUseError";
   constructor(port: number) {
     super(
-      `LOCAL_SOLANA_RPC_PORT ${port} is in use on 127.0.0.1: set SOLANA_RPC_URL=http://127.0.0.1:${port} to use the chain already serving there, or LOCAL_SOLANA_RPC_PORT to another port`,
+      `LOCAL_SOLANA_RPC_PORT ${port} is in use on 127.0.0.1 (or the PubSub port after it, ${port + 1}): set SOLANA_RPC_URL=http://127.0.0.1:${port} to use the chain already serving there, or LOCAL_SOLANA_RPC_PORT to another port`,
     );
   }
 }

@@ -36,7 +36,7 @@ async function main(): Promise<void> {
     logger.fatal(
       inUse ? {} : { err: error },
       inUse
-        ? `LOCAL_SOLANA_RPC_PORT ${local.port} is in use on 127.0.0.1`
+        ? `LOCAL_SOLANA_RPC_PORT ${local.port} is in use on 127.0.0.1 (or the PubSub port after it, ${local.port + 1})`
         : "the local chain could not start",
     );
     logger.flush();
