@@ -185,6 +185,8 @@ export function createPubSubSubscriptions(options: {
 
   const accountChanged = (address: string, slot: number) => {
     const accountSubs = byAccount.get(address);
+    // Every transaction passes here: read nothing from LiteSVM unless someone may be told.
+    if (accountSubs === undefined && byProgram.size === 0) return;
     const account = chain.account(address);
     const owner = account?.programAddress as string | undefined;
     const programSubs = owner === undefined ? undefined : byProgram.get(owner);
@@ -219,6 +221,7 @@ export function createPubSubSubscriptions(options: {
         at(entry.slot, sub.commitment, () => notifySignature(sub, entry.slot, entry.err));
     }
     for (const address of event.written) accountChanged(address, entry.slot);
+    if (allLogs.size === 0 && byMention.size === 0) return;
     const logSubs = [...allLogs];
     for (const address of new Set(entry.accounts)) logSubs.push(...(byMention.get(address) ?? []));
     if (logSubs.length === 0) return;
