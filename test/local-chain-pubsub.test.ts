@@ -214,6 +214,14 @@ describe("the PubSub port", () => {
         subscription: matching,
       },
     });
+    // Past base58's 128 bytes, Agave's encoder sends a marker in place of the data.
+    local.chain.setAccount(target, account(new Uint8Array(200), owner));
+    expect(await client.next()).toMatchObject({
+      method: "accountNotification",
+      params: {
+        result: { value: { data: ["error: data too large for bs58 encoding", "base58"], space: 200 } },
+      },
+    });
     expect(await client.call("programUnsubscribe", [matching])).toMatchObject({ result: true });
     expect(await client.call("accountUnsubscribe", [direct])).toMatchObject({ result: true });
     client.ws.close();

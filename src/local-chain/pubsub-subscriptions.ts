@@ -56,6 +56,9 @@ export interface PubSubSubscriptions {
   close(): void;
 }
 
+/** Agave's base58 limit on account data, and what its notifications carry past it. */
+const MAX_BASE58_BYTES = 128;
+const BASE58_TOO_LARGE = "error: data too large for bs58 encoding";
 /** Notifications kept waiting for their commitment at most; past it the oldest go (and are counted). */
 const MAX_WAITING = 100_000;
 /** What a closed account looks like in a notification (Agave sends the default account). */
@@ -175,9 +178,21 @@ export function createPubSubSubscriptions(options: {
         bytes: maxNotificationBytes,
         maxAnswerBytes: maxNotificationBytes,
       });
-      return stringifyJsonBigInts(accountJson(account, sub.encoding, sub.slice, chain.account, budget));
+      const { encoding, slice } = sub;
+      const length =
+        slice === undefined
+          ? account.data.length
+          : Math.max(0, Math.min(slice.length, account.data.length - slice.offset));
+      if ((encoding === "binary" || encoding === "base58") && length > MAX_BASE58_BYTES) {
+        // What Agave's account encoder puts in place of data base58 would take too long for;
+        // getAccountInfo refuses the request instead, but a notification has no one to refuse.
+        const json = accountJson(account, "base64", { offset: 0, length: 0 }, chain.account, budget);
+        const data = encoding === "binary" ? BASE58_TOO_LARGE : [BASE58_TOO_LARGE, "base58"];
+        return stringifyJsonBigInts({ ...json, data });
+      }
+      return stringifyJsonBigInts(accountJson(account, encoding, slice, chain.account, budget));
     } catch {
-      // Too large for the bound, or data base58 cannot carry: Agave would fail it too.
+      // Past the bound on a notification's size: not sent (the RPC port would refuse the read too).
       dropped("notification_too_large");
       return undefined;
     }
