@@ -453,6 +453,19 @@ describe("the PubSub port's bounds", () => {
     expect(count("pubsub_message_too_large")).toBe(1);
   });
 
+  it("holds at most 64 MiB of account states waiting for finality, dropping the oldest (counted)", async () => {
+    const client = await connect(url);
+    const target = (await generateKeyPairSigner()).address;
+    // Finalized (the default): each write waits 32 slots (13 s here) with the account as it left it.
+    await subscriptionOf(client, "accountSubscribe", [target, { encoding: "base64" }]);
+    const mib = new Uint8Array(1024 * 1024);
+    for (let i = 0; i < 70; i++)
+      local.chain.setAccount(target, account(mib, "11111111111111111111111111111111"));
+    expect(count("pubsub_waiting_limit")).toBe(70 - 64);
+    client.ws.close();
+    await client.closed;
+  });
+
   it("cuts off a client that stops reading once its unsent notifications pass the bound, holding no more", async () => {
     const client = await connect(url);
     const target = (await generateKeyPairSigner()).address;

@@ -59,8 +59,12 @@ export interface PubSubSubscriptions {
 /** Agave's base58 limit on account data, and what its notifications carry past it. */
 const MAX_BASE58_BYTES = 128;
 const BASE58_TOO_LARGE = "error: data too large for bs58 encoding";
-/** Notifications kept waiting for their commitment at most; past it the oldest go (and are counted). */
+/**
+ * Notifications kept waiting for their commitment at most, and the account bytes they hold (each
+ * keeps the account as its write left it); past either the oldest go, and are counted.
+ */
 const MAX_WAITING = 100_000;
+const MAX_WAITING_BYTES = 64 * 1024 * 1024;
 /** What a closed account looks like in a notification (Agave sends the default account). */
 const CLOSED: RawAccount = {
   lamports: 0n,
@@ -100,7 +104,8 @@ export function createPubSubSubscriptions(options: {
   const slots = new Set<Subscription>();
   const roots = new Set<Subscription>();
   /** Deliveries waiting for their slot to reach their commitment, in the order they arose. */
-  let waiting: { slot: number; commitment: Commitment; deliver: () => void }[] = [];
+  let waiting: { slot: number; commitment: Commitment; deliver: () => void; bytes: number }[] = [];
+  let waitingBytes = 0;
   let lastRoot = chain.slot("finalized");
   let ticker: NodeJS.Timeout | undefined;
 
@@ -149,16 +154,17 @@ export function createPubSubSubscriptions(options: {
   const withSlot = (slot: number, value: string) => `{"context":{"slot":${slot}},"value":${value}}`;
 
   /** Runs `deliver` now if `slot` is seen at `commitment`, else once it is. */
-  const at = (slot: number, commitment: Commitment, deliver: () => void) => {
+  const at = (slot: number, commitment: Commitment, deliver: () => void, bytes = 0) => {
     if (slot <= chain.slot(commitment)) {
       deliver();
       return;
     }
-    if (waiting.length >= MAX_WAITING) {
-      waiting.shift();
+    waiting.push({ slot, commitment, deliver, bytes });
+    waitingBytes += bytes;
+    while (waiting.length > MAX_WAITING || waitingBytes > MAX_WAITING_BYTES) {
+      waitingBytes -= (waiting.shift() as { bytes: number }).bytes;
       dropped("waiting_limit");
     }
-    waiting.push({ slot, commitment, deliver });
   };
 
   const signatureResult = (err: unknown) => `{"err":${stringifyJsonBigInts(err ?? null)}}`;
@@ -210,22 +216,32 @@ export function createPubSubSubscriptions(options: {
     const state = account ?? CLOSED;
     for (const sub of accountSubs ?? []) {
       if (sub.kind !== "account") continue;
-      at(slot, sub.commitment, () => {
-        if (!live(sub)) return;
-        const value = accountValue(sub, state);
-        if (value !== undefined) notify(sub, "accountNotification", withSlot(slot, value));
-      });
+      at(
+        slot,
+        sub.commitment,
+        () => {
+          if (!live(sub)) return;
+          const value = accountValue(sub, state);
+          if (value !== undefined) notify(sub, "accountNotification", withSlot(slot, value));
+        },
+        state.data.length,
+      );
     }
     if (account === undefined) return;
     for (const sub of programSubs ?? []) {
       if (sub.kind !== "program" || !passesFilters(account.data as Uint8Array, sub.filters)) continue;
-      at(slot, sub.commitment, () => {
-        if (!live(sub)) return;
-        const value = accountValue(sub, state);
-        if (value !== undefined) {
-          notify(sub, "programNotification", withSlot(slot, `{"pubkey":"${address}","account":${value}}`));
-        }
-      });
+      at(
+        slot,
+        sub.commitment,
+        () => {
+          if (!live(sub)) return;
+          const value = accountValue(sub, state);
+          if (value !== undefined) {
+            notify(sub, "programNotification", withSlot(slot, `{"pubkey":"${address}","account":${value}}`));
+          }
+        },
+        state.data.length,
+      );
     }
   };
 
@@ -246,9 +262,14 @@ export function createPubSubSubscriptions(options: {
     );
     for (const sub of logSubs) {
       if (sub.kind !== "logs") continue;
-      at(entry.slot, sub.commitment, () => {
-        if (live(sub)) notify(sub, "logsNotification", value);
-      });
+      at(
+        entry.slot,
+        sub.commitment,
+        () => {
+          if (live(sub)) notify(sub, "logsNotification", value);
+        },
+        value.length,
+      );
     }
   };
 
@@ -267,6 +288,7 @@ export function createPubSubSubscriptions(options: {
     const due = waiting.filter((w) => w.slot <= chain.slot(w.commitment));
     if (due.length === 0) return;
     waiting = waiting.filter((w) => w.slot > chain.slot(w.commitment));
+    waitingBytes = waiting.reduce((sum, w) => sum + w.bytes, 0);
     for (const w of due) w.deliver();
   };
 
