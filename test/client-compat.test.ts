@@ -32,7 +32,7 @@ import {
   sendAndConfirmTransaction as web3SendAndConfirm,
 } from "@solana/web3.js";
 import { getTransferSolInstruction } from "@solana-program/system";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { type RunningLocalChain, startLocalChain } from "../src/local-chain/start-local-chain.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
 
@@ -145,6 +145,17 @@ describe("@solana/kit 8", () => {
   });
 });
 
+/** Subscriptions the chain holds now. */
+const subscriptions = () => local.pubsub?.stats().subscriptions ?? 0;
+
+/**
+ * Resolves once the chain holds `count` subscriptions: web3.js subscribes when its socket opens,
+ * and has no promise for it; a transaction sent before would go unseen. (Only the test's setup
+ * waits so; the clients' own flows are never helped along.)
+ */
+const subscribed = (count: number) =>
+  vi.waitFor(() => expect(subscriptions()).toBeGreaterThanOrEqual(count), { timeout: 10_000, interval: 20 });
+
 describe("@solana/web3.js 1.x", () => {
   /** Airdropped to, and confirmed, the way web3.js does it. */
   const funded = async (connection: Connection, amount: number) => {
@@ -179,6 +190,7 @@ describe("@solana/web3.js 1.x", () => {
   });
 
   it("onAccountChange tells of an account's change", async () => {
+    const before = subscriptions();
     const connection = new Connection(local.url as string, "confirmed");
     const to = Keypair.generate().publicKey;
     const changed = new Promise<{ lamports: number; owner: PublicKey; slot: number }>((resolve) => {
@@ -191,8 +203,7 @@ describe("@solana/web3.js 1.x", () => {
         { commitment: "confirmed" },
       );
     });
-    // web3.js subscribes once its socket is open; a transfer sent before that would go unseen.
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await subscribed(before + 1);
     const tx = new Transaction().add(
       SystemProgram.transfer({ fromPubkey: payer.publicKey, toPubkey: to, lamports: 5_000_000 }),
     );
@@ -201,5 +212,57 @@ describe("@solana/web3.js 1.x", () => {
     expect(seen.lamports).toBe(5_000_000);
     expect(seen.owner.toBase58()).toBe(SystemProgram.programId.toBase58());
     expect(seen.slot).toBeGreaterThan(0);
+  });
+
+  it("onProgramAccountChange, onLogs, onSlotChange and onRootChange parse what the chain sends", async () => {
+    // web3.js checks every notification against its own schema: a shape it does not expect is
+    // dropped with an error, and the callback below would never run.
+    const before = subscriptions();
+    const connection = new Connection(local.url as string, "confirmed");
+    const to = Keypair.generate().publicKey;
+    const program = new Promise<{ pubkey: string; lamports: number }>((resolve) => {
+      const id = connection.onProgramAccountChange(
+        SystemProgram.programId,
+        (keyed) => {
+          if (!keyed.accountId.equals(to)) return;
+          void connection.removeProgramAccountChangeListener(id);
+          resolve({ pubkey: keyed.accountId.toBase58(), lamports: keyed.accountInfo.lamports });
+        },
+        { commitment: "confirmed", encoding: "base64", filters: [{ dataSize: 0 }] },
+      );
+    });
+    const logs = new Promise<{ signature: string; logs: string[] }>((resolve) => {
+      const id = connection.onLogs(
+        to,
+        (found) => {
+          void connection.removeOnLogsListener(id);
+          resolve(found);
+        },
+        "confirmed",
+      );
+    });
+    const slot = new Promise<{ parent: number; slot: number; root: number }>((resolve) => {
+      const id = connection.onSlotChange((info) => {
+        void connection.removeSlotChangeListener(id);
+        resolve(info);
+      });
+    });
+    const root = new Promise<number>((resolve) => {
+      const id = connection.onRootChange((at) => {
+        void connection.removeRootChangeListener(id);
+        resolve(at);
+      });
+    });
+    await subscribed(before + 4);
+    const tx = new Transaction().add(
+      SystemProgram.transfer({ fromPubkey: payer.publicKey, toPubkey: to, lamports: 7_000_000 }),
+    );
+    const signature = await web3SendAndConfirm(connection, tx, [payer], { commitment: "confirmed" });
+    expect(await program).toEqual({ pubkey: to.toBase58(), lamports: 7_000_000 });
+    expect(await logs).toMatchObject({ signature, err: null });
+    const info = await slot;
+    expect(info.parent).toBe(info.slot - 1);
+    expect(info.root).toBeLessThan(info.slot);
+    expect(await root).toBeGreaterThan(0);
   });
 });

@@ -491,7 +491,7 @@ describe("the PubSub port's bounds", () => {
     }
     socket.resume();
     expect((await client.closed).code).toBe(1006);
-    expect(local.pubsub?.stats()).toEqual({ connections: 0, bufferedBytes: 0 });
+    expect(local.pubsub?.stats()).toMatchObject({ connections: 0, bufferedBytes: 0 });
     expect(count("pubsub_slow_client")).toBe(1);
   });
 });

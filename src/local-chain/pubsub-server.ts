@@ -28,8 +28,8 @@ export interface PubSubServer {
   /** ws://127.0.0.1:port */
   readonly url: string;
   readonly port: number;
-  /** Open connections, and the bytes written to them that they have not taken yet. */
-  stats(): { connections: number; bufferedBytes: number };
+  /** Open connections, the bytes written to them that they have not taken yet, and subscriptions. */
+  stats(): { connections: number; bufferedBytes: number; subscriptions: number };
   close(): Promise<void>;
 }
 
@@ -171,7 +171,7 @@ export async function startPubSubServer(options: PubSubServerOptions): Promise<P
     stats() {
       let bufferedBytes = 0;
       for (const ws of wss.clients) bufferedBytes += ws.bufferedAmount;
-      return { connections: wss.clients.size, bufferedBytes };
+      return { connections: wss.clients.size, bufferedBytes, subscriptions: subscriptions.size };
     },
     close: () =>
       new Promise<void>((resolve) => {
