@@ -15,6 +15,9 @@
  *   BENCH_ONLY=prices npm run bench    (only the Jupiter figures: warm cache vs catalog, cold stampede)
  *   BENCH_ONLY=streams npm run bench   (only the stream figures: 1,000 price watchers on one process)
  *   BENCH_ONLY=webhooks npm run bench  (only the webhook figures: deliveries per second, lag from event to delivery)
+ *   BENCH_ONLY=pubsub npm run bench    (only the local chain's PubSub figures: RSS with 1,000 sockets, signature
+ *                                       notifications a second to 1,000 subscribers, send-to-notification p50/p99;
+ *                                       scripts/bench/pubsub.ts)
  *   BENCH_ONLY=process npm run bench   (only start time, idle memory and peak memory under the issue's two loads,
  *                                       against a baseline commit: BENCH_BASELINE, default f23ce64)
  *
@@ -57,7 +60,7 @@ import {
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const logLevel = process.env.BENCH_LOG_LEVEL ?? "info";
-/** BENCH_ONLY=unary, chain, transfers, scheduler, prices, streams, webhooks or process runs one part. */
+/** BENCH_ONLY=unary, chain, transfers, scheduler, prices, streams, webhooks, pubsub or process runs one part. */
 const only = process.env.BENCH_ONLY;
 const root = new URL("..", import.meta.url).pathname;
 const work = mkdtempSync(join(tmpdir(), "bench-"));
@@ -72,6 +75,14 @@ const has = (tool: string) => {
 };
 const pinned = (core: number, argv: string[]) =>
   has("taskset") ? ["taskset", "-c", String(core), ...argv] : argv;
+
+if (only === "pubsub") {
+  // Its own chain process and WebSocket clients, without load generators.
+  const { pubsubFigures } = await import("./bench/pubsub.ts");
+  await pubsubFigures();
+  rmSync(work, { recursive: true, force: true });
+  process.exit(0);
+}
 
 if (only === "scheduler") {
   // In process, without load generators: nothing below is needed.
@@ -374,6 +385,7 @@ try {
   if (only === undefined || only === "prices") await priceFigures();
   if (only === undefined || only === "streams") await streamFigures();
   if (only === undefined || only === "webhooks") await webhookFigures();
+  if (only === undefined) await (await import("./bench/pubsub.ts")).pubsubFigures();
   if (only === undefined || only === "process") await processFigures();
   print();
 } finally {

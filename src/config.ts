@@ -129,6 +129,19 @@ export interface LocalChainConfig {
    * rebinds its own name to 127.0.0.1 sends that name, and is refused.
    */
   readonly allowedHosts: readonly string[];
+  /** Bounds on its PubSub (WebSocket) port, on its RPC port + 1. */
+  readonly pubsub: LocalChainPubSubLimits;
+}
+
+export interface LocalChainPubSubLimits {
+  /** Open WebSocket connections; more are refused with 503 before the upgrade. */
+  readonly maxConnections: number;
+  /** Subscriptions one connection may hold; more are refused with -32603. */
+  readonly maxSubscriptionsPerConnection: number;
+  /** Largest message a client may send; a larger one closes its connection (1009). */
+  readonly maxMessageBytes: number;
+  /** Bytes written to one client that it has not taken yet; past them the client is cut off. */
+  readonly maxBufferedBytes: number;
 }
 
 export interface LocalChainPortLimits {
@@ -369,6 +382,10 @@ export const CONFIG_VARIABLES = {
   LOCAL_SOLANA_AIRDROP_BURST: "20",
   LOCAL_SOLANA_CHEATCODES: "",
   LOCAL_SOLANA_ALLOWED_HOSTS: "",
+  LOCAL_SOLANA_PUBSUB_MAX_CONNECTIONS: "256",
+  LOCAL_SOLANA_PUBSUB_MAX_SUBSCRIPTIONS_PER_CONNECTION: "1000",
+  LOCAL_SOLANA_PUBSUB_MAX_MESSAGE_BYTES: "65536",
+  LOCAL_SOLANA_PUBSUB_MAX_BUFFERED_BYTES: "1048576",
   TRANSFER_EXECUTOR: "chain",
   EXECUTOR_KEYPAIR: "",
   DELEGATE_SEED: "",
@@ -426,6 +443,16 @@ export const DEFAULT_LOCAL_CHAIN_PORT_LIMITS: LocalChainPortLimits = {
   maxConnections: Number(CONFIG_VARIABLES.LOCAL_SOLANA_MAX_CONNECTIONS),
   maxInFlightPerConnection: Number(CONFIG_VARIABLES.LOCAL_SOLANA_MAX_IN_FLIGHT_PER_CONNECTION),
   maxUnsentBytes: Number(CONFIG_VARIABLES.LOCAL_SOLANA_MAX_UNSENT_BYTES),
+};
+
+/** The local chain's PubSub limits when nothing configures them. */
+export const DEFAULT_LOCAL_CHAIN_PUBSUB_LIMITS: LocalChainPubSubLimits = {
+  maxConnections: Number(CONFIG_VARIABLES.LOCAL_SOLANA_PUBSUB_MAX_CONNECTIONS),
+  maxSubscriptionsPerConnection: Number(
+    CONFIG_VARIABLES.LOCAL_SOLANA_PUBSUB_MAX_SUBSCRIPTIONS_PER_CONNECTION,
+  ),
+  maxMessageBytes: Number(CONFIG_VARIABLES.LOCAL_SOLANA_PUBSUB_MAX_MESSAGE_BYTES),
+  maxBufferedBytes: Number(CONFIG_VARIABLES.LOCAL_SOLANA_PUBSUB_MAX_BUFFERED_BYTES),
 };
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -686,6 +713,17 @@ function readSolana(read: Read, int: Int, bool: Bool, problems: string[], produc
       // Unset: on for development, off in the container (NODE_ENV=production).
       cheatcodes: read("LOCAL_SOLANA_CHEATCODES") === "" ? !production : bool("LOCAL_SOLANA_CHEATCODES"),
       allowedHosts: parseHosts(read("LOCAL_SOLANA_ALLOWED_HOSTS"), problems),
+      pubsub: {
+        maxConnections: int("LOCAL_SOLANA_PUBSUB_MAX_CONNECTIONS", 1, 100_000),
+        maxSubscriptionsPerConnection: int(
+          "LOCAL_SOLANA_PUBSUB_MAX_SUBSCRIPTIONS_PER_CONNECTION",
+          1,
+          1_000_000,
+        ),
+        // At least room for a transaction's signatureSubscribe; at most Agave's own frame bound.
+        maxMessageBytes: int("LOCAL_SOLANA_PUBSUB_MAX_MESSAGE_BYTES", 1024, 16 * 1024 * 1024),
+        maxBufferedBytes: int("LOCAL_SOLANA_PUBSUB_MAX_BUFFERED_BYTES", 65_536, 1024 * 1024 * 1024),
+      },
     },
   };
 }

@@ -425,6 +425,7 @@ async function startEmbeddedChain(
       statePath: local.statePath,
       slotMs: local.slotMs,
       limits: local.limits,
+      pubsubLimits: local.pubsub,
       cheatcodes: local.cheatcodes,
       history: local.history,
       airdropLimit: local.airdropLimit,
@@ -443,7 +444,12 @@ async function startEmbeddedChain(
     throw error;
   }
   logger.info(
-    { solana_rpc: running.url, state: local.statePath ?? null, cheatcodes: local.cheatcodes },
+    {
+      solana_rpc: running.url,
+      solana_pubsub: running.pubsub?.url,
+      state: local.statePath ?? null,
+      cheatcodes: local.cheatcodes,
+    },
     `the embedded local chain serves Solana JSON-RPC at ${running.url}`,
   );
   return running;
@@ -454,7 +460,7 @@ export class LocalChainPortInUseError extends Error {
   override readonly name = "LocalChainPortInUseError";
   constructor(port: number) {
     super(
-      `LOCAL_SOLANA_RPC_PORT ${port} is in use on 127.0.0.1: set SOLANA_RPC_URL=http://127.0.0.1:${port} to use the chain already serving there, or LOCAL_SOLANA_RPC_PORT to another port`,
+      `LOCAL_SOLANA_RPC_PORT ${port} is in use on 127.0.0.1 (or the PubSub port after it, ${port + 1}): set SOLANA_RPC_URL=http://127.0.0.1:${port} to use the chain already serving there, or LOCAL_SOLANA_RPC_PORT to another port`,
     );
   }
 }

@@ -160,6 +160,12 @@ describe("loadConfig", () => {
           airdropLimit: { rate: 2, burst: 20 },
           cheatcodes: true,
           allowedHosts: [],
+          pubsub: {
+            maxConnections: 256,
+            maxSubscriptionsPerConnection: 1000,
+            maxMessageBytes: 65_536,
+            maxBufferedBytes: 1_048_576,
+          },
         },
       },
       transfers: {
@@ -246,6 +252,10 @@ describe("loadConfig", () => {
     // The answer bound leaves room for a batch of refusals.
     expect(attempt({ LOCAL_SOLANA_MAX_ANSWER_BYTES: "1000" })).toContain(
       "LOCAL_SOLANA_MAX_ANSWER_BYTES must be an integer from 65536",
+    );
+    // The PubSub port's buffer leaves room for a notification of a token account and more.
+    expect(attempt({ LOCAL_SOLANA_PUBSUB_MAX_BUFFERED_BYTES: "1000" })).toContain(
+      "LOCAL_SOLANA_PUBSUB_MAX_BUFFERED_BYTES must be an integer from 65536",
     );
     expect(
       loadConfig({
@@ -390,6 +400,10 @@ describe("loadConfig", () => {
         LOCAL_SOLANA_AIRDROP_BURST: "9",
         LOCAL_SOLANA_CHEATCODES: "false",
         LOCAL_SOLANA_ALLOWED_HOSTS: "devbox.local,chain.test",
+        LOCAL_SOLANA_PUBSUB_MAX_CONNECTIONS: "12",
+        LOCAL_SOLANA_PUBSUB_MAX_SUBSCRIPTIONS_PER_CONNECTION: "34",
+        LOCAL_SOLANA_PUBSUB_MAX_MESSAGE_BYTES: "4096",
+        LOCAL_SOLANA_PUBSUB_MAX_BUFFERED_BYTES: "131072",
         TRANSFER_EXECUTOR: "Simulated",
         EXECUTOR_KEYPAIR: "/run/secrets/executor.json",
         DELEGATE_SEED: "/run/secrets/delegate.seed",
@@ -514,6 +528,12 @@ describe("loadConfig", () => {
           airdropLimit: { rate: 3, burst: 9 },
           cheatcodes: false,
           allowedHosts: ["devbox.local", "chain.test"],
+          pubsub: {
+            maxConnections: 12,
+            maxSubscriptionsPerConnection: 34,
+            maxMessageBytes: 4096,
+            maxBufferedBytes: 131_072,
+          },
         },
       },
       transfers: {

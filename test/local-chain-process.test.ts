@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { address, generateKeyPairSigner, type Signature } from "@solana/kit";
 import { findAssociatedTokenPda, getTransferCheckedInstruction } from "@solana-program/token";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import WebSocket from "ws";
 import { loadCatalog } from "../src/token/catalog.ts";
 import { createChainClient } from "./support/chain-client.ts";
 import { writeDelegateSeed, writeExecutorKeypair } from "./support/executor-keypair.ts";
@@ -198,6 +199,33 @@ describe("the local chain alone", () => {
     running.push(anonymous);
     expect((await anonymous.exited).code).toBe(2);
     expect(anonymous.stderr()).toMatch(/AUTH_MODE=none with SOLANA_RPC_URL.*ALLOW_ANONYMOUS_TRANSFERS=true/);
+  });
+
+  it("serves PubSub on the RPC port + 1, alone and inside the service", async () => {
+    const service = spawnMain({ PORT: "0", HOST: "127.0.0.1" });
+    running.push(service);
+    const ready = await service.waitForLog((line) => typeof line.solana_pubsub === "string", 30_000);
+    const rpcPort = Number(new URL(ready.solana_rpc as string).port);
+    expect(ready.solana_pubsub).toBe(`ws://127.0.0.1:${rpcPort + 1}`);
+    for (const url of [`ws://127.0.0.1:${port + 1}`, ready.solana_pubsub as string]) {
+      const ws = new WebSocket(url);
+      const messages: Record<string, unknown>[] = [];
+      const slot = new Promise<Record<string, unknown>>((resolve) =>
+        ws.on("message", (data) => {
+          const message = JSON.parse(String(data)) as Record<string, unknown>;
+          messages.push(message);
+          if (message.method === "slotNotification") resolve(message);
+        }),
+      );
+      await new Promise((resolve) => ws.once("open", resolve));
+      ws.send(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "slotSubscribe" }));
+      // The chain produces its slots on its own while anything is subscribed.
+      expect(await slot, url).toMatchObject({ params: { result: { slot: expect.any(Number) } } });
+      expect(messages[0]).toMatchObject({ id: 1, result: expect.any(Number) });
+      ws.close();
+    }
+    service.child.kill("SIGTERM");
+    expect((await service.exited).code).toBe(0);
   });
 
   it("a service whose local chain port is taken says so and exits", async () => {

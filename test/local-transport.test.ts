@@ -31,6 +31,7 @@ afterAll(async () => {
 const requests = (): [string, unknown[]][] => [
   ["getSlot", [{ commitment: "confirmed" }]],
   ["getLatestBlockhash", []],
+  ["getEpochInfo", [{ commitment: "finalized" }]],
   ["getAccountInfo", [USDC, { encoding: "jsonParsed" }]],
   ["getAccountInfo", [USDC, { encoding: "base64", dataSlice: { offset: 0n, length: 36n } }]],
   ["getSignaturesForAddress", [USDC, { limit: 25n }]],

@@ -9,6 +9,7 @@ import { createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { MongoClient } from "mongodb";
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
+import WebSocket from "ws";
 import { AgentService } from "../gen/agent/v1/agent_pb.ts";
 import { Health } from "../gen/health/v1/health_pb.ts";
 import { TokenService } from "../gen/token/v1/token_pb.ts";
@@ -168,6 +169,22 @@ describe("metrics on the in-memory store", () => {
     for (const abort of aborts) abort.abort();
     await Promise.all(streams.map((stream) => stream.next().catch(() => {})));
     await vi.waitFor(async () => expect(await open()).toBe(0), { timeout: 10_000, interval: 50 });
+  });
+
+  it("counts what the embedded chain's PubSub port refuses, with the RPC port's refusals", async () => {
+    const url = server.localChain?.pubsub?.url as string;
+    const before = sampleValue((await scrape(server.baseUrl)).samples, "local_chain_http_rejections_total", {
+      reason: "pubsub_host",
+    });
+    expect(before).toBeUndefined();
+    const ws = new WebSocket(url, { headers: { host: "evil.example" } });
+    const status = await new Promise<number | undefined>((resolve) => {
+      ws.once("unexpected-response", (_req, res) => resolve(res.statusCode));
+      ws.once("open", () => resolve(undefined));
+    });
+    expect(status).toBe(403);
+    const after = (await scrape(server.baseUrl)).samples;
+    expect(sampleValue(after, "local_chain_http_rejections_total", { reason: "pubsub_host" })).toBe(1);
   });
 
   it("includes the process's and Node's own metrics", async () => {

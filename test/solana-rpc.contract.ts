@@ -158,6 +158,29 @@ export function describeSolanaRpc(name: string, target: () => RpcTarget | undefi
       expect(typeof (await rpc.getBlockHeight().send())).toBe("bigint");
     });
 
+    it("getEpochInfo", async () => {
+      // Exactly Agave's keys: kit's and web3.js's parsers read these and no others.
+      const info = (await result("getEpochInfo", [{ commitment: "confirmed" }])) as Record<string, number>;
+      expect(info).toEqual({
+        absoluteSlot: u64,
+        blockHeight: u64,
+        epoch: u64,
+        slotIndex: u64,
+        slotsInEpoch: u64,
+        transactionCount: u64,
+      });
+      expect(info.slotIndex).toBeLessThan(info.slotsInEpoch as number);
+      expect((info.epoch as number) * (info.slotsInEpoch as number) + (info.slotIndex as number)).toBe(
+        info.absoluteSlot,
+      );
+      const typed = await rpc.getEpochInfo({ commitment: "finalized" }).send();
+      expect(typed.absoluteSlot).toBeLessThanOrEqual(BigInt(info.absoluteSlot as number));
+      expect(typeof typed.transactionCount).toBe("bigint");
+      expect(await rpc.getSlot({ commitment: "finalized" }).send()).toBeGreaterThanOrEqual(
+        typed.absoluteSlot,
+      );
+    });
+
     it("getLatestBlockhash and isBlockhashValid", async () => {
       const latest = await rpc.getLatestBlockhash({ commitment: "confirmed" }).send();
       expect(latest.value.lastValidBlockHeight).toBeGreaterThan(

@@ -73,6 +73,11 @@ export interface Ledger {
   /** Every entry kept, oldest first, for saving: a copy, so saving can go on while others land. */
   entries(): readonly LedgerEntry[];
   stats(): LedgerStats;
+  /**
+   * Transactions landed at or below `maxSlot` (getEpochInfo's transactionCount), counting those
+   * the window forgot but not those before the chain's state was loaded (saved entries count once).
+   */
+  transactionCount(maxSlot: number): number;
 }
 
 /** Index lists are compacted once this many of their first items are dropped (and half of them). */
@@ -180,6 +185,12 @@ export function createLedger(
       return found;
     },
     stats: () => ({ entries: size(), signatures: bySignature.size, addresses: byAddress.size, indexed }),
+    transactionCount(maxSlot) {
+      // Entries land in slot order, so only the newest few can be past a commitment's slot.
+      let count = nextSeq;
+      for (let i = entries.length - 1; i >= head && (entries[i] as LedgerEntry).slot > maxSlot; i--) count--;
+      return count;
+    },
     signaturesFor(address, range) {
       const list = byAddress.get(address);
       if (list === undefined) return [];

@@ -16,6 +16,7 @@ import {
   type Commitment,
   FINALIZATION_SLOTS,
 } from "./block-clock.ts";
+import type { ChainEvents } from "./chain-events.ts";
 import type { SavedAccount } from "./chain-state.ts";
 import type { Ledger, LedgerEntry, SignatureRange } from "./ledger.ts";
 import { type RawAccount, readMint, readTokenAccount, uiTokenAmount } from "./token-accounts.ts";
@@ -146,6 +147,8 @@ export interface LocalChainOptions {
    * a second for 10,000 accounts written since the last save). For a chain whose state is saved.
    */
   readonly keepSavedAccounts?: boolean;
+  /** Told of every slot produced and transaction landed, as they happen (the PubSub port listens). */
+  readonly events?: ChainEvents;
 }
 
 /**
@@ -159,6 +162,7 @@ export interface LocalChainOptions {
 export function createLocalChain(options: LocalChainOptions): LocalChain {
   const { svm, clock, ledger, faucet } = options;
   const changed = options.onChange ?? (() => {});
+  const events = options.events;
   /**
    * What differs from a fresh LiteSVM (every account a transaction could write or a cheatcode
    * set), as last saved; `stale` are those written since, read again at the next save.
@@ -194,6 +198,7 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
       produce(due);
       pruneHistory();
       changed();
+      events?.emit({ kind: "slot", slot: due });
     }
     return clock.slot;
   };
@@ -369,7 +374,7 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
     const err = failed ? transactionErrorFrom(result.err()) : null;
     const meta = failed ? result.meta() : result;
     const fields = metaFields(meta);
-    ledger.append({
+    const entry = ledger.append({
       signature: wire.signatures[0] as string,
       slot,
       err: err?.json ?? null,
@@ -403,6 +408,12 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
     });
     pruneHistory();
     changed();
+    events?.emit({
+      kind: "transaction",
+      entry,
+      logs: fields.logs,
+      written: keys.filter((_, i) => wire.writable[i]),
+    });
   };
 
   const decode = (bytes: Uint8Array) => decodeWireTransaction(bytes, lookupTable);
@@ -437,6 +448,7 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
       decimals.delete(address);
       stale.add(address);
       changed();
+      events?.emit({ kind: "account", address, slot: clock.slot });
     },
     rentExemption: (size) => svm.minimumBalanceForRentExemption(BigInt(size)),
 
@@ -451,7 +463,10 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
       const signature = wire.signatures[0] as string;
       // A cluster drops what it cannot run (LiteSVM checks signatures as it runs: a bad one is not
       // charged, so it does not land); the caller learns it from getSignatureStatuses.
-      if (precheck(wire) === null) execute(wire, bytes);
+      if (precheck(wire) === null) {
+        events?.emit({ kind: "received", signature });
+        execute(wire, bytes);
+      }
       return { kind: "sent", signature };
     },
 

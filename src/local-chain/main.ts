@@ -23,6 +23,7 @@ async function main(): Promise<void> {
       statePath: local.statePath,
       slotMs: local.slotMs,
       limits: local.limits,
+      pubsubLimits: local.pubsub,
       cheatcodes: local.cheatcodes,
       history: local.history,
       airdropLimit: local.airdropLimit,
@@ -35,7 +36,7 @@ async function main(): Promise<void> {
     logger.fatal(
       inUse ? {} : { err: error },
       inUse
-        ? `LOCAL_SOLANA_RPC_PORT ${local.port} is in use on 127.0.0.1`
+        ? `LOCAL_SOLANA_RPC_PORT ${local.port} is in use on 127.0.0.1 (or the PubSub port after it, ${local.port + 1})`
         : "the local chain could not start",
     );
     logger.flush();
@@ -44,6 +45,7 @@ async function main(): Promise<void> {
   logger.info(
     {
       solana_rpc: chain.url,
+      solana_pubsub: chain.pubsub?.url,
       state: local.statePath ?? null,
       cheatcodes: local.cheatcodes,
       faucet: LOCAL_KEYS.faucet.address,

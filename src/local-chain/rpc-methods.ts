@@ -3,6 +3,7 @@ import { accountMethods } from "./account-methods.ts";
 import { blockMethods } from "./block-methods.ts";
 import { cheatcodeMethods } from "./cheatcodes.ts";
 import { clusterMethods } from "./cluster-methods.ts";
+import { epochMethods } from "./epoch-methods.ts";
 import type { RpcMethod } from "./json-rpc-handler.ts";
 import type { LocalChain } from "./local-chain.ts";
 import { nodeMethods } from "./node-methods.ts";
@@ -24,6 +25,7 @@ export function createRpcMethods(options: {
   const methods = {
     ...clusterMethods(chain),
     ...accountMethods(chain),
+    ...epochMethods(chain),
     ...transactionMethods(chain, { airdropLimit: options.airdropLimit }),
     ...programAccountsMethods(chain),
     ...blockMethods(chain),
@@ -47,6 +49,7 @@ export const LOCAL_CHAIN_PARAM_COUNTS: Readonly<Record<string, readonly [number,
   getVersion: [0, 0],
   getSlot: [0, 1],
   getBlockHeight: [0, 1],
+  getEpochInfo: [0, 1],
   getLatestBlockhash: [0, 1],
   isBlockhashValid: [1, 2],
   getBalance: [1, 2],

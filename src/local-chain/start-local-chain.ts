@@ -7,18 +7,24 @@ import type { RpcTransport } from "@solana/kit";
 import {
   CONFIG_VARIABLES,
   DEFAULT_LOCAL_CHAIN_PORT_LIMITS,
+  DEFAULT_LOCAL_CHAIN_PUBSUB_LIMITS,
   type LocalChainPortLimits,
+  type LocalChainPubSubLimits,
   type RateLimitConfig,
 } from "../config.ts";
 import type { Catalog } from "../token/catalog.ts";
 import { BLOCKHASH_VALID_BLOCKS, createBlockClock } from "./block-clock.ts";
+import { createChainEvents } from "./chain-events.ts";
 import { type ChainState, readChainState, removeStaleTemporaries, writeChainState } from "./chain-state.ts";
 import { createGenesis, GENESIS_VERSION, LOCAL_KEYS } from "./genesis.ts";
 import { createJsonRpcHandler, type JsonRpcHandler } from "./json-rpc-handler.ts";
 import { createLedger } from "./ledger.ts";
 import { createLocalChain, createSvm, type LocalChain } from "./local-chain.ts";
-import { startLocalChainServer } from "./local-chain-server.ts";
+import { startLocalChainPorts } from "./local-chain-ports.ts";
 import { createLocalTransport } from "./local-transport.ts";
+import { PUBSUB_PARAM_COUNTS, pubsubMethods } from "./pubsub-methods.ts";
+import type { PubSubServer } from "./pubsub-server.ts";
+import { createPubSubSubscriptions } from "./pubsub-subscriptions.ts";
 import { createRpcMethods, LOCAL_CHAIN_PARAM_COUNTS } from "./rpc-methods.ts";
 import { createStateSaver, type SaveOutcome } from "./state-saver.ts";
 
@@ -33,6 +39,8 @@ export interface StartLocalChainOptions {
   readonly maxRequestBytes?: number;
   /** What one client can hold of the port (the answer bound applies in-process too); default: the configuration's defaults. */
   readonly limits?: Partial<LocalChainPortLimits>;
+  /** Bounds of the PubSub port (the RPC port + 1); default: the configuration's defaults. */
+  readonly pubsubLimits?: Partial<LocalChainPubSubLimits>;
   /** Serve surfpool's cheatcodes (surfnet_*); default true. */
   readonly cheatcodes?: boolean;
   /** Host header names the port answers besides the loopback ones (see host-check.ts). */
@@ -67,6 +75,8 @@ export interface RunningLocalChain {
   readonly transport: RpcTransport;
   /** http://127.0.0.1:port when a port serves, for wallets and scripts. */
   readonly url: string | undefined;
+  /** The PubSub port (ws://127.0.0.1:port + 1) when a port serves. */
+  readonly pubsub: PubSubServer | undefined;
   /** Saves the state now (when there is a state file); resolves when written. */
   save(): Promise<void>;
   /** Stops the port and saves the state a last time. */
@@ -130,7 +140,11 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
           ...(options.onSaved === undefined ? {} : { onSaved: options.onSaved }),
           onError: (error) => log("error", "the local chain state could not be saved", { err: error }),
         });
+  const events = createChainEvents({
+    onError: (error) => options.onUnexpected?.(error, "notification"),
+  });
   const chain = createLocalChain({
+    events,
     svm,
     clock,
     ledger,
@@ -156,14 +170,36 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
     ...(options.onRequest === undefined ? {} : { onRequest: options.onRequest }),
     ...(options.onUnexpected === undefined ? {} : { onUnexpected: options.onUnexpected }),
   });
-  const server =
+  const pubsubLimits = { ...DEFAULT_LOCAL_CHAIN_PUBSUB_LIMITS, ...options.pubsubLimits };
+  const subscriptions = createPubSubSubscriptions({
+    chain,
+    events,
+    slotMs: clockState.slotMs,
+    maxNotificationBytes: limits.maxAnswerBytes,
+    ...(options.onRejected === undefined
+      ? {}
+      : { onDropped: (reason) => options.onRejected?.(`pubsub_${reason}`) }),
+  });
+  const ports =
     options.port === undefined
       ? undefined
-      : await startLocalChainServer({
+      : await startLocalChainPorts({
           handler,
+          pubsubHandler: createJsonRpcHandler({
+            methods: pubsubMethods({
+              subscriptions,
+              maxSubscriptionsPerConnection: pubsubLimits.maxSubscriptionsPerConnection,
+              onRefused: (reason) => options.onRejected?.(`pubsub_${reason}`),
+            }),
+            paramCounts: PUBSUB_PARAM_COUNTS,
+            maxBatch: MAX_BATCH,
+            maxAnswerBytes: limits.maxAnswerBytes,
+          }),
+          subscriptions,
           port: options.port,
           maxRequestBytes: options.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES,
           limits,
+          pubsubLimits,
           ...(options.allowedHosts === undefined ? {} : { allowedHosts: options.allowedHosts }),
           ...(options.onRejected === undefined ? {} : { onRejected: options.onRejected }),
           ...(options.onUnexpected === undefined ? {} : { onUnexpected: options.onUnexpected }),
@@ -173,10 +209,12 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
     chain,
     handler,
     transport: createLocalTransport(handler),
-    url: server?.url,
+    url: ports?.rpc.url,
+    pubsub: ports?.pubsub,
     save: async () => saver?.save(),
     async close() {
-      await server?.close();
+      await ports?.close();
+      subscriptions.close();
       await saver?.close();
     },
   };

@@ -82,7 +82,7 @@ export function registerLocalChainMetrics(
   });
   const rejections = new Counter({
     name: "local_chain_http_rejections_total",
-    help: "Requests and connections the local chain's JSON-RPC port turned away before JSON-RPC, or answers it cut off, by reason.",
+    help: "Requests and connections the local chain's JSON-RPC port turned away before JSON-RPC, or answers it cut off, by reason; its PubSub port's refusals and cut-off clients have reasons starting pubsub_.",
     labelNames: ["reason"] as const,
     registers: [registry],
   });
