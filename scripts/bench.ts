@@ -436,13 +436,8 @@ async function chainFigures(): Promise<void> {
     const url = `http://127.0.0.1:${service.port}/v1/tokens/${usdc}/transactions?limit=100`;
     const body = join(work, "transactions.json");
     writeFileSync(body, JSON.stringify({ mint: usdc, limit: 100 }));
-    const rpcRequests = async () => {
-      const text = await (await fetch(`http://127.0.0.1:${service.port}/metrics`)).text();
-      return text
-        .split("\n")
-        .filter((l) => l.startsWith("solana_rpc_requests_total{"))
-        .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(" ") + 1)), 0);
-    };
+    const rpcRequests = async () =>
+      (await serviceCounters(`http://127.0.0.1:${service.port}`)).sum("solana_rpc_requests_total");
     await fetch(url); // the mint is read once, as for any later call
     const before = await rpcRequests();
     for (let i = 0; i < 10; i++) await fetch(url);
@@ -660,12 +655,9 @@ async function memoryTransferFigures(): Promise<void> {
     );
     ids.push(...made);
   }
-  const metric = async (pattern: RegExp) => {
-    const text = await (await fetch(`${base}/metrics`)).text();
-    return [...text.matchAll(pattern)].reduce((sum, m) => sum + Number(m[1]), 0);
-  };
-  const succeededRuns = () => metric(/^agent_runs_total\{outcome="succeeded"\} (\d+)/gm);
-  const chainRequests = () => metric(/^solana_rpc_requests_total\{[^}]*\} (\d+)/gm);
+  const succeededRuns = async () =>
+    (await serviceCounters(base)).sum("agent_runs_total", 'outcome="succeeded"');
+  const chainRequests = async () => (await serviceCounters(base)).sum("solana_rpc_requests_total");
   // Activation (each agent's approval read once) is a one-time cost: counted apart, before the runs.
   const activeTotal = async () =>
     ((await (await fetch(`${base}/v1/agents?status=active&limit=1`)).json()) as { data: { total: number } })
@@ -859,22 +851,18 @@ async function ferretTransfers(
       .collection<{ agentId: string; scheduledAt: Date; finishedAt: Date; outcome: string }>("agent_runs");
     /** The runner's own counters: runs, chain requests, database commands by command and collection. */
     const counters = async () => {
-      const text = await (await fetch(`http://127.0.0.1:${runner.port}/metrics`)).text();
-      const sum = (name: string) =>
-        [...text.matchAll(new RegExp(`^${name}\\{[^}]*\\} (\\d+)`, "gm"))].reduce(
-          (n, m) => n + Number(m[1]),
-          0,
-        );
-      const byCommand = new Map(
-        [...text.matchAll(/^mongodb_commands_total\{([^}]*)\} (\d+)/gm)].map(
-          (m) => [(m[1] as string).replace(/[a-z]+="([^"]*)",?/g, "$1 ").trim(), Number(m[2])] as const,
-        ),
-      );
+      const read = await serviceCounters(`http://127.0.0.1:${runner.port}`);
       return {
-        succeeded: Number(/^agent_runs_total\{outcome="succeeded"\} (\d+)/m.exec(text)?.[1] ?? 0),
-        chain: sum("solana_rpc_requests_total"),
-        db: sum("mongodb_commands_total"),
-        byCommand,
+        succeeded: read.sum("agent_runs_total", 'outcome="succeeded"'),
+        chain: read.sum("solana_rpc_requests_total"),
+        db: read.sum("mongodb_commands_total"),
+        byCommand: new Map(
+          read
+            .series("mongodb_commands_total")
+            .map(
+              ({ labels, value }) => [labels.replace(/[a-z]+="([^"]*)",?/g, "$1 ").trim(), value] as const,
+            ),
+        ),
         ferretCpuMs: db.pid === undefined ? Number.NaN : processCpuMs(db.pid),
       };
     };
@@ -1383,6 +1371,26 @@ async function watchLoad(
     lastMax: Math.max(...lastOfTick.values()),
     rssMb,
     cpuPerMessageUs: (cpu * 1000) / Math.max(1, delivered),
+  };
+}
+
+/**
+ * A service's /metrics, read once: each series of a counter (its label text and value), and their
+ * sum, over every label set or one (`outcome="succeeded"`).
+ */
+async function serviceCounters(base: string) {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  const series = (name: string) =>
+    [...text.matchAll(new RegExp(`^${name}(?:\\{([^}]*)\\})? (\\S+)$`, "gm"))].map((m) => ({
+      labels: m[1] ?? "",
+      value: Number(m[2]),
+    }));
+  return {
+    series,
+    sum: (name: string, labels?: string) =>
+      series(name)
+        .filter((s) => labels === undefined || s.labels === labels)
+        .reduce((total, s) => total + s.value, 0),
   };
 }
 
