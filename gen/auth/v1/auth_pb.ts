@@ -116,7 +116,7 @@ export type ListApiKeysRequest = Message<"auth.v1.ListApiKeysRequest"> & {
   owner: string;
 
   /**
-   * 1 to 100; 0 means the default of 20.
+   * 1 to 100; 0 means the default of 10.
    *
    * @generated from field: int32 limit = 2;
    */
