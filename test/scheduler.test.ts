@@ -548,6 +548,41 @@ describe.each(STORES)("polling on the %s stores", (_name, make) => {
     expect(pendingQueries).toBeLessThanOrEqual(2);
   });
 
+  it("reuses a slow due answer for ten times as long as it took", async () => {
+    const records = dueAgents(40);
+    const { agents, runs } = await storesWith(make, records);
+    let dueQueries = 0;
+    // A store that takes 400 ms to answer (FerretDB reading 10,000 agents takes about 500).
+    const slow: AgentStore = {
+      ...agents,
+      due: async (at, limit) => {
+        dueQueries++;
+        await new Promise((resolve) => setTimeout(resolve, 400));
+        return agents.due(at, limit);
+      },
+    };
+    const clock = movableClock(slotAt(T0, "hourly", 1));
+    const [s] = replicas(
+      1,
+      { agents: slow, runs, now: clock.now },
+      { concurrency: 4, pollIntervalMs: 600_000, reuseMs: 1 },
+    );
+    s?.start();
+    defer(async () => {
+      await s?.stop(1_000);
+    });
+    const deadline = performance.now() + 30_000;
+    while ((await agents.due(clock.now(), 1)).length > 0) {
+      expect(performance.now(), "40 runs at concurrency 4 within 30 s").toBeLessThan(deadline);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await s?.stop(1_000);
+    expect((await allRuns(runs, records)).filter((r) => r.outcome === "succeeded")).toHaveLength(40);
+    // Each answer serves 4 s of polls: the 32 agents of the first, then the rest. Asking at every
+    // poll (a poll every two finished runs) would be about 20 queries.
+    expect(dueQueries).toBeLessThanOrEqual(4);
+  });
+
   it("polls once per interval while nothing is due, one query each", async () => {
     const { agents, runs } = await storesWith(make, []);
     let queries = 0;
