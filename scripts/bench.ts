@@ -602,6 +602,32 @@ async function approvedAgents(
   return agents;
 }
 
+/** Hourly transfer agents of 1 USDC, one per (source, destination), made over REST 50 at a time; their ids. */
+async function createTransferAgents(
+  base: string,
+  agents: readonly { source: string; destination: string }[],
+): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < agents.length; i += 50) {
+    const made = await Promise.all(
+      agents.slice(i, i + 50).map(async (a) => {
+        const res = await fetch(`${base}/v1/agents`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({
+            type: "transfer",
+            config: { ...a, amount: 1, token: "USDC", schedule: "hourly" },
+          }),
+        });
+        if (!res.ok) throw new Error(`CreateAgent: ${res.status} ${await res.text()}`);
+        return ((await res.json()) as { data: { agentId: string } }).data.agentId;
+      }),
+    );
+    ids.push(...made);
+  }
+  return ids;
+}
+
 /** A key file for the executor, written once per bench run (a cluster needs one). */
 function executorKeypair(): string {
   const path = join(work, "executor.json");
@@ -637,24 +663,7 @@ async function memoryTransferFigures(): Promise<void> {
   const rpcUrl = `http://127.0.0.1:${chainPort}`;
   const agents = await approvedAgents(localChainRpc(rpcUrl), AGENTS, delegates);
   const base = `http://127.0.0.1:${runner.port}`;
-  const ids: string[] = [];
-  for (let i = 0; i < AGENTS; i += 50) {
-    const made = await Promise.all(
-      agents.slice(i, i + 50).map(async (a) => {
-        const res = await fetch(`${base}/v1/agents`, {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({
-            type: "transfer",
-            config: { ...a, amount: 1, token: "USDC", schedule: "hourly" },
-          }),
-        });
-        if (!res.ok) throw new Error(`CreateAgent: ${res.status} ${await res.text()}`);
-        return ((await res.json()) as { data: { agentId: string } }).data.agentId;
-      }),
-    );
-    ids.push(...made);
-  }
+  const ids = await createTransferAgents(base, agents);
   const succeededRuns = async () =>
     (await serviceCounters(base)).sum("agent_runs_total", 'outcome="succeeded"');
   const chainRequests = async () => (await serviceCounters(base)).sum("solana_rpc_requests_total");
@@ -824,21 +833,7 @@ async function ferretTransfers(
       MONGODB_DB: dbName,
       SCHEDULER_ENABLED: "false",
     });
-    for (let i = 0; i < AGENTS; i += 50) {
-      await Promise.all(
-        agents.slice(i, i + 50).map(async (a) => {
-          const res = await fetch(`http://127.0.0.1:${maker.port}/v1/agents`, {
-            method: "POST",
-            headers: { "content-type": "application/json" },
-            body: JSON.stringify({
-              type: "transfer",
-              config: { ...a, amount: 1, token: "USDC", schedule: "hourly" },
-            }),
-          });
-          if (!res.ok) throw new Error(`CreateAgent: ${res.status} ${await res.text()}`);
-        }),
-      );
-    }
+    await createTransferAgents(`http://127.0.0.1:${maker.port}`, agents);
     maker.child.kill("SIGTERM");
     const runner = await start(["node", ...startFlags, mainScript], {
       ...common,
