@@ -8,19 +8,13 @@
 import {
   type Address,
   airdropFactory,
-  appendTransactionMessageInstruction,
   createSolanaRpc,
   createSolanaRpcSubscriptions,
-  createTransactionMessage,
   generateKeyPairSigner,
   getSignatureFromTransaction,
   type KeyPairSigner,
   lamports,
-  pipe,
   sendAndConfirmTransactionFactory,
-  setTransactionMessageFeePayerSigner,
-  setTransactionMessageLifetimeUsingBlockhash,
-  signTransactionMessageWithSigners,
 } from "@solana/kit";
 import {
   Connection,
@@ -35,6 +29,7 @@ import { getTransferSolInstruction } from "@solana-program/system";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { type RunningLocalChain, startLocalChain } from "../src/local-chain/start-local-chain.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
+import { signedTransaction } from "./support/chain-client.ts";
 
 /** Short slots, so that finality (32 slots) comes within two seconds. */
 const SLOT_MS = 50;
@@ -70,18 +65,9 @@ describe("@solana/kit 8", () => {
   const transfer = async (to: Address, amount: bigint) => {
     const { rpc } = clients();
     const { value: blockhash } = await rpc.getLatestBlockhash({ commitment: "confirmed" }).send();
-    return signTransactionMessageWithSigners(
-      pipe(
-        createTransactionMessage({ version: 0 }),
-        (m) => setTransactionMessageFeePayerSigner(payer, m),
-        (m) => setTransactionMessageLifetimeUsingBlockhash(blockhash, m),
-        (m) =>
-          appendTransactionMessageInstruction(
-            getTransferSolInstruction({ source: payer, destination: to, amount }),
-            m,
-          ),
-      ),
-    );
+    return signedTransaction(payer, blockhash, [
+      getTransferSolInstruction({ source: payer, destination: to, amount }),
+    ]);
   };
 
   it("airdropFactory confirms an airdrop through signatureNotifications", async () => {

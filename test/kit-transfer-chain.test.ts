@@ -4,17 +4,7 @@
  * reads to fail a run with a reason) and lands nothing; one that passes is sent and lands; a send
  * without preflight goes out as is.
  */
-import {
-  type Address,
-  appendTransactionMessageInstructions,
-  createTransactionMessage,
-  generateKeyPairSigner,
-  getBase64EncodedWireTransaction,
-  pipe,
-  setTransactionMessageFeePayerSigner,
-  setTransactionMessageLifetimeUsingBlockhash,
-  signTransactionMessageWithSigners,
-} from "@solana/kit";
+import { type Address, generateKeyPairSigner, getBase64EncodedWireTransaction } from "@solana/kit";
 import {
   findAssociatedTokenPda,
   getTransferCheckedInstruction,
@@ -26,7 +16,7 @@ import { createHttpTransport } from "../src/chain/http-transport.ts";
 import { createKitTransferChain } from "../src/chain/kit-transfer-chain.ts";
 import { type RunningLocalChain, startLocalChain } from "../src/local-chain/start-local-chain.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
-import { type ChainClient, createChainClient } from "./support/chain-client.ts";
+import { type ChainClient, createChainClient, signedTransaction } from "./support/chain-client.ts";
 
 const catalog = loadCatalog();
 const USDC = catalog.tokens.find((t) => t.symbol === "USDC")?.mint as Address;
@@ -64,26 +54,16 @@ describe.each([
     await client.setTokenBalance(to.address, USDC, 0n);
     const { value: blockhash } = await client.rpc.getLatestBlockhash({ commitment: "confirmed" }).send();
     const [source, destination] = await Promise.all([ata(from.address), ata(to.address)]);
-    const signed = await pipe(
-      createTransactionMessage({ version: 0 }),
-      (m) => setTransactionMessageFeePayerSigner(from, m),
-      (m) => setTransactionMessageLifetimeUsingBlockhash(blockhash, m),
-      (m) =>
-        appendTransactionMessageInstructions(
-          [
-            getTransferCheckedInstruction({
-              source,
-              mint: USDC,
-              destination,
-              authority: from,
-              amount,
-              decimals: 6,
-            }),
-          ],
-          m,
-        ),
-      (m) => signTransactionMessageWithSigners(m),
-    );
+    const signed = await signedTransaction(from, blockhash, [
+      getTransferCheckedInstruction({
+        source,
+        mint: USDC,
+        destination,
+        authority: from,
+        amount,
+        decimals: 6,
+      }),
+    ]);
     return { wire: getBase64EncodedWireTransaction(signed), to: to.address };
   };
 

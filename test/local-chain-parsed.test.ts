@@ -10,17 +10,11 @@
 import {
   type Address,
   address,
-  appendTransactionMessageInstructions,
-  createTransactionMessage,
   generateKeyPairSigner,
   getBase58Decoder,
   getBase64EncodedWireTransaction,
   type Instruction,
   type KeyPairSigner,
-  pipe,
-  setTransactionMessageFeePayerSigner,
-  setTransactionMessageLifetimeUsingBlockhash,
-  signTransactionMessageWithSigners,
 } from "@solana/kit";
 import { getTransferSolInstruction } from "@solana-program/system";
 import {
@@ -61,15 +55,7 @@ const memo = (text: string): Instruction => ({
 });
 
 async function signed(instructions: readonly Instruction[]): Promise<string> {
-  const { value: blockhash } = await chain.rpc.getLatestBlockhash({ commitment: "confirmed" }).send();
-  const transaction = await pipe(
-    createTransactionMessage({ version: 0 }),
-    (m) => setTransactionMessageFeePayerSigner(payer, m),
-    (m) => setTransactionMessageLifetimeUsingBlockhash(blockhash, m),
-    (m) => appendTransactionMessageInstructions(instructions, m),
-    (m) => signTransactionMessageWithSigners(m),
-  );
-  return getBase64EncodedWireTransaction(transaction);
+  return getBase64EncodedWireTransaction(await chain.sign(payer, instructions));
 }
 
 async function instructions(): Promise<Instruction[]> {

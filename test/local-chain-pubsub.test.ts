@@ -5,18 +5,12 @@
  * each refusal counted.
  */
 import {
-  appendTransactionMessageInstruction,
   type Blockhash,
-  createTransactionMessage,
   generateKeyPairSigner,
   getBase58Decoder,
   getBase64EncodedWireTransaction,
   getSignatureFromTransaction,
   type KeyPairSigner,
-  pipe,
-  setTransactionMessageFeePayerSigner,
-  setTransactionMessageLifetimeUsingBlockhash,
-  signTransactionMessageWithSigners,
 } from "@solana/kit";
 import { getTransferSolInstruction } from "@solana-program/system";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -25,7 +19,7 @@ import type { LocalChainPubSubLimits } from "../src/config.ts";
 import { type RunningLocalChain, startLocalChain } from "../src/local-chain/start-local-chain.ts";
 import type { RawAccount } from "../src/local-chain/token-accounts.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
-import { createChainClient } from "./support/chain-client.ts";
+import { createChainClient, signedTransaction } from "./support/chain-client.ts";
 
 const catalog = loadCatalog();
 const SLOT_MS = 20;
@@ -501,17 +495,8 @@ async function signedTransfer(
   payer: KeyPairSigner,
   blockhash: { blockhash: Blockhash; lastValidBlockHeight: bigint },
 ) {
-  const signed = await signTransactionMessageWithSigners(
-    pipe(
-      createTransactionMessage({ version: 0 }),
-      (m) => setTransactionMessageFeePayerSigner(payer, m),
-      (m) => setTransactionMessageLifetimeUsingBlockhash(blockhash, m),
-      (m) =>
-        appendTransactionMessageInstruction(
-          getTransferSolInstruction({ source: payer, destination: payer.address, amount: 1n }),
-          m,
-        ),
-    ),
-  );
+  const signed = await signedTransaction(payer, blockhash, [
+    getTransferSolInstruction({ source: payer, destination: payer.address, amount: 1n }),
+  ]);
   return { signature: getSignatureFromTransaction(signed), wire: getBase64EncodedWireTransaction(signed) };
 }

@@ -18,20 +18,14 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import {
-  appendTransactionMessageInstruction,
   createSolanaRpc,
-  createTransactionMessage,
   generateKeyPairSigner,
   getBase64EncodedWireTransaction,
   getSignatureFromTransaction,
-  type KeyPairSigner,
-  pipe,
-  setTransactionMessageFeePayerSigner,
-  setTransactionMessageLifetimeUsingBlockhash,
-  signTransactionMessageWithSigners,
 } from "@solana/kit";
 import { getTransferSolInstruction } from "@solana-program/system";
 import WebSocket from "ws";
+import { signedTransaction } from "../../test/support/chain-client.ts";
 import { accepts, freePort, waitForPort } from "../../test/support/ports.ts";
 import { npmScript, npmStartScript } from "./start-flags.ts";
 
@@ -152,7 +146,9 @@ export async function pubsubFigures(): Promise<void> {
       const { value: blockhash } = await rpc.getLatestBlockhash({ commitment: "confirmed" }).send();
       return Promise.all(
         Array.from({ length: count }, async () => {
-          const signed = await signed1(payer, blockhash, amount++);
+          const signed = await signedTransaction(payer, blockhash, [
+            getTransferSolInstruction({ source: payer, destination: payer.address, amount: amount++ }),
+          ]);
           return {
             signature: getSignatureFromTransaction(signed),
             wire: getBase64EncodedWireTransaction(signed),
@@ -249,25 +245,6 @@ export async function pubsubFigures(): Promise<void> {
   } finally {
     chain.kill("SIGTERM");
   }
-}
-
-async function signed1(
-  payer: KeyPairSigner,
-  blockhash: Parameters<typeof setTransactionMessageLifetimeUsingBlockhash>[0],
-  amount: bigint,
-) {
-  return signTransactionMessageWithSigners(
-    pipe(
-      createTransactionMessage({ version: 0 }),
-      (m) => setTransactionMessageFeePayerSigner(payer, m),
-      (m) => setTransactionMessageLifetimeUsingBlockhash(blockhash, m),
-      (m) =>
-        appendTransactionMessageInstruction(
-          getTransferSolInstruction({ source: payer, destination: payer.address, amount }),
-          m,
-        ),
-    ),
-  );
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) await pubsubFigures();

@@ -1,10 +1,11 @@
 import * as http from "node:http";
-import type { AddressInfo, Socket } from "node:net";
+import type { Socket } from "node:net";
 import type { LocalChainPortLimits } from "../config.ts";
 import { createAnswerWriter } from "./answer-writer.ts";
 import { applyCors, preflightHeaders } from "./cors.ts";
 import { createHostCheck } from "./host-check.ts";
 import type { JsonRpcHandler, RpcCaller } from "./json-rpc-handler.ts";
+import { listen } from "./listen.ts";
 
 export interface LocalChainServerOptions {
   readonly handler: JsonRpcHandler;
@@ -201,14 +202,7 @@ export async function startLocalChainServer(options: LocalChainServerOptions): P
       text,
     );
 
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port, HOST, () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
-  const { port } = server.address() as AddressInfo;
+  const port = await listen(server, options.port, HOST);
   return {
     url: `http://${HOST}:${port}`,
     port,

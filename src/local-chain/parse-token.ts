@@ -77,6 +77,34 @@ function signers(
 }
 
 /**
+ * MintTo and Burn, plain or Checked: Agave parses the plain and the Checked instruction with the
+ * same accounts (MintTo: the mint, then the account; Burn: the account, then the mint; then the
+ * authority or its multisig), only the amount differs (`amount` as a string, Checked's
+ * `tokenAmount`), so one builder serves all four.
+ */
+function mintToOrBurn(
+  type: "mintTo" | "mintToChecked" | "burn" | "burnChecked",
+  a: readonly string[],
+  amount: { amount: string } | { tokenAmount: unknown },
+): ParsedInfo {
+  return type === "mintTo" || type === "mintToChecked"
+    ? {
+        type,
+        info: signers(
+          { mint: a[0], account: a[1], ...amount },
+          a,
+          2,
+          "mintAuthority",
+          "multisigMintAuthority",
+        ),
+      }
+    : {
+        type,
+        info: signers({ account: a[0], mint: a[1], ...amount }, a, 2, "authority", "multisigAuthority"),
+      };
+}
+
+/**
  * SPL Token's and Token-2022's base instructions as Agave's parse_token.rs parses them (with
  * Token-2022's unpacking, which both programs share): amounts as strings, `tokenAmount` for the
  * Checked ones.
@@ -163,22 +191,7 @@ export function parseToken(data: Uint8Array, a: readonly string[]): ParsedInfo |
     case 7:
     case 8: {
       const amount = r.u64().toString();
-      if (!need(3)) return undefined;
-      return tag === 7
-        ? {
-            type: "mintTo",
-            info: signers(
-              { mint: a[0], account: a[1], amount },
-              a,
-              2,
-              "mintAuthority",
-              "multisigMintAuthority",
-            ),
-          }
-        : {
-            type: "burn",
-            info: signers({ account: a[0], mint: a[1], amount }, a, 2, "authority", "multisigAuthority"),
-          };
+      return need(3) ? mintToOrBurn(tag === 7 ? "mintTo" : "burn", a, { amount }) : undefined;
     }
     case 9:
       return need(3)
@@ -226,21 +239,7 @@ export function parseToken(data: Uint8Array, a: readonly string[]): ParsedInfo |
           ),
         };
       }
-      return tag === 14
-        ? {
-            type: "mintToChecked",
-            info: signers(
-              { mint: a[0], account: a[1], tokenAmount },
-              a,
-              2,
-              "mintAuthority",
-              "multisigMintAuthority",
-            ),
-          }
-        : {
-            type: "burnChecked",
-            info: signers({ account: a[0], mint: a[1], tokenAmount }, a, 2, "authority", "multisigAuthority"),
-          };
+      return mintToOrBurn(tag === 14 ? "mintToChecked" : "burnChecked", a, { tokenAmount });
     }
     case 16:
     case 18: {

@@ -1,9 +1,9 @@
 import * as http from "node:http";
-import type { AddressInfo } from "node:net";
 import { WebSocket, WebSocketServer } from "ws";
 import type { LocalChainPubSubLimits } from "../config.ts";
 import { createHostCheck } from "./host-check.ts";
 import type { JsonRpcHandler } from "./json-rpc-handler.ts";
+import { listen } from "./listen.ts";
 import type { PubSubCaller } from "./pubsub-methods.ts";
 import type { NotificationSink, PubSubSubscriptions } from "./pubsub-subscriptions.ts";
 
@@ -157,14 +157,7 @@ export async function startPubSubServer(options: PubSubServerOptions): Promise<P
   }, HEARTBEAT_MS);
   heartbeat.unref();
 
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port, HOST, () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
-  const { port } = server.address() as AddressInfo;
+  const port = await listen(server, options.port, HOST);
   return {
     url: `ws://${HOST}:${port}`,
     port,

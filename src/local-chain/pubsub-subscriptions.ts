@@ -204,6 +204,30 @@ export function createPubSubSubscriptions(options: {
     }
   };
 
+  /**
+   * Tells an account or a program subscriber of an account as a write left it, once `slot` reaches
+   * the subscriber's commitment: accountNotification and programNotification carry the same
+   * encoded account (a program's wrapped with its address by `wrap`), waited for and dropped alike.
+   */
+  const notifyAccount = (
+    sub: Subscription & { kind: "account" | "program" },
+    slot: number,
+    state: RawAccount,
+    method: "accountNotification" | "programNotification",
+    wrap: (value: string) => string,
+  ) => {
+    at(
+      slot,
+      sub.commitment,
+      () => {
+        if (!live(sub)) return;
+        const value = accountValue(sub, state);
+        if (value !== undefined) notify(sub, method, withSlot(slot, wrap(value)));
+      },
+      state.data.length,
+    );
+  };
+
   const accountChanged = (address: string, slot: number) => {
     const accountSubs = byAccount.get(address);
     // Every transaction passes here: read nothing from LiteSVM unless someone may be told.
@@ -216,31 +240,17 @@ export function createPubSubSubscriptions(options: {
     const state = account ?? CLOSED;
     for (const sub of accountSubs ?? []) {
       if (sub.kind !== "account") continue;
-      at(
-        slot,
-        sub.commitment,
-        () => {
-          if (!live(sub)) return;
-          const value = accountValue(sub, state);
-          if (value !== undefined) notify(sub, "accountNotification", withSlot(slot, value));
-        },
-        state.data.length,
-      );
+      notifyAccount(sub, slot, state, "accountNotification", (value) => value);
     }
     if (account === undefined) return;
     for (const sub of programSubs ?? []) {
       if (sub.kind !== "program" || !passesFilters(account.data as Uint8Array, sub.filters)) continue;
-      at(
+      notifyAccount(
+        sub,
         slot,
-        sub.commitment,
-        () => {
-          if (!live(sub)) return;
-          const value = accountValue(sub, state);
-          if (value !== undefined) {
-            notify(sub, "programNotification", withSlot(slot, `{"pubkey":"${address}","account":${value}}`));
-          }
-        },
-        state.data.length,
+        state,
+        "programNotification",
+        (value) => `{"pubkey":"${address}","account":${value}}`,
       );
     }
   };

@@ -6,6 +6,7 @@
 import {
   type Address,
   appendTransactionMessageInstructions,
+  type BlockhashLifetimeConstraint,
   createSolanaRpc,
   createTransactionMessage,
   getBase64EncodedWireTransaction,
@@ -20,6 +21,26 @@ import {
 } from "@solana/kit";
 
 export type ChainClient = ReturnType<typeof createChainClient>;
+
+/**
+ * A v0 transaction from `payer` with `instructions` on `blockhash`, signed by the fee payer and
+ * every signer the instructions name, not sent. The chain client's send builds with it, and so do
+ * the tests and benches that need a transaction's signature before sending it (PubSub) or send it
+ * through kit's own factories: one builder, so they all send the same kind of transaction.
+ */
+export function signedTransaction(
+  payer: TransactionSigner,
+  blockhash: BlockhashLifetimeConstraint,
+  instructions: readonly Instruction[],
+) {
+  return pipe(
+    createTransactionMessage({ version: 0 }),
+    (m) => setTransactionMessageFeePayerSigner(payer, m),
+    (m) => setTransactionMessageLifetimeUsingBlockhash(blockhash, m),
+    (m) => appendTransactionMessageInstructions(instructions, m),
+    (m) => signTransactionMessageWithSigners(m),
+  );
+}
 
 export function createChainClient(url: string) {
   const rpc = createSolanaRpc(url);
@@ -47,22 +68,23 @@ export function createChainClient(url: string) {
     }
   };
 
+  /** Builds and signs a v0 transaction (signedTransaction) on the latest blockhash; does not send it. */
+  const sign = async (
+    payer: TransactionSigner,
+    instructions: readonly Instruction[],
+    blockhashCommitment: "confirmed" | "finalized" = "confirmed",
+  ) => {
+    const { value: blockhash } = await rpc.getLatestBlockhash({ commitment: blockhashCommitment }).send();
+    return signedTransaction(payer, blockhash, instructions);
+  };
+
   /** Builds, signs (fee payer and every signer the instructions name) and sends a v0 transaction. */
   const send = async (
     payer: TransactionSigner,
     instructions: readonly Instruction[],
     options: { skipPreflight?: boolean; blockhashCommitment?: "confirmed" | "finalized" } = {},
   ): Promise<Signature> => {
-    const { value: blockhash } = await rpc
-      .getLatestBlockhash({ commitment: options.blockhashCommitment ?? "confirmed" })
-      .send();
-    const transaction = await pipe(
-      createTransactionMessage({ version: 0 }),
-      (m) => setTransactionMessageFeePayerSigner(payer, m),
-      (m) => setTransactionMessageLifetimeUsingBlockhash(blockhash, m),
-      (m) => appendTransactionMessageInstructions(instructions, m),
-      (m) => signTransactionMessageWithSigners(m),
-    );
+    const transaction = await sign(payer, instructions, options.blockhashCommitment);
     return rpc
       .sendTransaction(getBase64EncodedWireTransaction(transaction), {
         encoding: "base64",
@@ -76,6 +98,7 @@ export function createChainClient(url: string) {
     rpc,
     raw,
     confirm,
+    sign,
     send,
     /** Sends and waits for confirmation; throws when the transaction failed. */
     async sendAndConfirm(payer: TransactionSigner, instructions: readonly Instruction[]): Promise<Signature> {
