@@ -549,10 +549,16 @@ async function startLocalChainProcess(): Promise<{ chainPort: number; chainProce
   const chainProcess = spawn(process.execPath, [...startFlags, localChainScript], {
     cwd: root,
     env: { ...process.env, LOCAL_SOLANA_RPC_PORT: String(chainPort), LOG_LEVEL: "warn" },
-    stdio: "ignore",
+    stdio: ["ignore", "ignore", "pipe"],
   });
   children.push(chainProcess);
-  await waitForPort(chainPort);
+  let stderr = "";
+  chainProcess.stderr?.on("data", (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString("utf8")).slice(-2000);
+  });
+  await waitForPort(chainPort).catch((error: unknown) => {
+    throw new Error(`the local chain did not start: ${stderr || String(error)}`);
+  });
   return { chainPort, chainProcess };
 }
 
