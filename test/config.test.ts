@@ -111,7 +111,7 @@ describe("loadConfig", () => {
       },
       scheduler: {
         enabled: true,
-        concurrency: 16,
+        concurrency: 64,
         pollIntervalMs: 1000,
         leaseMs: 30_000,
         attemptTimeoutMs: 20_000,
