@@ -283,9 +283,9 @@ export async function createAppContext(
     lookupSymbol: async (symbol) => canonicalSymbol(symbol),
     // The token list's decimals are the mints' real ones, so creating an agent needs no chain call.
     lookupDecimals: async (symbol) => decimals.get(symbol),
-    async isMintOnChain(symbol) {
+    async mintOnChain(symbol) {
       const mint = mintOf(symbol);
-      return mint !== undefined && (await chain.getMint(mint)) !== undefined;
+      return mint === undefined ? undefined : await chain.getMint(mint);
     },
     approvals: createChainApprovals({
       chain,

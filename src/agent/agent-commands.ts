@@ -122,8 +122,11 @@ export function createAgentCommands(options: {
   lookupSymbol: SymbolLookup;
   /** Decimals of a catalog token: an amount is a whole number of its smallest units. */
   lookupDecimals?: DecimalsLookup;
-  /** Whether a catalog token's mint is on the chain; CreateAgent refuses tokens whose mint is not. */
-  isMintOnChain?: MintCheck;
+  /**
+   * A catalog token's mint on the chain; CreateAgent refuses tokens whose mint is not there (or, for
+   * a swap, carries a transfer fee or hook).
+   */
+  mintOnChain?: MintCheck;
   /** Approvals for the executor, built on the chain. */
   approvals: Approvals;
   newId: () => string;
@@ -169,7 +172,7 @@ export function createAgentCommands(options: {
               lookupSymbol,
               violations,
               options.lookupDecimals,
-              options.isMintOnChain,
+              options.mintOnChain,
             )
           : undefined;
       if (violations.length > 0 || type === undefined || valid === undefined) {

@@ -59,6 +59,11 @@ export interface MintAccount {
   readonly supply: bigint;
   /** Token-2022's metadata extension, when the mint carries one. */
   readonly metadata: OnChainMetadata | undefined;
+  /**
+   * The kinds of Token-2022 extensions the mint carries, as the program names them
+   * (`TransferFeeConfig`, `TransferHook`, ...); empty for SPL Token.
+   */
+  readonly extensions: readonly string[];
 }
 
 export interface SignatureQuery {

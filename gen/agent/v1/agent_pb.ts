@@ -150,7 +150,10 @@ export type CreateAgentRequest = Message<"agent.v1.CreateAgentRequest"> & {
   type: string;
 
   /**
-   * Agent configuration; its members depend on the type. Required.
+   * Agent configuration; its members depend on the type. Required. A transfer: source, destination,
+   * amount, token, schedule. A swap: wallet, inputToken, outputToken, amount, schedule, and optional
+   * slippageBps, minPrice and maxPrice (its price band: the price of the output token in units of
+   * the input token, output per input in whole tokens; a slot quoted outside it is skipped).
    *
    * @generated from field: google.protobuf.Struct config = 2;
    */
@@ -621,7 +624,8 @@ export type AgentRun = Message<"agent.v1.AgentRun"> & {
   finishedAt?: Timestamp | undefined;
 
   /**
-   * "succeeded" or "failed".
+   * "succeeded", "failed", or "skipped" (a swap whose quote fell outside its price band: nothing
+   * was sent, and it does not count as a failure; result holds the quote and the band).
    *
    * @generated from field: string outcome = 7;
    */
