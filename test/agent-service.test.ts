@@ -376,7 +376,12 @@ const cases: Case[] = [
       name: `create: swap minPrice ${JSON.stringify(minPrice)}`,
       method: "CreateAgent",
       request: create("swap", swap({ minPrice })),
-      expect: invalid(v("config.minPrice", "must be a positive decimal number giving the price of the output token in units")),
+      expect: invalid(
+        v(
+          "config.minPrice",
+          "must be a positive decimal number giving the price of the output token in units",
+        ),
+      ),
     }),
   ),
   {
