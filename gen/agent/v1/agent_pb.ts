@@ -1023,7 +1023,7 @@ export type AgentEvent = Message<"agent.v1.AgentEvent"> & {
 
   /**
    * agent.created, agent.activated, agent.paused, agent.resumed, agent.failed, agent.deleted,
-   * run.started, run.succeeded or run.failed.
+   * run.started, run.succeeded, run.skipped or run.failed.
    *
    * @generated from field: string type = 2;
    */
