@@ -11,15 +11,19 @@ import {
   appendTransactionMessageInstructions,
   type Blockhash,
   compileTransaction,
+  compressTransactionMessageUsingAddressLookupTables,
   createTransactionMessage,
   generateKeyPairSigner,
   getAddressDecoder,
+  getBase64EncodedWireTransaction,
   getTransactionEncoder,
   type Instruction,
   type KeyPairSigner,
   pipe,
   setTransactionMessageFeePayer,
+  setTransactionMessageFeePayerSigner,
   setTransactionMessageLifetimeUsingBlockhash,
+  signTransactionMessageWithSigners,
 } from "@solana/kit";
 import { findAssociatedTokenPda, getMintEncoder, TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -372,6 +376,69 @@ describe("each hostile mode answers what its name says", () => {
     const lowered = await hostile("oversize-transaction", { maxAccounts: 20 });
     expect(lowered.build.cleanupInstruction?.accounts).toHaveLength(4);
     expect(await wireSize(kitInstructions(lowered.build, lowered.p.taker))).toBeLessThanOrEqual(1232);
+  });
+});
+
+describe("a lookup table", () => {
+  it("is named in the answer, is real on the chain, and a v0 transaction through it swaps", async () => {
+    const withTable = await startJupiterSwapServer({
+      rpcUrl: local.url as string,
+      pools: [{ mintA, mintB, reserveA: RESERVE_A, reserveB: RESERVE_B }],
+      feeBps: Number(FEE_BPS),
+      lookupTable: true,
+    });
+    try {
+      const table = withTable.lookupTable;
+      const [pool] = withTable.pools;
+      if (table === undefined || pool === undefined) throw new Error("no lookup table or pool");
+      const tableApi = createJupiterSwapApi({
+        baseUrl: withTable.url,
+        timeoutMs: 10_000,
+        maxBytes: 256 * 1024,
+      });
+      const p = await party(AMOUNT);
+      const build = await tableApi.build(request(p));
+      expect({ ...build.lookupTables }).toEqual({ [table.address]: table.addresses });
+      expect(table.addresses).toEqual(expect.arrayContaining([pool.vaultA, pool.vaultB]));
+
+      const { value: blockhash } = await chain.rpc.getLatestBlockhash({ commitment: "confirmed" }).send();
+      const message = compressTransactionMessageUsingAddressLookupTables(
+        pipe(
+          createTransactionMessage({ version: 0 }),
+          (m) => setTransactionMessageFeePayerSigner(payer, m),
+          (m) => setTransactionMessageLifetimeUsingBlockhash(blockhash, m),
+          (m) => appendTransactionMessageInstructions(kitInstructions(build, p.taker), m),
+        ),
+        { [table.address as Address]: table.addresses as Address[] },
+      );
+      const signed = await signTransactionMessageWithSigners(message);
+      const signature = await chain.rpc
+        .sendTransaction(getBase64EncodedWireTransaction(signed), {
+          encoding: "base64",
+          preflightCommitment: "confirmed",
+        })
+        .send();
+      expect((await chain.confirm(signature)).err).toBeNull();
+      expect(await balance(p.destination)).toBe(build.outAmount);
+      const landed = await chain.rpc
+        .getTransaction(signature, {
+          encoding: "json",
+          maxSupportedTransactionVersion: 0,
+          commitment: "confirmed",
+        })
+        .send();
+      // The vaults came through the table, not the message's own keys.
+      if (landed === null) throw new Error("the swap is not in the history");
+      const lookups = (landed.transaction.message as { addressTableLookups?: { accountKey: string }[] })
+        .addressTableLookups;
+      expect(lookups?.map((lookup) => lookup.accountKey)).toEqual([table.address]);
+      expect(landed?.meta?.loadedAddresses?.writable).toEqual(
+        expect.arrayContaining([pool.vaultA, pool.vaultB]),
+      );
+      expect(landed?.transaction.message.accountKeys).not.toContain(pool.vaultA);
+    } finally {
+      await withTable.close();
+    }
   });
 });
 

@@ -1,7 +1,14 @@
 import { randomBytes } from "node:crypto";
 import * as http from "node:http";
 import type { AddressInfo, Socket } from "node:net";
-import { type Address, createSolanaRpc, getAddressDecoder, isAddress, some } from "@solana/kit";
+import {
+  type Address,
+  createSolanaRpc,
+  getAddressDecoder,
+  getAddressEncoder,
+  isAddress,
+  some,
+} from "@solana/kit";
 import {
   AuthorityType,
   findAssociatedTokenPda,
@@ -72,6 +79,12 @@ export interface JupiterSwapServerOptions {
   readonly pools: readonly SwapPool[];
   /** The pools' fee, in basis points of the input (default 30). */
   readonly feeBps?: number;
+  /**
+   * Put the pools' vaults and mints in one real address lookup table on the chain and name it in
+   * every answer's addressesByLookupTableAddress, as Jupiter does, so a v0 transaction can load
+   * them through it. Default false: the answers name no table.
+   */
+  readonly lookupTable?: boolean;
 }
 
 export interface JupiterSwapServer {
@@ -81,6 +94,8 @@ export interface JupiterSwapServer {
   readonly pools: readonly LivePool[];
   /** The address the hostile modes pay or hand authority to. */
   readonly stranger: string;
+  /** The lookup table's address and what it holds, when `lookupTable` was asked for. */
+  readonly lookupTable: { readonly address: string; readonly addresses: readonly string[] } | undefined;
   setMode(mode: JupiterSwapServerMode): void;
   /** What was asked, in order. */
   requests(): readonly URLSearchParams[];
@@ -97,6 +112,9 @@ export interface LivePool {
 }
 
 const TOKEN_2022 = "TokenzQdBNbLqP5VEhdkAS6EPFwC1ZHHvJ6TEvVePc7" as Address;
+const LOOKUP_TABLE_PROGRAM = "AddressLookupTab1e1111111111111111111111111";
+/** An address lookup table's header (LookupTableMeta), before its addresses. */
+const LOOKUP_TABLE_META_SIZE = 56;
 const COMPUTE_BUDGET = "ComputeBudget111111111111111111111111111111";
 /** The compute unit price honest answers ask for, in micro-lamports. */
 export const SERVER_COMPUTE_UNIT_PRICE = 1_000n;
@@ -177,6 +195,10 @@ export async function startJupiterSwapServer(options: JupiterSwapServerOptions):
       vaultB: await ata(address, pool.mintB),
     });
   }
+
+  const lookupTable =
+    options.lookupTable === true ? await createLookupTable(options.rpcUrl, pools, cheat) : undefined;
+  const tables = lookupTable === undefined ? null : { [lookupTable.address]: lookupTable.addresses };
 
   const quote = async (inputMint: string, outputMint: string, amount: bigint): Promise<Quote | undefined> => {
     const pool = pools.find(
@@ -360,7 +382,7 @@ export async function startJupiterSwapServer(options: JupiterSwapServerOptions):
         swapInstruction: pay,
         cleanupInstruction: payout,
         otherInstructions,
-        addressesByLookupTableAddress: null,
+        addressesByLookupTableAddress: tables,
       },
     };
   };
@@ -401,6 +423,7 @@ export async function startJupiterSwapServer(options: JupiterSwapServerOptions):
     url: `http://127.0.0.1:${port}/swap/v2`,
     pools,
     stranger,
+    lookupTable,
     setMode(next) {
       mode = next;
     },
@@ -410,6 +433,39 @@ export async function startJupiterSwapServer(options: JupiterSwapServerOptions):
       await new Promise((resolve) => server.close(resolve));
     },
   };
+}
+
+/**
+ * One address lookup table holding every pool's vaults and mints, written with the
+ * surfnet_setAccount cheatcode in the ALT program's layout: LookupTableMeta (the account type 1 as
+ * a u32, deactivation slot u64::MAX for an active table, last extended slot 0 so every address is
+ * usable from the next slot on, its start index, an authority option, two bytes of padding), then
+ * the addresses.
+ */
+async function createLookupTable(
+  rpcUrl: string,
+  pools: readonly LivePool[],
+  cheat: ReturnType<typeof cheatcodes>,
+): Promise<{ address: string; addresses: readonly string[] }> {
+  const address = randomAddress();
+  const addresses = [...new Set(pools.flatMap((p) => [p.vaultA, p.vaultB, p.mintA, p.mintB]))];
+  const data = Buffer.alloc(LOOKUP_TABLE_META_SIZE + 32 * addresses.length);
+  data.writeUInt32LE(1, 0);
+  data.writeBigUInt64LE(2n ** 64n - 1n, 4);
+  data.writeBigUInt64LE(0n, 12);
+  data[20] = 0;
+  data[21] = 1;
+  Buffer.from(getAddressEncoder().encode(randomAddress())).copy(data, 22);
+  for (const [i, entry] of addresses.entries()) {
+    Buffer.from(getAddressEncoder().encode(entry as Address)).copy(data, LOOKUP_TABLE_META_SIZE + 32 * i);
+  }
+  const rpc = createSolanaRpc(rpcUrl);
+  const lamports = await rpc.getMinimumBalanceForRentExemption(BigInt(data.length)).send();
+  await cheat("surfnet_setAccount", [
+    address,
+    { lamports: Number(lamports), data: data.toString("hex"), owner: LOOKUP_TABLE_PROGRAM },
+  ]);
+  return { address, addresses };
 }
 
 /** The answer with a padding field, streamed past 4 MB in chunks without a Content-Length. */
