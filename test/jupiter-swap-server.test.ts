@@ -39,6 +39,7 @@ import {
 } from "../src/token/jupiter-swap-api.ts";
 import { type ChainClient, createChainClient } from "./support/chain-client.ts";
 import {
+  JUPITER_SLIPPAGE_ERROR,
   type JupiterSwapServer,
   SERVER_COMPUTE_UNIT_PRICE,
   startJupiterSwapServer,
@@ -49,6 +50,7 @@ const RESERVE_B = 50_000_000_000_000n; // 50,000 B (9 decimals)
 const AMOUNT = 2_000_000_000n; // 2,000 A
 const FEE_BPS = 30n;
 const COMPUTE_BUDGET = "ComputeBudget111111111111111111111111111111" as Address;
+const JUPITER_PROGRAM = "JUP6LkbZbjS1jKKwapdHNy74zcZ3tLUZoi5QNyVTaV4";
 /** SPL Token's instruction tags. */
 const TRANSFER_CHECKED = 12;
 const APPROVE = 4;
@@ -359,12 +361,19 @@ describe("each hostile mode answers what its name says", () => {
     }
   });
 
-  it("slippage-6001: an honest-looking answer whose transaction lands and fails", async () => {
+  it("slippage-6001: Jupiter's program in the swap slot, failing on chain with custom error 6001", async () => {
     const { p, build } = await hostile("slippage-6001");
+    expect(build.swapInstruction.programAddress).toBe(JUPITER_PROGRAM);
+    expect(build.swapInstruction.accounts.filter((m) => m.signer)).toEqual([
+      { address: p.taker.address, signer: true, writable: false },
+    ]);
     const destinationBefore = await balance(p.destination);
     const signature = await chain.send(payer, kitInstructions(build, p.taker), { skipPreflight: true });
     const status = await chain.confirm(signature);
-    expect(status.err).not.toBeNull();
+    // Instruction 0 is the test's own unit price; the swap is next.
+    expect(JSON.stringify(status.err, (_k, v) => (typeof v === "bigint" ? Number(v) : v))).toBe(
+      JSON.stringify({ InstructionError: [1, { Custom: JUPITER_SLIPPAGE_ERROR }] }),
+    );
     expect(await balance(p.destination)).toBe(destinationBefore);
     expect(await balance(await ata(p.taker.address, mintA))).toBe(AMOUNT);
   });

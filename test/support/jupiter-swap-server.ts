@@ -57,10 +57,10 @@ export type JupiterSwapServerMode =
   /** Jupiter's "no route" answer (HTTP 400, COULD_NOT_FIND_ANY_ROUTE). */
   | "no-route"
   /**
-   * An honest quote whose payout fails on chain the way Jupiter's program fails when the price
-   * moved past the slippage: the vault's delegation is one unit short of the payout, so the
-   * transaction lands and fails (SPL Token's InsufficientFunds, custom error 1; a real Jupiter
-   * program would fail with custom error 6001, which needs a program this chain does not have).
+   * A quote whose swap instruction is Jupiter v6's program (on the default allow-list), naming the
+   * accounts a route would, which fails on chain as Jupiter does when the price moved past the
+   * slippage: custom program error 6001 (SlippageToleranceExceeded). The server puts a tiny
+   * program that does only that at Jupiter's address on the local chain on first use.
    */
   | "slippage-6001"
   /** 40 extra accounts on the payout, in no lookup table (over 1232 bytes), unless maxAccounts is at most 24. */
@@ -119,6 +119,12 @@ const COMPUTE_BUDGET = "ComputeBudget111111111111111111111111111111";
 /** The compute unit price honest answers ask for, in micro-lamports. */
 export const SERVER_COMPUTE_UNIT_PRICE = 1_000n;
 const HUGE_BYTES = 4 * 1024 * 1024;
+const JUPITER_PROGRAM = "JUP6LkbZbjS1jKKwapdHNy74zcZ3tLUZoi5QNyVTaV4";
+const BPF_LOADER = "BPFLoader2111111111111111111111111111111111";
+/** Jupiter's SlippageToleranceExceeded. */
+export const JUPITER_SLIPPAGE_ERROR = 6001;
+/** Anchor's discriminator of Jupiter v6's `route`, for a realistic first 8 bytes. */
+const ROUTE_DISCRIMINATOR = [0xe5, 0x17, 0xcb, 0x97, 0x7a, 0xe3, 0xad, 0x2a];
 /** Enough to pass 1232 bytes while staying under a v0 message's 64 accounts (kit refuses more). */
 const OVERSIZE_ACCOUNTS = 40;
 const OVERSIZE_MAX_ACCOUNTS = 24;
@@ -223,6 +229,24 @@ export async function startJupiterSwapServer(options: JupiterSwapServerOptions):
     return { pool, inputVault, outputVault, outAmount, feeAmount, priceImpactPct: impact.toFixed(8) };
   };
 
+  let slippageProgram: Promise<void> | undefined;
+  const installSlippageProgram = (): Promise<void> => {
+    slippageProgram ??= (async () => {
+      const program = failingProgram(JUPITER_SLIPPAGE_ERROR);
+      const rent = await rpc.getMinimumBalanceForRentExemption(BigInt(program.length)).send();
+      await cheat("surfnet_setAccount", [
+        JUPITER_PROGRAM,
+        {
+          lamports: Number(rent),
+          data: Buffer.from(program).toString("hex"),
+          owner: BPF_LOADER,
+          executable: true,
+        },
+      ]);
+    })();
+    return slippageProgram;
+  };
+
   let mode: JupiterSwapServerMode = "honest";
   const asked: URLSearchParams[] = [];
 
@@ -263,12 +287,11 @@ export async function startJupiterSwapServer(options: JupiterSwapServerOptions):
     const inMint = (await mintOf(inputMint)) as { program: Address; decimals: number };
     const outMint = (await mintOf(outputMint)) as { program: Address; decimals: number };
     const takerSource = await ata(taker, inputMint);
-    // The taker may move exactly the quoted amount out of the output vault; one unit less in
-    // slippage-6001, so the payout fails on chain.
+    // The taker may move exactly the quoted amount out of the output vault.
     await cheat("surfnet_setTokenAccount", [
       found.pool.address,
       outputMint,
-      { delegate: taker, delegatedAmount: safe(mode === "slippage-6001" ? outAmount - 1n : outAmount) },
+      { delegate: taker, delegatedAmount: safe(outAmount) },
       outMint.program,
     ]);
 
@@ -277,7 +300,7 @@ export async function startJupiterSwapServer(options: JupiterSwapServerOptions):
       await cheat("surfnet_setTokenAccount", [stranger, outputMint, { amount: 0 }, outMint.program]);
       payoutTo = await ata(stranger, outputMint);
     }
-    const pay = transferChecked(
+    let pay: WireInstruction = transferChecked(
       inMint.program,
       takerSource,
       inputMint,
@@ -286,7 +309,7 @@ export async function startJupiterSwapServer(options: JupiterSwapServerOptions):
       amount,
       inMint.decimals,
     );
-    const payout = transferChecked(
+    let payout: WireInstruction | null = transferChecked(
       outMint.program,
       found.outputVault,
       outputMint,
@@ -296,12 +319,34 @@ export async function startJupiterSwapServer(options: JupiterSwapServerOptions):
       outMint.decimals,
     );
     const maxAccounts = query.has("maxAccounts") ? Number(query.get("maxAccounts")) : 64;
-    if (mode === "oversize-transaction" && !(maxAccounts <= OVERSIZE_MAX_ACCOUNTS)) {
+    if (mode === "oversize-transaction" && !(maxAccounts <= OVERSIZE_MAX_ACCOUNTS) && payout !== null) {
       // SPL Token ignores accounts past the ones it reads when the authority is no multisig, so
       // these only make the transaction too large; they are in no lookup table.
       for (let i = 0; i < OVERSIZE_ACCOUNTS; i++) {
         payout.accounts.push({ pubkey: randomAddress(), isSigner: false, isWritable: false });
       }
+    }
+
+    if (mode === "slippage-6001") {
+      await installSlippageProgram();
+      const data = Buffer.alloc(8 + 8 + 8 + 2);
+      Buffer.from(ROUTE_DISCRIMINATOR).copy(data, 0);
+      data.writeBigUInt64LE(amount, 8);
+      data.writeBigUInt64LE(outAmount, 16);
+      data.writeUInt16LE(slippageBps, 24);
+      pay = wire(
+        JUPITER_PROGRAM,
+        [
+          meta(inMint.program, false, false),
+          meta(taker, true, false),
+          meta(takerSource, false, true),
+          meta(found.inputVault, false, true),
+          meta(found.outputVault, false, true),
+          meta(destination, false, true),
+        ],
+        data,
+      );
+      payout = null;
     }
 
     const setupInstructions: WireInstruction[] = [];
@@ -466,6 +511,56 @@ async function createLookupTable(
     { lamports: Number(lamports), data: data.toString("hex"), owner: LOOKUP_TABLE_PROGRAM },
   ]);
   return { address, addresses };
+}
+
+/**
+ * The smallest sBPF program (an ELF the lenient loader takes: header, `.text`, `.shstrtab`) whose
+ * entrypoint returns `code`, which the runtime reports as custom program error `code`:
+ * `mov64 r0, code; exit`.
+ */
+function failingProgram(code: number): Uint8Array {
+  const text = Buffer.alloc(16);
+  text.set([0xb7, 0, 0, 0], 0);
+  text.writeUInt32LE(code, 4);
+  text.set([0x95, 0, 0, 0, 0, 0, 0, 0], 8);
+  const names = Buffer.from("\0.text\0.shstrtab\0", "latin1");
+  const TEXT = 0x40;
+  const NAMES = 0x50;
+  const SECTIONS = 0x68;
+  const elf = Buffer.alloc(SECTIONS + 3 * 64);
+  elf.set([0x7f, 0x45, 0x4c, 0x46, 2, 1, 1, 0], 0); // magic, 64-bit, little-endian, version 1, no ABI
+  elf.writeUInt16LE(3, 16); // ET_DYN
+  elf.writeUInt16LE(247, 18); // EM_BPF
+  elf.writeUInt32LE(1, 20);
+  elf.writeBigUInt64LE(BigInt(TEXT), 24); // entry: the first instruction
+  elf.writeBigUInt64LE(BigInt(SECTIONS), 40);
+  elf.writeUInt16LE(64, 52); // header size
+  elf.writeUInt16LE(56, 54); // program header entry size (none follow)
+  elf.writeUInt16LE(64, 58); // section header entry size
+  elf.writeUInt16LE(3, 60); // sections: null, .text, .shstrtab
+  elf.writeUInt16LE(2, 62); // the names are in section 2
+  text.copy(elf, TEXT);
+  names.copy(elf, NAMES);
+  const section = (
+    index: number,
+    name: number,
+    type: number,
+    flags: number,
+    offset: number,
+    size: number,
+  ) => {
+    const at = SECTIONS + index * 64;
+    elf.writeUInt32LE(name, at);
+    elf.writeUInt32LE(type, at + 4);
+    elf.writeBigUInt64LE(BigInt(flags), at + 8);
+    elf.writeBigUInt64LE(BigInt(flags === 0 ? 0 : offset), at + 16); // loaded sections sit at their offset
+    elf.writeBigUInt64LE(BigInt(offset), at + 24);
+    elf.writeBigUInt64LE(BigInt(size), at + 32);
+    elf.writeBigUInt64LE(1n, at + 48);
+  };
+  section(1, 1, 1, 6, TEXT, text.length); // .text: PROGBITS, ALLOC | EXECINSTR
+  section(2, 7, 3, 0, NAMES, names.length); // .shstrtab: STRTAB
+  return elf;
 }
 
 /** The answer with a padding field, streamed past 4 MB in chunks without a Content-Length. */
