@@ -25,7 +25,7 @@ import type { RunStore } from "./scheduler/run-store.ts";
 import { createScheduleClock, type ScheduleClock } from "./scheduler/schedule-clock.ts";
 import type { ReadinessCheck } from "./scheduler/scheduler.ts";
 import { createSimulatedExecutor } from "./scheduler/simulated-executor.ts";
-import { createSwapExecutor } from "./scheduler/swap-executor.ts";
+import { createSwapExecutor, type SwapRefusal } from "./scheduler/swap-executor.ts";
 import { createTransferExecutor, type TransferHooks } from "./scheduler/transfer-executor.ts";
 import { type Catalog, catalogSymbolLookup } from "./token/catalog.ts";
 import { createChainTokenSource } from "./token/chain-token-source.ts";
@@ -133,6 +133,8 @@ export async function createAppContext(
     readonly tokenList: TokenList;
     /** Where swap runs get their routes (JUPITER_SWAP_URL). */
     readonly swaps: SwapApi;
+    /** Hears of swap routes refused before signing. */
+    readonly onSwapRefused?: (reason: SwapRefusal) => void;
   },
   overrides: AppContextOverrides = {},
 ): Promise<AppContext> {
@@ -286,6 +288,7 @@ export async function createAppContext(
                 delegates,
                 mintOf,
                 allowedPrograms: config.swaps.allowedPrograms,
+                ...(parts.onSwapRefused === undefined ? {} : { onRefused: parts.onSwapRefused }),
                 ...(overrides.transferHooks === undefined ? {} : { hooks: overrides.transferHooks }),
               }),
               () => executorBalance.refreshSoon(),

@@ -19,6 +19,7 @@ import type { Logger } from "./logger.ts";
 import { registerChainMetrics, registerLocalChainMetrics } from "./observability/chain-metrics.ts";
 import { registerExecutorMetrics } from "./observability/executor-metrics.ts";
 import { createRateLimitedLog } from "./observability/rate-limited-log.ts";
+import { registerSwapMetrics } from "./observability/swap-metrics.ts";
 import { registerUpstreamMetrics, type UpstreamMetrics } from "./observability/upstream-metrics.ts";
 import { registerWebhookMetrics } from "./observability/webhook-metrics.ts";
 import { agentEventJson } from "./rpc/agent-service.ts";
@@ -110,6 +111,7 @@ export async function createService(
         prices,
         tokenList,
         swaps,
+        onSwapRefused: registerSwapMetrics(registry),
         onWebhookUrlRefused: webhookMetrics.refusedAtRegistration,
       },
       overrides,

@@ -35,7 +35,20 @@ export interface SwapExecutorOptions {
   readonly allowedPrograms: readonly string[];
   readonly pollMs?: number;
   readonly hooks?: SendHooks;
+  /** Told of every route refused before signing (metrics). */
+  readonly onRefused?: (reason: SwapRefusal) => void;
 }
+
+/** Why a route was refused before signing. */
+export const SWAP_REFUSALS = [
+  "program",
+  "authority",
+  "signer",
+  "simulation",
+  "quote",
+  "minimum_out",
+] as const;
+export type SwapRefusal = (typeof SWAP_REFUSALS)[number];
 
 type Failure = Extract<ExecutionResult, { ok: false }>;
 const retry = (error: string): Failure => ({ ok: false, error });
@@ -89,6 +102,10 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
     ...(options.hooks === undefined ? {} : { hooks: options.hooks }),
   });
   let accountOf: AssociatedAccountOf | undefined;
+  const refuse = (reason: SwapRefusal, error: string): Failure => {
+    options.onRefused?.(reason);
+    return retry(error);
+  };
 
   return {
     async execute(execution) {
@@ -190,7 +207,9 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
         { wallet, delegate: delegate.address, feePayer: executor.address },
         allowed,
       );
-      if (problem !== undefined) return retry(`the swap route was refused before signing: ${problem}`);
+      if (problem !== undefined) {
+        return refuse(problem.reason, `the swap route was refused before signing: ${problem.text}`);
+      }
 
       const lifetime = await transfers.getLatestBlockhash(signal);
       const build = (computeUnitLimit: number) =>
@@ -223,7 +242,8 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
       }
       const extra = trial.signers.filter((s) => s !== executor.address && s !== delegate.address);
       if (extra.length > 0 || trial.signers.length > 2) {
-        return retry(
+        return refuse(
+          "signer",
           `the swap route was refused before signing: it needs signers besides the fee payer and the delegate (${extra.join(", ")})`,
         );
       }
@@ -241,7 +261,9 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
         return failedOnChain(simulation.err, route, "in its simulation");
       }
       const moved = movementProblem(before, simulation.accounts, swap, route.minimumOut);
-      if (moved !== undefined) return retry(`the swap was refused before signing: its simulation ${moved}`);
+      if (moved !== undefined) {
+        return refuse("simulation", `the swap was refused before signing: its simulation ${moved}`);
+      }
 
       const used = simulation.unitsConsumed ?? BigInt(builders.MAX_COMPUTE_UNITS);
       const limit = Math.min(builders.MAX_COMPUTE_UNITS, Math.ceil(Number(used) * CU_MARGIN));
@@ -277,12 +299,14 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
   function quoteVerdict(route: SwapBuild, swap: Swap): ExecutionResult | undefined {
     const { config, input, output, units } = swap;
     if (route.inAmount !== units) {
-      return retry(
+      return refuse(
+        "quote",
         `the swap route was refused: it quotes ${route.inAmount} base units in, not the run's ${units}`,
       );
     }
     if (route.minimumOut <= 0n || route.minimumOut > route.outAmount) {
-      return retry(
+      return refuse(
+        "quote",
         `the swap route was refused: its minimum out (${route.minimumOut}) is not within its quote (${route.outAmount})`,
       );
     }
@@ -313,7 +337,8 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
     }
     const floor = priceOf(route.minimumOut);
     if (config.minPrice !== undefined && floor < config.minPrice) {
-      return retry(
+      return refuse(
+        "minimum_out",
         `the swap route was refused: its minimum out (${uiAmount(route.minimumOut, output.decimals)} ${config.outputToken}) implies a price of ${floor}, below minPrice ${config.minPrice}`,
       );
     }
@@ -425,7 +450,7 @@ function routeProblem(
   route: SwapBuild,
   keys: { wallet: string; delegate: string; feePayer: string },
   allowed: ReadonlySet<string>,
-): string | undefined {
+): { reason: SwapRefusal; text: string } | undefined {
   const all: [string, PlainInstruction][] = [
     ...route.setupInstructions.map((ix, i): [string, PlainInstruction] => [`setup instruction ${i}`, ix]),
     ["the swap instruction", route.swapInstruction],
@@ -435,17 +460,27 @@ function routeProblem(
     ...route.otherInstructions.map((ix, i): [string, PlainInstruction] => [`other instruction ${i}`, ix]),
   ];
   for (const [name, ix] of all) {
-    if (!allowed.has(ix.programAddress))
-      return `${name} calls ${ix.programAddress}, a program not on SWAP_ALLOWED_PROGRAMS`;
+    if (!allowed.has(ix.programAddress)) {
+      return {
+        reason: "program",
+        text: `${name} calls ${ix.programAddress}, a program not on SWAP_ALLOWED_PROGRAMS`,
+      };
+    }
     if (TOKEN_PROGRAMS.has(ix.programAddress)) {
       const kind = AUTHORITY_INSTRUCTIONS[ix.data[0] ?? -1];
-      if (kind !== undefined) return `${name} is a token ${kind}, which no swap needs`;
+      if (kind !== undefined)
+        return { reason: "authority", text: `${name} is a token ${kind}, which no swap needs` };
     }
     for (const account of ix.accounts) {
       if (!account.signer) continue;
-      if (account.address === keys.wallet) return `${name} asks the owner's wallet ${keys.wallet} to sign`;
+      if (account.address === keys.wallet) {
+        return { reason: "signer", text: `${name} asks the owner's wallet ${keys.wallet} to sign` };
+      }
       if (account.address !== keys.delegate && account.address !== keys.feePayer) {
-        return `${name} asks ${account.address} to sign, which is neither the fee payer nor the delegate`;
+        return {
+          reason: "signer",
+          text: `${name} asks ${account.address} to sign, which is neither the fee payer nor the delegate`,
+        };
       }
     }
   }
