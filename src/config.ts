@@ -282,6 +282,9 @@ export interface SwapsConfig {
   readonly timeoutMs: number;
   /** Largest build answer read, in bytes. */
   readonly maxResponseBytes: number;
+  /** Build requests in flight at once; more wait, up to `maxQueued`, then fail fast (retried). */
+  readonly maxConcurrency: number;
+  readonly maxQueued: number;
   /**
    * Programs a swap transaction may call: any other in an upstream answer fails the run before
    * anything is signed.
@@ -420,6 +423,8 @@ export const CONFIG_VARIABLES = {
   JUPITER_SWAP_URL: "https://api.jup.ag/swap/v2",
   JUPITER_SWAP_TIMEOUT_MS: "5000",
   JUPITER_SWAP_MAX_RESPONSE_BYTES: "262144",
+  JUPITER_SWAP_MAX_CONCURRENCY: "8",
+  JUPITER_SWAP_MAX_QUEUED: "64",
   // Empty: DEFAULT_SWAP_PROGRAMS.
   SWAP_ALLOWED_PROGRAMS: "",
   CATALOG_PRICE_TICK_MS: "0",
@@ -793,6 +798,8 @@ function readSwaps(read: Read, int: Int, problems: string[]): SwapsConfig {
     timeoutMs: int("JUPITER_SWAP_TIMEOUT_MS", 10, 600_000),
     // A real answer is a few kilobytes (a transaction is at most 1,232 bytes, its tables a few more).
     maxResponseBytes: int("JUPITER_SWAP_MAX_RESPONSE_BYTES", 1024, 64 * 1024 * 1024),
+    maxConcurrency: int("JUPITER_SWAP_MAX_CONCURRENCY", 1, 1000),
+    maxQueued: int("JUPITER_SWAP_MAX_QUEUED", 0, 100_000),
     allowedPrograms: programs,
   };
 }

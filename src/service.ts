@@ -96,6 +96,8 @@ export async function createService(
       ...(config.prices.jupiterApiKey === undefined ? {} : { apiKey: config.prices.jupiterApiKey }),
       timeoutMs: config.swaps.timeoutMs,
       maxBytes: config.swaps.maxResponseBytes,
+      maxConcurrency: config.swaps.maxConcurrency,
+      maxQueued: config.swaps.maxQueued,
       onCall: upstreamMetrics.onCall("jupiter_swap"),
       onCircuit: upstreamMetrics.onCircuit("jupiter_swap"),
     });

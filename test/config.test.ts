@@ -200,6 +200,8 @@ describe("loadConfig", () => {
         jupiterSwapUrl: "https://api.jup.ag/swap/v2",
         timeoutMs: 5000,
         maxResponseBytes: 262_144,
+        maxConcurrency: 8,
+        maxQueued: 64,
         allowedPrograms: [...DEFAULT_SWAP_PROGRAMS],
       },
       streams: {
@@ -428,6 +430,8 @@ describe("loadConfig", () => {
         JUPITER_SWAP_URL: "http://127.0.0.1:9000/swap/v2/",
         JUPITER_SWAP_TIMEOUT_MS: "700",
         JUPITER_SWAP_MAX_RESPONSE_BYTES: "2048",
+        JUPITER_SWAP_MAX_CONCURRENCY: "3",
+        JUPITER_SWAP_MAX_QUEUED: "0",
         SWAP_ALLOWED_PROGRAMS:
           "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA, ComputeBudget111111111111111111111111111111",
         CATALOG_PRICE_TICK_MS: "2000",
@@ -565,6 +569,8 @@ describe("loadConfig", () => {
         jupiterSwapUrl: "http://127.0.0.1:9000/swap/v2",
         timeoutMs: 700,
         maxResponseBytes: 2048,
+        maxConcurrency: 3,
+        maxQueued: 0,
         allowedPrograms: [
           "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA",
           "ComputeBudget111111111111111111111111111111",
@@ -651,6 +657,7 @@ describe("loadConfig", () => {
     ["JUPITER_SWAP_URL", "ftp://jup.example.com"],
     ["JUPITER_SWAP_TIMEOUT_MS", "9"],
     ["JUPITER_SWAP_MAX_RESPONSE_BYTES", "1023"],
+    ["JUPITER_SWAP_MAX_CONCURRENCY", "0"],
     ["SWAP_ALLOWED_PROGRAMS", ",,"],
     ["SWAP_ALLOWED_PROGRAMS", "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA,not-a-program"],
   ])("%s=%s is refused, by name", (name, value) => {

@@ -85,6 +85,13 @@ export interface JupiterSwapServerOptions {
    * them through it. Default false: the answers name no table.
    */
   readonly lookupTable?: boolean;
+  /**
+   * Of several pools for one pair, give each taker its own, assigned at its first request (the
+   * first pool once all are taken). A pool's output vault has one delegate at a time, so takers
+   * swapping at once on one pool would undo each other's; the swap bench runs 1,000 at once.
+   * Default false: the first pool of the pair.
+   */
+  readonly poolPerTaker?: boolean;
 }
 
 export interface JupiterSwapServer {
@@ -206,12 +213,22 @@ export async function startJupiterSwapServer(options: JupiterSwapServerOptions):
     options.lookupTable === true ? await createLookupTable(options.rpcUrl, pools, cheat) : undefined;
   const tables = lookupTable === undefined ? null : { [lookupTable.address]: lookupTable.addresses };
 
-  const quote = async (inputMint: string, outputMint: string, amount: bigint): Promise<Quote | undefined> => {
-    const pool = pools.find(
-      (p) =>
-        (p.mintA === inputMint && p.mintB === outputMint) ||
-        (p.mintB === inputMint && p.mintA === outputMint),
-    );
+  const takers = new Map<string, LivePool>();
+  const quote = async (
+    inputMint: string,
+    outputMint: string,
+    amount: bigint,
+    taker: string,
+  ): Promise<Quote | undefined> => {
+    const pair = (p: LivePool) =>
+      (p.mintA === inputMint && p.mintB === outputMint) || (p.mintB === inputMint && p.mintA === outputMint);
+    let pool = options.poolPerTaker === true ? takers.get(taker) : undefined;
+    if (pool === undefined && options.poolPerTaker === true) {
+      const taken = new Set(takers.values());
+      pool = pools.find((p) => pair(p) && !taken.has(p)) ?? pools.find(pair);
+      if (pool !== undefined) takers.set(taker, pool);
+    }
+    pool ??= pools.find(pair);
     if (pool === undefined) return undefined;
     const aToB = pool.mintA === inputMint;
     const inputVault = aToB ? pool.vaultA : pool.vaultB;
@@ -276,7 +293,7 @@ export async function startJupiterSwapServer(options: JupiterSwapServerOptions):
       string,
     ];
     const amount = BigInt(amountText);
-    const found = mode === "no-route" ? undefined : await quote(inputMint, outputMint, amount);
+    const found = mode === "no-route" ? undefined : await quote(inputMint, outputMint, amount, taker);
     if (found === undefined) {
       return {
         status: 400,
