@@ -832,21 +832,21 @@ export const GetExecutorResponseSchema: GenMessage<GetExecutorResponse> = /*@__P
   messageDesc(file_agent_v1_agent, 23);
 
 /**
- * PrepareApprovalRequest names the transfer agent and the cap of the approval.
+ * PrepareApprovalRequest names the agent and the cap of the approval.
  *
  * @generated from message agent.v1.PrepareApprovalRequest
  */
 export type PrepareApprovalRequest = Message<"agent.v1.PrepareApprovalRequest"> & {
   /**
-   * Agent identifier of a transfer agent. Required.
+   * Agent identifier of a transfer or swap agent. Required.
    *
    * @generated from field: string agent_id = 1;
    */
   agentId: string;
 
   /**
-   * The most the executor may move from the source, in whole tokens of the agent's token (no more
-   * decimal places than the token has). Required, above 0.
+   * The most the delegate may move from the wallet, in whole tokens of the token the agent spends
+   * (no more decimal places than the token has). Required, above 0.
    *
    * @generated from field: double allowance = 2;
    */
@@ -1194,14 +1194,15 @@ export const AgentService: GenService<{
     output: typeof GetExecutorResponseSchema;
   },
   /**
-   * PrepareApproval returns an unsigned transaction that, signed by the transfer agent's source
-   * wallet, approves the delegate of the caller's (owner, source wallet) pair on the source's token
-   * account for the agent's token, up to `allowance`. Delegates are per owner and wallet so that an
+   * PrepareApproval returns an unsigned transaction that, signed by the agent's wallet (a
+   * transfer's source, a swap's wallet), approves the delegate of the caller's (owner, wallet) pair
+   * on the wallet's token account for the token the agent spends (a transfer's token, a swap's
+   * input token), up to `allowance`. Delegates are per owner and wallet so that an
    * approval serves only the owner it was signed for: another owner's agent naming the same wallet
    * has another delegate, which the wallet never approved, and moves nothing. The service never
    * holds the wallet's key: the wallet signs and sends it, and can end the approval with the token
-   * program's own revoke at any time. A pending transfer agent becomes active once the chain shows
-   * an approval that covers one run.
+   * program's own revoke at any time. A pending agent becomes active once the chain shows an
+   * approval that covers one run.
    *
    * @generated from rpc agent.v1.AgentService.PrepareApproval
    */
