@@ -459,6 +459,24 @@ describe("a malformed or hostile answer", () => {
         a.routePlan = [{}];
       },
     ],
+    [
+      "another input mint",
+      (a) => {
+        a.inputMint = DESTINATION;
+      },
+    ],
+    [
+      "another output mint",
+      (a) => {
+        a.outputMint = SOL;
+      },
+    ],
+    [
+      "an inAmount other than the amount asked for",
+      (a) => {
+        a.inAmount = "999999999";
+      },
+    ],
     ["a list for an answer", () => [realisticAnswer()]],
     ["null for an answer", () => null],
   ];
