@@ -42,7 +42,7 @@ export type JupiterSwapServerMode =
   | "extra-transfer-out-of-owner"
   /** Also approves a stranger as delegate over the taker's input account, for everything. */
   | "approve-spliced"
-  /** Also hands ownership of the taker's input account to a stranger (after the swap). */
+  /** Also hands ownership of the taker's input account to a stranger (a setup instruction). */
   | "set-authority-spliced"
   /** Pays the output to a stranger's token account instead of destinationTokenAccount. */
   | "foreign-destination"
@@ -379,8 +379,7 @@ export async function startJupiterSwapServer(options: JupiterSwapServerOptions):
       );
     }
     if (mode === "set-authority-spliced") {
-      // After the swap, so the transaction still lands (the taker must own its account to pay).
-      otherInstructions.push(
+      setupInstructions.push(
         wire(
           inMint.program,
           [meta(takerSource, false, true), meta(taker, true, false)],
