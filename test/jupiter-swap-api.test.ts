@@ -594,6 +594,7 @@ describe("no route", () => {
     const upstream = await startUpstream(json({ error: HOSTILE, errorCode: "INVALID_TAKER" }, 400));
     const error = await unavailable(apiFor(upstream));
     expect(error.reason).toBe("rejected");
+    expect(error.cause).toBeUndefined();
   });
 
   it("is not read past maxBytes", async () => {

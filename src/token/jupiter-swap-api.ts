@@ -185,10 +185,10 @@ function failureOf(error: unknown): Error {
     if (isNoRoute(error.body)) return new NoRouteError("Jupiter found no route for this swap");
     // Any other refusal is a request Jupiter did not accept; retrying the same may still fail,
     // but it is not known to be final, so it stays retryable and bounded by the caller's attempts.
+    // No cause: it would carry Jupiter's answer into whatever logs the error.
     return new SwapApiUnavailableError(
       "rejected",
       `Jupiter's Swap API refused the request (HTTP ${error.status ?? 0})`,
-      { cause: error },
     );
   }
   return new SwapApiUnavailableError(error.outcome, error.message, {
