@@ -459,6 +459,24 @@ describe("a malformed or hostile answer", () => {
         a.routePlan = [{}];
       },
     ],
+    [
+      "another input mint",
+      (a) => {
+        a.inputMint = DESTINATION;
+      },
+    ],
+    [
+      "another output mint",
+      (a) => {
+        a.outputMint = SOL;
+      },
+    ],
+    [
+      "an inAmount other than the amount asked for",
+      (a) => {
+        a.inAmount = "999999999";
+      },
+    ],
     ["a list for an answer", () => [realisticAnswer()]],
     ["null for an answer", () => null],
   ];
@@ -576,6 +594,7 @@ describe("no route", () => {
     const upstream = await startUpstream(json({ error: HOSTILE, errorCode: "INVALID_TAKER" }, 400));
     const error = await unavailable(apiFor(upstream));
     expect(error.reason).toBe("rejected");
+    expect(error.cause).toBeUndefined();
   });
 
   it("is not read past maxBytes", async () => {

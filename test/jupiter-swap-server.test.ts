@@ -25,7 +25,12 @@ import {
   setTransactionMessageLifetimeUsingBlockhash,
   signTransactionMessageWithSigners,
 } from "@solana/kit";
-import { findAssociatedTokenPda, getMintEncoder, TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
+import {
+  findAssociatedTokenPda,
+  getMintEncoder,
+  getTokenDecoder,
+  TOKEN_PROGRAM_ADDRESS,
+} from "@solana-program/token";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningLocalChain, startLocalChain } from "../src/local-chain/start-local-chain.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
@@ -68,6 +73,11 @@ let mintC: Address;
 const randomAddress = (): Address => getAddressDecoder().decode(randomBytes(32));
 const ata = async (owner: Address, mint: Address): Promise<Address> =>
   (await findAssociatedTokenPda({ owner, mint, tokenProgram: TOKEN_PROGRAM_ADDRESS }))[0];
+const tokenAccount = async (account: string) => {
+  const { value } = await chain.rpc.getAccountInfo(account as Address, { encoding: "base64" }).send();
+  if (value === null) throw new Error(`${account} does not exist`);
+  return getTokenDecoder().decode(Buffer.from(value.data[0], "base64"));
+};
 const balance = async (account: string): Promise<bigint> => {
   const { value } = await chain.rpc.getTokenAccountBalance(account as Address).send();
   return BigInt(value.amount);
@@ -254,7 +264,7 @@ describe("an honest answer", () => {
   });
 });
 
-describe("each hostile mode answers what its name says", () => {
+describe("each hostile mode answers what its name says, and what it does when sent", () => {
   const hostile = async (mode: Parameters<JupiterSwapServer["setMode"]>[0], extra = {}) => {
     server.setMode(mode);
     const p = await party(AMOUNT);
@@ -274,6 +284,19 @@ describe("each hostile mode answers what its name says", () => {
     expect(extra).toHaveLength(1);
     expect(extra[0]?.accounts[2]?.address).toBe(await ata(server.stranger as Address, mintA));
     expect(extra[0]?.accounts[3]).toEqual({ address: p.taker.address, signer: true, writable: false });
+
+    // A real threat: with the allowance an owner gives the delegate, the transaction would pay it.
+    const grant = await chain.raw("surfnet_setTokenAccount", [
+      p.owner,
+      mintA,
+      { amount: Number(AMOUNT), delegate: p.taker.address, delegatedAmount: Number(AMOUNT) },
+    ]);
+    expect(grant.error).toBeUndefined();
+    const strangerInput = await ata(server.stranger as Address, mintA);
+    const strangerBefore = await balance(strangerInput);
+    await chain.sendAndConfirm(payer, kitInstructions(build, p.taker));
+    expect(await balance(strangerInput)).toBe(strangerBefore + AMOUNT);
+    expect(await balance(ownerInput)).toBe(0n);
   });
 
   it("approve-spliced: an Approve of a stranger over the taker's input account", async () => {
@@ -285,6 +308,10 @@ describe("each hostile mode answers what its name says", () => {
       server.stranger,
       p.taker.address,
     ]);
+    // Sent, the stranger could spend the taker's account later.
+    await chain.sendAndConfirm(payer, kitInstructions(build, p.taker));
+    const account = await tokenAccount(await ata(p.taker.address, mintA));
+    expect(account.delegate).toEqual({ __option: "Some", value: server.stranger });
   });
 
   it("set-authority-spliced: the taker's input account handed to a stranger", async () => {
@@ -297,6 +324,11 @@ describe("each hostile mode answers what its name says", () => {
     expect(getAddressDecoder().decode(setAuthority[0]?.data.slice(3, 35) ?? new Uint8Array(32))).toBe(
       server.stranger,
     );
+    // Before the swap, it would make the taker's own payment fail; sent alone, it is what it says.
+    const [price, ...instructions] = kitInstructions(build, p.taker);
+    const alone = instructions.filter((ix) => ix.data?.[0] === SET_AUTHORITY);
+    await chain.sendAndConfirm(payer, [...(price === undefined ? [] : [price]), ...alone]);
+    expect((await tokenAccount(await ata(p.taker.address, mintA))).owner).toBe(server.stranger);
   });
 
   it("foreign-destination: the payout goes to a stranger's account", async () => {
@@ -307,6 +339,11 @@ describe("each hostile mode answers what its name says", () => {
     expect(payouts).toHaveLength(1);
     expect(payouts[0]?.accounts[2]?.address).toBe(await ata(server.stranger as Address, mintB));
     expect(payouts[0]?.accounts[2]?.address).not.toBe(p.destination);
+    const strangerOutput = await ata(server.stranger as Address, mintB);
+    const strangerBefore = await balance(strangerOutput);
+    await chain.sendAndConfirm(payer, kitInstructions(build, p.taker));
+    expect(await balance(strangerOutput)).toBe(strangerBefore + build.outAmount);
+    expect(await balance(p.destination)).toBe(0n);
   });
 
   it("unknown-program: an instruction of a program on no allow-list", async () => {

@@ -141,7 +141,7 @@ export function createJupiterSwapApi(options: JupiterSwapApiOptions): SwapApi {
       } catch (error) {
         throw failureOf(error);
       }
-      return buildFromAnswer(answer);
+      return buildFromAnswer(answer, request);
     },
   };
 }
@@ -185,10 +185,10 @@ function failureOf(error: unknown): Error {
     if (isNoRoute(error.body)) return new NoRouteError("Jupiter found no route for this swap");
     // Any other refusal is a request Jupiter did not accept; retrying the same may still fail,
     // but it is not known to be final, so it stays retryable and bounded by the caller's attempts.
+    // No cause: it would carry Jupiter's answer into whatever logs the error.
     return new SwapApiUnavailableError(
       "rejected",
       `Jupiter's Swap API refused the request (HTTP ${error.status ?? 0})`,
-      { cause: error },
     );
   }
   return new SwapApiUnavailableError(error.outcome, error.message, {
@@ -225,9 +225,9 @@ const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$
 /** A malformed answer: the field is named, never the value (upstream text). */
 class Malformed extends Error {}
 
-function buildFromAnswer(answer: unknown): SwapBuild {
+function buildFromAnswer(answer: unknown, request: SwapBuildRequest): SwapBuild {
   try {
-    return parseBuild(answer);
+    return parseBuild(answer, request);
   } catch (error) {
     if (!(error instanceof Malformed)) throw error;
     throw new SwapApiUnavailableError(
@@ -237,8 +237,17 @@ function buildFromAnswer(answer: unknown): SwapBuild {
   }
 }
 
-function parseBuild(answer: unknown): SwapBuild {
+function parseBuild(answer: unknown, request: SwapBuildRequest): SwapBuild {
   const root = record(answer, "the answer");
+  // An answer for another pair or amount is not this swap's, whatever its instructions do
+  // (the mints are optional on the wire; the amount is not: /build is ExactIn only).
+  for (const field of ["inputMint", "outputMint"] as const) {
+    if (root[field] !== undefined && root[field] !== request[field]) {
+      throw new Malformed(`${field} is not the one asked for`);
+    }
+  }
+  const inAmount = amount(root.inAmount, "inAmount");
+  if (inAmount !== request.amount) throw new Malformed("inAmount is not the amount asked for");
   const compute = list(root.computeBudgetInstructions ?? [], "computeBudgetInstructions").map((item, i) =>
     instruction(item, `computeBudgetInstructions[${i}]`),
   );
@@ -267,7 +276,7 @@ function parseBuild(answer: unknown): SwapBuild {
     throw new Malformed("slippageBps is not an integer from 0 to 10000");
   }
   return {
-    inAmount: amount(root.inAmount, "inAmount"),
+    inAmount,
     outAmount: amount(root.outAmount, "outAmount"),
     minimumOut: amount(root.otherAmountThreshold, "otherAmountThreshold"),
     slippageBps,

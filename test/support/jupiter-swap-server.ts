@@ -42,7 +42,7 @@ export type JupiterSwapServerMode =
   | "extra-transfer-out-of-owner"
   /** Also approves a stranger as delegate over the taker's input account, for everything. */
   | "approve-spliced"
-  /** Also hands ownership of the taker's input account to a stranger. */
+  /** Also hands ownership of the taker's input account to a stranger (a setup instruction). */
   | "set-authority-spliced"
   /** Pays the output to a stranger's token account instead of destinationTokenAccount. */
   | "foreign-destination"
