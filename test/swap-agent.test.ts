@@ -333,12 +333,18 @@ describe.each(STORES)("a swap agent on the %s store swaps real tokens", (storeNa
       const agentId = await createSwap({ minPrice: 1.5 });
       const approval = await owners.approve(agentId, 15, owner);
       const delegate = approval.delegate as string;
+      // The slot settled: its last attempt (SCHEDULER_MAX_ATTEMPTS 2), or its only one when no retry
+      // can mend it. Waited for, so that no retry of it meets the next case's mode.
       const failed = await until(
-        async () => (await runsOf(agentId)).find((r) => r.outcome === "failed"),
+        async () =>
+          (await runsOf(agentId)).find(
+            (r) => r.outcome === "failed" && (r.attempt === 2 || /no route/.test(String(r.error))),
+          ),
         3 * SLOT_MS + 15_000,
-        `a run refused in mode ${mode}`,
+        `a slot refused in mode ${mode}`,
       );
       await ok("POST", `/v1/agents/${agentId}:pause`).catch(() => undefined);
+      for (const run of await runsOf(agentId)) expect(run.outcome).toBe("failed");
       expect(failed.error).toMatch(reason);
       expect(failed.result).toBeUndefined();
       // Nothing moved: the owner's tokens and allowance, the delegate's and the stranger's accounts.
@@ -355,5 +361,24 @@ describe.each(STORES)("a swap agent on the %s store swaps real tokens", (storeNa
     } finally {
       jupiter.setMode("honest");
     }
+  });
+
+  it("fails a slot at once on too little balance, naming both figures, and sends nothing", async () => {
+    const usdcBefore = await balance(ownerUsdc);
+    const amount = Number(usdcBefore / 1_000_000n) + 10;
+    const agentId = await createSwap({ amount });
+    await owners.approve(agentId, amount * 2, owner);
+    const failed = await until(
+      async () => (await runsOf(agentId)).find((r) => r.outcome === "failed"),
+      3 * SLOT_MS + 15_000,
+      "a run refused for its balance",
+    );
+    await ok("POST", `/v1/agents/${agentId}:pause`).catch(() => undefined);
+    expect(failed.error).toMatch(
+      new RegExp(`insufficient balance: the wallet holds [\\d.]+ USDC, the run swaps ${amount} USDC`),
+    );
+    // Not retried: a balance no retry mends fails its slot at once.
+    expect(failed.attempt).toBe(1);
+    expect(await balance(ownerUsdc)).toBe(usdcBefore);
   });
 });
