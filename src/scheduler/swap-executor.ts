@@ -71,8 +71,11 @@ const TOKEN_PROGRAMS = new Set([
   "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA",
   "TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb",
 ]);
-/** Index of the run's own transferChecked when the route gives a unit price (limit, price, 2 creations). */
-const OWN_INSTRUCTIONS_WITH_PRICE = 5;
+/**
+ * Index of the run's own transferChecked out of the owner's account: after the unit limit, the
+ * unit price (when the route gives one) and the two account creations (see swap-transaction.ts).
+ */
+const ownTransferIndex = (route: SwapBuild | undefined) => (route?.computeUnitPrice === undefined ? 3 : 4);
 
 /**
  * Swap agents' runs on the chain, one atomic v0 transaction each (see swap-transaction.ts): the
@@ -405,8 +408,7 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
       );
     }
     // The run's own transfer out of the owner's account: its token errors are the owner's to mend.
-    const ownTransfer =
-      route?.computeUnitPrice === undefined ? OWN_INSTRUCTIONS_WITH_PRICE - 1 : OWN_INSTRUCTIONS_WITH_PRICE;
+    const ownTransfer = ownTransferIndex(route);
     if (
       instruction !== undefined &&
       Number(instruction[0]) === ownTransfer &&
