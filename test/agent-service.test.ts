@@ -797,14 +797,10 @@ describe.each(STORES)("AgentService on the $name", (store) => {
         config: c.stored,
         createdAt: created.createdAt,
         nextRunAt: expectedNextRun(createdAt, c.schedule).toISOString().replace(".000Z", "Z"),
-        // A transfer agent waits for its wallet's approval of its own delegate, and says so.
-        ...(c.type === "transfer"
-          ? {
-              pendingReason: expect.stringMatching(
-                /^waiting for an approval: the wallet \w+ must approve the delegate \w+ for at least/,
-              ),
-            }
-          : {}),
+        // Transfers and swaps alike wait for their wallet's approval of their own delegate, and say so.
+        pendingReason: expect.stringMatching(
+          /^waiting for an approval: the wallet \w+ must approve the delegate \w+ for at least/,
+        ),
       });
       expect(detail).not.toHaveProperty("lastRunAt");
       expect(new Date(detail.nextRunAt).getTime()).toBe(expectedNextRun(createdAt, c.schedule).getTime());
