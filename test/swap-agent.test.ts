@@ -9,7 +9,13 @@
  * run says why. Schedule time runs 1200 times faster: an hourly agent runs every 3 s.
  */
 import { randomBytes } from "node:crypto";
-import { type Address, generateKeyPairSigner, type KeyPairSigner, type Signature } from "@solana/kit";
+import {
+  type Address,
+  generateKeyPairSigner,
+  getBase58Encoder,
+  type KeyPairSigner,
+  type Signature,
+} from "@solana/kit";
 import { findAssociatedTokenPda, getRevokeInstruction, TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { AgentService } from "../gen/agent/v1/agent_pb.ts";
@@ -19,6 +25,7 @@ import { type ChainClient, createChainClient } from "./support/chain-client.ts";
 import {
   type JupiterSwapServer,
   type JupiterSwapServerMode,
+  SERVER_COMPUTE_UNIT_PRICE,
   startJupiterSwapServer,
 } from "./support/jupiter-swap-server.ts";
 import { startLateForwarder } from "./support/late-forwarder.ts";
@@ -219,6 +226,18 @@ describe.each(STORES)("a swap agent on the %s store swaps real tokens", (storeNa
       expect(landed?.meta?.loadedAddresses?.writable).toEqual(
         expect.arrayContaining([pool?.vaultA, pool?.vaultB]),
       );
+      // Compute budget first: a unit limit of about 1.2× what the simulation used, and the route's price.
+      const keys = landed?.transaction.message.accountKeys ?? [];
+      const [limitIx, priceIx] = landed?.transaction.message.instructions ?? [];
+      expect(keys[limitIx?.programIdIndex ?? -1]).toBe("ComputeBudget111111111111111111111111111111");
+      const limitData = Buffer.from(getBase58Encoder().encode(limitIx?.data ?? ""));
+      const priceData = Buffer.from(getBase58Encoder().encode(priceIx?.data ?? ""));
+      expect([limitData[0], priceData[0]]).toEqual([2, 3]);
+      const consumed = Number(landed?.meta?.computeUnitsConsumed);
+      const limit = limitData.readUInt32LE(1);
+      expect(limit).toBeGreaterThanOrEqual(consumed);
+      expect(limit).toBeLessThanOrEqual(Math.ceil(consumed * 1.3));
+      expect(priceData.readBigUInt64LE(1)).toBe(SERVER_COMPUTE_UNIT_PRICE);
     }
     expect(signatures.size).toBe(succeeded.length);
     expect(await balance(ownerJup)).toBe(jupIn);
