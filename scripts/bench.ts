@@ -10,6 +10,8 @@
  *   BENCH_ONLY=transfers npm run bench (only the transfer figures: 1000 agents due at once, in one
  *                                       process on memory, then on FerretDB with the chain apart;
  *                                       BENCH_ONLY=transfers-memory or transfers-ferretdb for one alone)
+ *   BENCH_ONLY=swaps npm run bench     (only the swap figures: 1000 swap agents due at once, in one process on
+ *                                       memory, against the Jupiter-shaped test server's pools on the embedded chain)
  *   BENCH_ONLY=scheduler npm run bench (only the scheduler's own figures, dry runs without a chain: runs a second
  *                                       on memory and FerretDB, database commands per run; scripts/bench/scheduler.ts)
  *   BENCH_ONLY=prices npm run bench    (only the Jupiter figures: warm cache vs catalog, cold stampede)
@@ -48,6 +50,8 @@ import { SWAP } from "../test/support/agent-fixtures.ts";
 import { writeDelegateSeed, writeExecutorKeypair } from "../test/support/executor-keypair.ts";
 import { startFakeJupiter } from "../test/support/fake-jupiter.ts";
 import { type FerretdbServer, startFerretdb } from "../test/support/ferretdb.ts";
+import { startJupiterSwapServer } from "../test/support/jupiter-swap-server.ts";
+import { startLateForwarder } from "../test/support/late-forwarder.ts";
 import { freePort, waitForPort } from "../test/support/ports.ts";
 import {
   npmScript,
@@ -378,6 +382,7 @@ try {
   if (only === undefined || only === "transfers" || only === "transfers-memory")
     await memoryTransferFigures();
   if (only === undefined || only === "transfers" || only === "transfers-ferretdb") await transferFigures();
+  if (only === undefined || only === "swaps") await memorySwapFigures();
   if (only === undefined) {
     const { schedulerFigures, describe } = await import("./bench/scheduler.ts");
     for (const row of await schedulerFigures(ferret?.uri)) notes.push(describe(row));
@@ -606,6 +611,148 @@ async function approvedAgents(
     );
   }
   return agents;
+}
+
+/**
+ * Swaps in one process, as `npm start` runs: the memory store and the embedded chain, 1,000 swap
+ * agents (BENCH_SWAP_AGENTS) from 1 USDC into JUP whose first slots fall due within a few seconds,
+ * each wallet approving its own agent's delegate (set by cheatcode), routed by the Jupiter-shaped
+ * test server (test/support/jupiter-swap-server.ts) with a pool per agent, since a pool's output
+ * vault has one delegate at a time. Each run: a route over HTTP, a simulation with four accounts,
+ * the send, and the landed transaction read back for what moved. Figures: swaps a second from the
+ * first slot to the last confirmed signature, the lag from slot to confirmed signature p50 and p99,
+ * the process's CPU and chain requests per swap.
+ */
+async function memorySwapFigures(): Promise<void> {
+  const AGENTS = Number(process.env.BENCH_SWAP_AGENTS ?? 1000);
+  const usdc = "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v";
+  const jup = "JUPyiwrYJFskUPiHa7hkeR8VUtAeFoSYbKedZNsDvCN";
+  const chainPort = await freePort();
+  const seedPath = join(work, "delegate-swaps.seed");
+  const delegates = createDelegateKeys({ secret: writeDelegateSeed(seedPath) });
+  const forwarder = await startLateForwarder();
+  const runner = await start(["node", ...startFlags, mainScript], {
+    LOG_LEVEL: "warn",
+    AUTH_MODE: "none",
+    LOCAL_SOLANA_RPC_PORT: String(chainPort),
+    DELEGATE_SEED: seedPath,
+    JUPITER_SWAP_URL: forwarder.url,
+    // An hour of schedule time every 40 s: the pools and agents are made before the first slot.
+    SCHEDULE_TIME_SCALE: "90",
+    SCHEDULER_POLL_INTERVAL_MS: "250",
+    SCHEDULER_CONCURRENCY: process.env.BENCH_SWAP_CONCURRENCY ?? "64",
+  });
+  const rpcUrl = `http://127.0.0.1:${chainPort}`;
+  const jupiter = await startJupiterSwapServer({
+    rpcUrl,
+    pools: Array.from({ length: AGENTS }, () => ({
+      mintA: usdc,
+      mintB: jup,
+      reserveA: 1_000_000_000_000n,
+      reserveB: 2_000_000_000_000n,
+    })),
+    poolPerTaker: true,
+  });
+  forwarder.forwardTo(jupiter.url);
+  const wallets = (await approvedAgents(localChainRpc(rpcUrl), AGENTS, delegates)).map((a) => a.source);
+  const base = `http://127.0.0.1:${runner.port}`;
+  const ids: string[] = [];
+  for (let i = 0; i < AGENTS; i += 50) {
+    const made = await Promise.all(
+      wallets.slice(i, i + 50).map(async (wallet) => {
+        const res = await fetch(`${base}/v1/agents`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({
+            type: "swap",
+            config: {
+              wallet,
+              inputToken: "USDC",
+              outputToken: "JUP",
+              amount: 1,
+              slippageBps: 100,
+              schedule: "hourly",
+            },
+          }),
+        });
+        if (!res.ok) throw new Error(`CreateAgent: ${res.status} ${await res.text()}`);
+        return ((await res.json()) as { data: { agentId: string } }).data.agentId;
+      }),
+    );
+    ids.push(...made);
+  }
+  const succeededRuns = async () =>
+    (await serviceCounters(base)).sum("agent_runs_total", 'outcome="succeeded"');
+  const failedRuns = async () => (await serviceCounters(base)).sum("agent_runs_total", 'outcome="failed"');
+  const chainRequests = async () => (await serviceCounters(base)).sum("solana_rpc_requests_total");
+  const activeTotal = async () =>
+    ((await (await fetch(`${base}/v1/agents?status=active&limit=1`)).json()) as { data: { total: number } })
+      .data.total;
+  while ((await activeTotal()) < AGENTS) await new Promise((r) => setTimeout(r, 100));
+  const cpuBefore = processCpuMs(runner.pid);
+  const requestsBefore = await chainRequests();
+  const deadline = performance.now() + 600_000;
+  while ((await succeededRuns()) < AGENTS) {
+    if (performance.now() > deadline) throw new Error(`${AGENTS} swaps did not finish within 10 minutes`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  const cpu = processCpuMs(runner.pid) - cpuBefore;
+  const requests = (await chainRequests()) - requestsBefore;
+  const done = await succeededRuns();
+  const failed = await failedRuns();
+  const firstRuns: { scheduledAt: number; finishedAt: number }[] = [];
+  const reasons = new Map<string, number>();
+  for (let i = 0; i < ids.length; i += 50) {
+    const pages = await Promise.all(
+      ids.slice(i, i + 50).map(async (id) => {
+        const res = await fetch(`${base}/v1/agents/${id}/runs?limit=100`);
+        return (
+          (await res.json()) as {
+            data: { runs: { scheduledAt: string; finishedAt: string; outcome: string; error?: string }[] };
+          }
+        ).data.runs;
+      }),
+    );
+    for (const runs of pages) {
+      for (const run of runs) {
+        if (run.outcome !== "failed") continue;
+        // Figures out of the reason, so that reasons that differ only in them count together.
+        const reason = (run.error ?? "").replace(/\d+(\.\d+)?/g, "N").slice(0, 120);
+        reasons.set(reason, (reasons.get(reason) ?? 0) + 1);
+      }
+      const first = runs
+        .filter((r) => r.outcome === "succeeded")
+        .sort((a, b) => a.scheduledAt.localeCompare(b.scheduledAt))[0];
+      if (first !== undefined) {
+        firstRuns.push({
+          scheduledAt: Date.parse(first.scheduledAt),
+          finishedAt: Date.parse(first.finishedAt),
+        });
+      }
+    }
+  }
+  runner.child.kill("SIGTERM");
+  await jupiter.close();
+  await forwarder.close();
+  const firstSlot = Math.min(...firstRuns.map((r) => r.scheduledAt));
+  const lastSlot = Math.max(...firstRuns.map((r) => r.scheduledAt));
+  const lastConfirmed = Math.max(...firstRuns.map((r) => r.finishedAt));
+  const lags = firstRuns.map((r) => r.finishedAt - r.scheduledAt).sort((a, b) => a - b);
+  const at = (q: number) => lags[Math.min(lags.length - 1, Math.floor(q * lags.length))] as number;
+  const perSecond = (firstRuns.length * 1000) / (lastConfirmed - firstSlot);
+  notes.push(
+    `swaps in one process (memory store, embedded chain, the Jupiter-shaped test server), ${AGENTS} agents due within ${((lastSlot - firstSlot) / 1000).toFixed(1)} s: ` +
+      `${perSecond.toFixed(1)} a second; lag from slot to confirmed signature p50 ${(at(0.5) / 1000).toFixed(2)} s, ` +
+      `p99 ${(at(0.99) / 1000).toFixed(2)} s; ${(cpu / Math.max(1, done)).toFixed(2)} ms of the process's CPU per swap; ` +
+      `${(requests / Math.max(1, done)).toFixed(2)} chain RPC requests per swap; ${failed} failed attempts retried` +
+      (reasons.size === 0
+        ? ""
+        : ` (${[...reasons]
+            .sort((a, b) => b[1] - a[1])
+            .slice(0, 3)
+            .map(([reason, n]) => `${n}: ${reason}`)
+            .join("; ")})`),
+  );
 }
 
 /** Hourly transfer agents of 1 USDC, one per (source, destination), made over REST 50 at a time; their ids. */

@@ -25,9 +25,11 @@ import type { RunStore } from "./scheduler/run-store.ts";
 import { createScheduleClock, type ScheduleClock } from "./scheduler/schedule-clock.ts";
 import type { ReadinessCheck } from "./scheduler/scheduler.ts";
 import { createSimulatedExecutor } from "./scheduler/simulated-executor.ts";
+import { createSwapExecutor, type SwapRefusal } from "./scheduler/swap-executor.ts";
 import { createTransferExecutor, type TransferHooks } from "./scheduler/transfer-executor.ts";
 import { type Catalog, catalogSymbolLookup } from "./token/catalog.ts";
 import { createChainTokenSource } from "./token/chain-token-source.ts";
+import type { SwapApi } from "./token/jupiter-swap-api.ts";
 import { createTokenQueries, type TokenQueries } from "./token/token-queries.ts";
 import type { PriceSource, TokenList, TokenSource } from "./token/token-source.ts";
 import { createMemoryWebhookStore } from "./webhooks/memory-webhook-store.ts";
@@ -64,7 +66,7 @@ export interface AppContext {
   readonly eventRepair: EventRepair | undefined;
   /** Slot leases and run history, beside the agents (same database, or memory). */
   readonly runStore: RunStore;
-  /** Carries out agent runs: transfers on the chain (TRANSFER_EXECUTOR), swaps simulated. */
+  /** Carries out agent runs: transfers and swaps on the chain, or simulated (TRANSFER_EXECUTOR). */
   readonly executor: Executor;
   /**
    * What a pending agent waits for before the scheduler activates it (a transfer agent: its
@@ -129,6 +131,10 @@ export async function createAppContext(
     readonly onWebhookUrlRefused?: (reason: string) => void;
     readonly prices: PriceSource;
     readonly tokenList: TokenList;
+    /** Where swap runs get their routes (JUPITER_SWAP_URL). */
+    readonly swaps: SwapApi;
+    /** Hears of swap routes refused before signing. */
+    readonly onSwapRefused?: (reason: SwapRefusal) => void;
   },
   overrides: AppContextOverrides = {},
 ): Promise<AppContext> {
@@ -271,7 +277,23 @@ export async function createAppContext(
               () => executorBalance.refreshSoon(),
             )
           : simulated,
-      swap: simulated,
+      swap:
+        executorBalance !== undefined
+          ? afterEachRun(
+              createSwapExecutor({
+                chain,
+                transfers,
+                swaps: parts.swaps,
+                executor: executorKey,
+                delegates,
+                mintOf,
+                allowedPrograms: config.swaps.allowedPrograms,
+                ...(parts.onSwapRefused === undefined ? {} : { onRefused: parts.onSwapRefused }),
+                ...(overrides.transferHooks === undefined ? {} : { hooks: overrides.transferHooks }),
+              }),
+              () => executorBalance.refreshSoon(),
+            )
+          : simulated,
     });
   const tokens = createTokenQueries({ prices, tokenList, source: tokenSource });
   const canonicalSymbol = catalogSymbolLookup(catalog);
@@ -283,9 +305,9 @@ export async function createAppContext(
     lookupSymbol: async (symbol) => canonicalSymbol(symbol),
     // The token list's decimals are the mints' real ones, so creating an agent needs no chain call.
     lookupDecimals: async (symbol) => decimals.get(symbol),
-    async isMintOnChain(symbol) {
+    async mintOnChain(symbol) {
       const mint = mintOf(symbol);
-      return mint !== undefined && (await chain.getMint(mint)) !== undefined;
+      return mint === undefined ? undefined : await chain.getMint(mint);
     },
     approvals: createChainApprovals({
       chain,

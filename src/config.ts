@@ -186,6 +186,7 @@ export interface Config {
   readonly solana: SolanaConfig;
   readonly transfers: TransferConfig;
   readonly prices: PricesConfig;
+  readonly swaps: SwapsConfig;
   readonly streams: StreamsConfig;
   readonly webhooks: WebhooksConfig;
 }
@@ -285,6 +286,34 @@ export interface PricesConfig {
   /** One poll of the price source per this interval serves every price watcher of the process. */
   readonly watchIntervalMs: number;
 }
+
+/** Where swap agents' routes come from, and what a route may touch before it is signed. */
+export interface SwapsConfig {
+  /** JUPITER_SWAP_URL: Jupiter's Swap API v2 base (GET {url}/build). */
+  readonly jupiterSwapUrl: string;
+  /** Bound on one build request, answer included. */
+  readonly timeoutMs: number;
+  /** Largest build answer read, in bytes. */
+  readonly maxResponseBytes: number;
+  /** Build requests in flight at once; more wait, up to `maxQueued`, then fail fast (retried). */
+  readonly maxConcurrency: number;
+  readonly maxQueued: number;
+  /**
+   * Programs a swap transaction may call: any other in an upstream answer fails the run before
+   * anything is signed.
+   */
+  readonly allowedPrograms: readonly string[];
+}
+
+/** Jupiter v6, the token programs, the associated token program, compute budget and system. */
+export const DEFAULT_SWAP_PROGRAMS = [
+  "JUP6LkbZbjS1jKKwapdHNy74zcZ3tLUZoi5QNyVTaV4",
+  "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA",
+  "TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb",
+  "ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL",
+  "ComputeBudget111111111111111111111111111111",
+  "11111111111111111111111111111111",
+] as const;
 
 /** How transfer agents' runs are carried out, and the guards beyond the owners' allowances. */
 export interface TransferConfig {
@@ -408,6 +437,13 @@ export const CONFIG_VARIABLES = {
   PRICE_CACHE_ENTRIES: "10000",
   JUPITER_BREAKER_FAILURES: "5",
   JUPITER_BREAKER_OPEN_MS: "10000",
+  JUPITER_SWAP_URL: "https://api.jup.ag/swap/v2",
+  JUPITER_SWAP_TIMEOUT_MS: "5000",
+  JUPITER_SWAP_MAX_RESPONSE_BYTES: "262144",
+  JUPITER_SWAP_MAX_CONCURRENCY: "8",
+  JUPITER_SWAP_MAX_QUEUED: "64",
+  // Empty: DEFAULT_SWAP_PROGRAMS.
+  SWAP_ALLOWED_PROGRAMS: "",
   CATALOG_PRICE_TICK_MS: "0",
   PRICE_WATCH_INTERVAL_MS: "1000",
   STREAM_HEARTBEAT_MS: "15000",
@@ -599,6 +635,7 @@ export function loadConfig(env: Env = process.env): Config {
     );
   }
   const prices = readPrices(read, int, problems);
+  const swaps = readSwaps(read, int, problems);
   const streams: StreamsConfig = {
     heartbeatMs: int("STREAM_HEARTBEAT_MS", 100, 3_600_000),
     maxPerKey: int("STREAM_MAX_PER_KEY", 1, 1_000_000),
@@ -661,6 +698,7 @@ export function loadConfig(env: Env = process.env): Config {
     solana,
     transfers,
     prices,
+    swaps,
     streams,
     webhooks,
   };
@@ -763,6 +801,44 @@ function readTransfers(read: Read, int: Int, problems: string[], solana: SolanaC
     maxUsdPerDay: int("TRANSFER_MAX_USD_PER_DAY", 0, 1_000_000_000),
     // Up to a million SOL: more is no floor anyone means.
     executorMinLamports: int("EXECUTOR_MIN_LAMPORTS", 0, 1_000_000 * 1_000_000_000),
+  };
+}
+
+/** Programs SWAP_ALLOWED_PROGRAMS may name: a transaction calls a few dozen at most. */
+const MAX_SWAP_PROGRAMS = 64;
+
+function readSwaps(read: Read, int: Int, problems: string[]): SwapsConfig {
+  const url = read("JUPITER_SWAP_URL").replace(/\/+$/, "");
+  if (!isHttpUrl(url)) problems.push("JUPITER_SWAP_URL must be an http:// or https:// URL");
+  const listed = read("SWAP_ALLOWED_PROGRAMS");
+  const programs = [
+    ...new Set(
+      (listed === "" ? DEFAULT_SWAP_PROGRAMS.join(",") : listed)
+        .split(",")
+        .map((p) => p.trim())
+        .filter((p) => p !== ""),
+    ),
+  ];
+  const bad = programs.filter((p) => !isAddress(p));
+  if (programs.length === 0) {
+    problems.push("SWAP_ALLOWED_PROGRAMS must name at least one program (comma-separated addresses)");
+  } else if (bad.length > 0) {
+    problems.push(
+      `SWAP_ALLOWED_PROGRAMS must be a comma-separated list of program addresses (base58, 32 bytes); not one: "${bad[0]?.slice(0, 60)}"`,
+    );
+  } else if (programs.length > MAX_SWAP_PROGRAMS) {
+    problems.push(
+      `SWAP_ALLOWED_PROGRAMS must name at most ${MAX_SWAP_PROGRAMS} programs (got ${programs.length})`,
+    );
+  }
+  return {
+    jupiterSwapUrl: url,
+    timeoutMs: int("JUPITER_SWAP_TIMEOUT_MS", 10, 600_000),
+    // A real answer is a few kilobytes (a transaction is at most 1,232 bytes, its tables a few more).
+    maxResponseBytes: int("JUPITER_SWAP_MAX_RESPONSE_BYTES", 1024, 64 * 1024 * 1024),
+    maxConcurrency: int("JUPITER_SWAP_MAX_CONCURRENCY", 1, 1000),
+    maxQueued: int("JUPITER_SWAP_MAX_QUEUED", 0, 100_000),
+    allowedPrograms: programs,
   };
 }
 

@@ -19,7 +19,8 @@ import type { Logger } from "./logger.ts";
 import { registerChainMetrics, registerLocalChainMetrics } from "./observability/chain-metrics.ts";
 import { registerExecutorMetrics } from "./observability/executor-metrics.ts";
 import { createRateLimitedLog } from "./observability/rate-limited-log.ts";
-import { registerUpstreamMetrics } from "./observability/upstream-metrics.ts";
+import { registerSwapMetrics } from "./observability/swap-metrics.ts";
+import { registerUpstreamMetrics, type UpstreamMetrics } from "./observability/upstream-metrics.ts";
 import { registerWebhookMetrics } from "./observability/webhook-metrics.ts";
 import { agentEventJson } from "./rpc/agent-service.ts";
 import type { Scheduler } from "./scheduler/scheduler.ts";
@@ -30,6 +31,7 @@ import { createCatalogPriceSource } from "./token/catalog-price-source.ts";
 import { createCatalogTokenList } from "./token/catalog-token-list.ts";
 import { createJupiterApi } from "./token/jupiter-api.ts";
 import { createJupiterPriceSource } from "./token/jupiter-price-source.ts";
+import { createJupiterSwapApi } from "./token/jupiter-swap-api.ts";
 import { createJupiterTokenList } from "./token/jupiter-token-list.ts";
 import type { PriceSource, TokenList } from "./token/token-source.ts";
 import { createJsonUpstream } from "./upstream/json-upstream.ts";
@@ -87,7 +89,18 @@ export async function createService(
   try {
     const executorKey = await executorKeyOf(config, logger, localChain);
     const delegates = await delegateKeysOf(config, logger);
-    const { prices, tokenList } = createPriceSources(config, logger, catalog, registry);
+    const upstreamMetrics = registerUpstreamMetrics(registry);
+    const { prices, tokenList } = createPriceSources(config, logger, catalog, upstreamMetrics);
+    const swaps = createJupiterSwapApi({
+      baseUrl: config.swaps.jupiterSwapUrl,
+      ...(config.prices.jupiterApiKey === undefined ? {} : { apiKey: config.prices.jupiterApiKey }),
+      timeoutMs: config.swaps.timeoutMs,
+      maxBytes: config.swaps.maxResponseBytes,
+      maxConcurrency: config.swaps.maxConcurrency,
+      maxQueued: config.swaps.maxQueued,
+      onCall: upstreamMetrics.onCall("jupiter_swap"),
+      onCircuit: upstreamMetrics.onCircuit("jupiter_swap"),
+    });
     context = await createAppContext(
       config,
       logger,
@@ -99,6 +112,8 @@ export async function createService(
         delegates,
         prices,
         tokenList,
+        swaps,
+        onSwapRefused: registerSwapMetrics(registry),
         onWebhookUrlRefused: webhookMetrics.refusedAtRegistration,
       },
       overrides,
@@ -277,7 +292,7 @@ function createPriceSources(
   config: Config,
   logger: Logger,
   catalog: Catalog,
-  registry: Registry,
+  metrics: UpstreamMetrics,
 ): { prices: PriceSource; tokenList: TokenList } {
   const settings = config.prices;
   const watchlist = settings.watchlist ?? catalog.tokens.map((t) => t.mint);
@@ -287,7 +302,6 @@ function createPriceSources(
       tokenList: createCatalogTokenList({ catalog }),
     };
   }
-  const metrics = registerUpstreamMetrics(registry);
   const failureLog = createRateLimitedLog({ logger, level: "warn", perSecond: 2 });
   const counted = metrics.onCall("jupiter");
   const upstream = createJsonUpstream({

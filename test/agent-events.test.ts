@@ -19,6 +19,8 @@ const cleanup = useCleanups();
 /** Hourly agents run every real second. */
 const SCHEDULER_ENV = {
   SCHEDULER_ENABLED: "true",
+  // Events, not the chain: swaps run simulated (on the chain they would wait for an approval).
+  TRANSFER_EXECUTOR: "simulated",
   SCHEDULE_TIME_SCALE: "3600",
   SCHEDULER_POLL_INTERVAL_MS: "100",
   EVENT_POLL_INTERVAL_MS: "50",

@@ -247,6 +247,26 @@ const validCases: ValidCase[] = [
     schedule: "monthly",
   },
   {
+    name: "swap, with a price band (output per input, whole tokens)",
+    type: "swap",
+    config: swap({ minPrice: 150, maxPrice: 250.5 }),
+    stored: swap({ inputToken: "SOL", outputToken: "USDC", slippageBps: 50, minPrice: 150, maxPrice: 250.5 }),
+    schedule: "weekly",
+  },
+  {
+    name: "swap, a band of one price",
+    type: "swap",
+    config: swap({ minPrice: 0.004, maxPrice: 0.004 }),
+    stored: swap({
+      inputToken: "SOL",
+      outputToken: "USDC",
+      slippageBps: 50,
+      minPrice: 0.004,
+      maxPrice: 0.004,
+    }),
+    schedule: "weekly",
+  },
+  {
     name: "swap, daily",
     type: "swap",
     config: swap({ schedule: "daily", amount: 0.5 }),
@@ -350,6 +370,32 @@ const cases: Case[] = [
       expect: invalid(v(`config.${key}`, "is not a transfer agent setting")),
     }),
   ),
+  // price bands
+  ...([0, -3, "150", true] as const).map(
+    (minPrice): Case => ({
+      name: `create: swap minPrice ${JSON.stringify(minPrice)}`,
+      method: "CreateAgent",
+      request: create("swap", swap({ minPrice })),
+      expect: invalid(
+        v(
+          "config.minPrice",
+          "must be a positive decimal number giving the price of the output token in units",
+        ),
+      ),
+    }),
+  ),
+  {
+    name: "create: swap maxPrice below minPrice",
+    method: "CreateAgent",
+    request: create("swap", swap({ minPrice: 200, maxPrice: 199.99 })),
+    expect: invalid(v("config.maxPrice", "must be at least config.minPrice")),
+  },
+  {
+    name: "create: a price band in a transfer",
+    method: "CreateAgent",
+    request: create("transfer", transfer({ maxPrice: 5 })),
+    expect: invalid(v("config.maxPrice", "is not a transfer agent setting")),
+  },
   // addresses
   {
     name: "create: source with characters outside base58",
@@ -751,14 +797,10 @@ describe.each(STORES)("AgentService on the $name", (store) => {
         config: c.stored,
         createdAt: created.createdAt,
         nextRunAt: expectedNextRun(createdAt, c.schedule).toISOString().replace(".000Z", "Z"),
-        // A transfer agent waits for its wallet's approval of its own delegate, and says so.
-        ...(c.type === "transfer"
-          ? {
-              pendingReason: expect.stringMatching(
-                /^waiting for an approval: the wallet \w+ must approve the delegate \w+ for at least/,
-              ),
-            }
-          : {}),
+        // Transfers and swaps alike wait for their wallet's approval of their own delegate, and say so.
+        pendingReason: expect.stringMatching(
+          /^waiting for an approval: the wallet \w+ must approve the delegate \w+ for at least/,
+        ),
       });
       expect(detail).not.toHaveProperty("lastRunAt");
       expect(new Date(detail.nextRunAt).getTime()).toBe(expectedNextRun(createdAt, c.schedule).getTime());

@@ -4,7 +4,14 @@
  * each variable.
  */
 import { describe, expect, it } from "vitest";
-import { CONFIG_VARIABLES, ConfigError, loadConfig, redactRpcUrl, redactUri } from "../src/config.ts";
+import {
+  CONFIG_VARIABLES,
+  ConfigError,
+  DEFAULT_SWAP_PROGRAMS,
+  loadConfig,
+  redactRpcUrl,
+  redactUri,
+} from "../src/config.ts";
 import { type MainProcess, spawnMain } from "./support/main-process.ts";
 
 /** "Quickly": the process only has to read its environment. Loose, no performance assertion. */
@@ -194,6 +201,14 @@ describe("loadConfig", () => {
         breakerOpenMs: 10_000,
         catalogTickMs: 0,
         watchIntervalMs: 1000,
+      },
+      swaps: {
+        jupiterSwapUrl: "https://api.jup.ag/swap/v2",
+        timeoutMs: 5000,
+        maxResponseBytes: 262_144,
+        maxConcurrency: 8,
+        maxQueued: 64,
+        allowedPrograms: [...DEFAULT_SWAP_PROGRAMS],
       },
       streams: {
         heartbeatMs: 15_000,
@@ -426,6 +441,13 @@ describe("loadConfig", () => {
         PRICE_CACHE_ENTRIES: "500",
         JUPITER_BREAKER_FAILURES: "2",
         JUPITER_BREAKER_OPEN_MS: "1500",
+        JUPITER_SWAP_URL: "http://127.0.0.1:9000/swap/v2/",
+        JUPITER_SWAP_TIMEOUT_MS: "700",
+        JUPITER_SWAP_MAX_RESPONSE_BYTES: "2048",
+        JUPITER_SWAP_MAX_CONCURRENCY: "3",
+        JUPITER_SWAP_MAX_QUEUED: "0",
+        SWAP_ALLOWED_PROGRAMS:
+          "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA, ComputeBudget111111111111111111111111111111",
         CATALOG_PRICE_TICK_MS: "2000",
         PRICE_WATCH_INTERVAL_MS: "500",
         STREAM_HEARTBEAT_MS: "5000",
@@ -563,6 +585,17 @@ describe("loadConfig", () => {
         catalogTickMs: 2000,
         watchIntervalMs: 500,
       },
+      swaps: {
+        jupiterSwapUrl: "http://127.0.0.1:9000/swap/v2",
+        timeoutMs: 700,
+        maxResponseBytes: 2048,
+        maxConcurrency: 3,
+        maxQueued: 0,
+        allowedPrograms: [
+          "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA",
+          "ComputeBudget111111111111111111111111111111",
+        ],
+      },
       streams: {
         heartbeatMs: 5000,
         maxPerKey: 7,
@@ -641,6 +674,12 @@ describe("loadConfig", () => {
     ["MONGODB_SOCKET_TIMEOUT_MS", "-5"],
     ["MONGODB_OPERATION_TIMEOUT_MS", "99"],
     ["CORS_ORIGINS", "https://ok.example.com,bad"],
+    ["JUPITER_SWAP_URL", "ftp://jup.example.com"],
+    ["JUPITER_SWAP_TIMEOUT_MS", "9"],
+    ["JUPITER_SWAP_MAX_RESPONSE_BYTES", "1023"],
+    ["JUPITER_SWAP_MAX_CONCURRENCY", "0"],
+    ["SWAP_ALLOWED_PROGRAMS", ",,"],
+    ["SWAP_ALLOWED_PROGRAMS", "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA,not-a-program"],
   ])("%s=%s is refused, by name", (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(name);

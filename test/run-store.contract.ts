@@ -331,5 +331,46 @@ export function describeRunStoreContract(name: string, makeFixture: () => Promis
         expect(since.map((r) => r.scheduledAt.toISOString())).toEqual([at(2000).toISOString()]);
         expect(await store.succeededSince("someone-else", base.agentId, T0)).toEqual([]);
       }));
+
+    it("settles a slot as skipped: listed with its result, and never counted as a success", () =>
+      withStore(async (store) => {
+        const base = slotOf();
+        const slotAt = (ms: number): SlotRef => ({ ...base, scheduledAt: at(ms) });
+        const skipped: RunRecord = {
+          ...runOf(slotAt(1000), 1, "skipped", at(1001)),
+          error: undefined as never,
+          result: { kind: "swap", skipped: true, quotedPrice: 140, minPrice: 150 },
+        };
+        delete (skipped as { error?: string }).error;
+        const first = slotAt(0);
+        const lease0 = (await store.claim(first, { worker: "a", now: at(0), leaseMs: LEASE_MS })) as Lease;
+        const success = runOf(first, 1, "succeeded", at(1));
+        await store.record(lease0, success, { now: at(1), settles: true, today: [] });
+        const lease = (await store.claim(slotAt(1000), {
+          worker: "a",
+          now: at(1000),
+          leaseMs: LEASE_MS,
+        })) as Lease;
+        expect(await store.record(lease, skipped, { now: at(1001), settles: true, today: [success] })).toBe(
+          "recorded",
+        );
+        // Settled: no one claims it again.
+        expect(
+          await store.claim(slotAt(1000), { worker: "b", now: at(1000 + 3 * LEASE_MS), leaseMs: LEASE_MS }),
+        ).toBeUndefined();
+        expect((await store.settled(slotAt(1000)))?.outcome).toBe("skipped");
+        const page = await store.list(base.owner, base.agentId, { limit: 10, offset: 0 });
+        expect(page.runs.map((r) => [r.outcome, r.result])).toEqual([
+          ["skipped", { kind: "swap", skipped: true, quotedPrice: 140, minPrice: 150 }],
+          ["succeeded", { amount: 1.5, token: "USDC" }],
+        ]);
+        const since = await store.succeededSince(base.owner, base.agentId, T0);
+        expect(since.map((r) => r.outcome)).toEqual(["succeeded"]);
+        // The next slot's day: the skipped slot before it adds no success of its own.
+        const today = await store.succeededToday(slotAt(2000), at(1000));
+        expect(today.map((r) => [r.outcome, r.scheduledAt.toISOString()])).toEqual([
+          ["succeeded", at(0).toISOString()],
+        ]);
+      }));
   });
 }

@@ -371,6 +371,45 @@ describe.each(STORES)("on the %s stores", (_name, make) => {
     });
   });
 
+  it("a skipped slot settles at once and neither ends nor extends a run of failures", async () => {
+    const agent = transferAgent(1);
+    const { agents, runs } = await storesWith(make, [agent]);
+    const clock = movableClock(T0);
+    let calls = 0;
+    // Slots 1 and 2 fail, 3 to 5 are skipped (out of a price band), 6 fails: three failures in a
+    // row once the skips are left out, so the agent fails at slot 6 and not before.
+    const executor: Executor = {
+      execute: async ({ scheduledAt }) => {
+        calls++;
+        const k = (scheduledAt.getTime() - T0.getTime()) / HOUR;
+        return k >= 3 && k <= 5
+          ? { ok: true, skipped: true, result: { skipped: true, k } }
+          : { ok: false, error: "simulated failure" };
+      },
+    };
+    const schedulers = replicas(1, { agents, runs, now: clock.now }, { executor });
+    await drain(schedulers, 1);
+    for (let k = 1; k <= 5; k++) {
+      clock.set(slotAt(T0, "hourly", k));
+      await drain(schedulers, 2);
+    }
+    expect(await agents.get(OWNER, agent.agentId)).toMatchObject({
+      status: "active",
+      consecutiveFailures: 2,
+    });
+    const skipped = (await allRuns(runs, [agent])).filter((r) => r.outcome === "skipped");
+    // One attempt each: a skip is not retried.
+    expect(skipped.map((r) => [r.attempt, r.result?.k]).sort()).toEqual([
+      [1, 3],
+      [1, 4],
+      [1, 5],
+    ]);
+    clock.set(slotAt(T0, "hourly", 6));
+    await drain(schedulers, 2);
+    expect(calls).toBe(3 + 3 + 1 + 1 + 1 + 3);
+    expect(await agents.get(OWNER, agent.agentId)).toMatchObject({ status: "failed" });
+  });
+
   it("a run that hangs past its lease is taken over, and the hung replica records nothing", async () => {
     const agent = transferAgent(1);
     const { agents, runs } = await storesWith(make, [agent]);

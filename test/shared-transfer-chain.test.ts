@@ -27,7 +27,7 @@ function recordingChain() {
         s.startsWith("landed-") ? { slot: BigInt(s.slice(7)), err: null } : undefined,
       );
     },
-    simulateTransaction: async () => ({ err: null, logs: [] }),
+    simulateTransaction: async () => ({ err: null, logs: [], unitsConsumed: undefined, accounts: [] }),
     sendTransaction: async () => {},
   };
   return { chain, calls, count: (method: string) => calls.filter((c) => c.method === method).length };

@@ -325,7 +325,7 @@ describe.each(STORES)("a transfer agent on the %s store moves real tokens", (sto
   });
 
   it("refuses what it cannot do, with reasons", async () => {
-    // PrepareApproval: an allowance finer than the token, a swap agent, someone else's agent.
+    // PrepareApproval: an allowance finer than the token, someone else's agent; a swap's shares the transfer's.
     const created = await ok("POST", "/v1/agents", {
       type: "transfer",
       config: { source: owner.address, destination, amount: 1, token: "USDC", schedule: "daily" },
@@ -344,9 +344,13 @@ describe.each(STORES)("a transfer agent on the %s store moves real tokens", (sto
       type: "swap",
       config: { wallet: owner.address, inputToken: "USDC", outputToken: "SOL", amount: 1, schedule: "daily" },
     });
-    const notTransfer = await rest("POST", `/v1/agents/${swap.agentId}:prepareApproval`, { allowance: 1 });
-    expect(notTransfer.status).toBe(400);
-    expect(JSON.stringify(notTransfer.json)).toMatch(/swap agent/);
+    // A swap spends its input token from its wallet through the same (owner, wallet) delegate: its
+    // approval is the transfer's, and the two agents share the allowance.
+    const forSwap = await ok("POST", `/v1/agents/${swap.agentId}:prepareApproval`, { allowance: 1 });
+    const forTransfer = await ok("POST", `/v1/agents/${created.agentId}:prepareApproval`, { allowance: 1 });
+    expect(forSwap).toMatchObject({ owner: owner.address, mint: USDC, delegate: forTransfer.delegate });
+    expect(forSwap.sharedBy).toBe(forTransfer.sharedBy);
+    expect(forSwap.sharedBy as number).toBeGreaterThanOrEqual(2);
     // CreateAgent: the destination is the source.
     const same = await rest("POST", "/v1/agents", {
       type: "transfer",

@@ -29,14 +29,14 @@ import {
   type JsonObject,
   type ReadOptions,
 } from "./agent-store.ts";
-import { type ApprovalDraft, type Approvals, approvalNeeded } from "./approvals.ts";
+import { type ApprovalDraft, type Approvals, approvalNeeded, spendingOf } from "./approvals.ts";
 import type { Schedule } from "./schedule.ts";
 
 /** An approval to sign, and what the owner's agents on that token account need of it. */
 export interface ApprovalPlan extends ApprovalDraft {
   /**
-   * The most the owner's active and pending transfer agents on this wallet and token can move in
-   * one day, base units: they share this delegate and its one allowance.
+   * The most the owner's active and pending agents (transfers and swaps) on this wallet and token
+   * can spend in one day, base units: they share this delegate and its one allowance.
    */
   readonly neededPerDay: bigint;
   /** Those agents, this one included. */
@@ -89,8 +89,8 @@ export interface AgentCommands {
   executor(): string;
   /**
    * The unsigned approval of `allowance` (UI units of the agent's token) for the delegate of the
-   * caller's (owner, agent's source wallet) pair. The agent's owner only; a swap agent:
-   * FailedPreconditionError.
+   * caller's (owner, agent's wallet) pair: a transfer's source and token, a swap's wallet and input
+   * token. The agent's owner only.
    */
   prepareApproval(
     owner: string,
@@ -122,8 +122,11 @@ export function createAgentCommands(options: {
   lookupSymbol: SymbolLookup;
   /** Decimals of a catalog token: an amount is a whole number of its smallest units. */
   lookupDecimals?: DecimalsLookup;
-  /** Whether a catalog token's mint is on the chain; CreateAgent refuses tokens whose mint is not. */
-  isMintOnChain?: MintCheck;
+  /**
+   * A catalog token's mint on the chain; CreateAgent refuses tokens whose mint is not there (or, for
+   * a swap, carries a transfer fee or hook).
+   */
+  mintOnChain?: MintCheck;
   /** Approvals for the executor, built on the chain. */
   approvals: Approvals;
   newId: () => string;
@@ -169,7 +172,7 @@ export function createAgentCommands(options: {
               lookupSymbol,
               violations,
               options.lookupDecimals,
-              options.isMintOnChain,
+              options.mintOnChain,
             )
           : undefined;
       if (violations.length > 0 || type === undefined || valid === undefined) {
@@ -294,10 +297,9 @@ export function createAgentCommands(options: {
     executor: () => options.approvals.feePayer,
 
     pendingReason(agent) {
-      if (agent.status !== "pending" || agent.type !== "transfer" || !options.approvals.required)
-        return undefined;
-      const delegate = options.approvals.delegateOf(agent.owner, agent.config.source as string);
-      return `waiting for ${approvalNeeded({ config: agent.config, delegate })}; it becomes active once the chain shows it`;
+      if (agent.status !== "pending" || !options.approvals.required) return undefined;
+      const delegate = options.approvals.delegateOf(agent.owner, spendingOf(agent).wallet);
+      return `waiting for ${approvalNeeded({ type: agent.type, config: agent.config, delegate })}; it becomes active once the chain shows it`;
     },
 
     async prepareApproval(owner, agentId, allowance, signal) {
@@ -305,12 +307,7 @@ export function createAgentCommands(options: {
       // Another owner's agent is as unknown as a missing one: only the owner learns it exists.
       const agent = await store.get(owner, agentId, signal === undefined ? {} : { signal });
       if (agent === undefined) throw new NotFoundError(`agent ${agentId} not found`);
-      if (agent.type !== "transfer") {
-        throw new FailedPreconditionError(
-          `agent ${agentId} is a ${agent.type} agent; only a transfer agent moves tokens under an approval`,
-        );
-      }
-      const symbol = agent.config.token as string;
+      const { wallet, token: symbol } = spendingOf(agent);
       const decimals = await options.lookupDecimals?.(symbol);
       if (!Number.isFinite(allowance) || allowance <= 0) {
         throw InvalidArgumentError.field("allowance", "must be a finite number greater than 0");
@@ -319,7 +316,6 @@ export function createAgentCommands(options: {
       if (problem !== undefined || decimals === undefined) {
         throw InvalidArgumentError.field("allowance", problem ?? `cannot be checked: ${symbol} is unknown`);
       }
-      const wallet = agent.config.source as string;
       const delegate = options.approvals.delegateOf(owner, wallet);
       const draft = await options.approvals.prepare(
         { wallet, delegate, symbol, allowance: baseUnits(allowance, decimals) },
@@ -342,17 +338,18 @@ export function createAgentCommands(options: {
       let sharedBy = 0;
       for (let offset = 0; offset < MAX_AGENTS_READ; offset += 100) {
         const page = await store.list(owner, {
-          type: "transfer",
           limit: 100,
           offset,
           ...(signal === undefined ? {} : { signal }),
         });
         for (const other of page.agents) {
           if (other.status !== "active" && other.status !== "pending") continue;
-          if (other.config.source !== wallet || other.config.token !== symbol) continue;
+          // Transfers and swaps alike: one delegate per (owner, wallet), one allowance per token.
+          const spends = spendingOf(other);
+          if (spends.wallet !== wallet || spends.token !== symbol) continue;
           sharedBy++;
           const schedule = other.config.schedule as Schedule;
-          neededPerDay += baseUnits(other.config.amount as number, decimals) * (RUNS_PER_DAY[schedule] ?? 1n);
+          neededPerDay += baseUnits(spends.amount, decimals) * (RUNS_PER_DAY[schedule] ?? 1n);
         }
         if (page.agents.length < 100) break;
       }

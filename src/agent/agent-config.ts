@@ -10,8 +10,14 @@ export type SymbolLookup = (symbol: string) => Promise<string | undefined>;
 /** The number of decimals of a catalog token, by its catalog symbol. */
 export type DecimalsLookup = (symbol: string) => Promise<number | undefined>;
 
-/** True when the catalog token's mint is an account on the chain (chain faults throw). */
-export type MintCheck = (symbol: string) => Promise<boolean>;
+/** What CreateAgent learns of a catalog token's mint on the chain. */
+export interface MintFacts {
+  /** Its Token-2022 extensions, by kind (`TransferFeeConfig`, `TransferHook`, ...). */
+  readonly extensions: readonly string[];
+}
+
+/** The catalog token's mint as the chain has it; undefined when it is not there (chain faults throw). */
+export type MintCheck = (symbol: string) => Promise<MintFacts | undefined>;
 
 export interface ValidConfig {
   readonly config: JsonObject;
@@ -46,6 +52,10 @@ const schedule: FieldRule = async (v) =>
   typeof v === "string" && (SCHEDULES as readonly string[]).includes(v)
     ? undefined
     : `must be one of ${alternatives(SCHEDULES)}`;
+const price: FieldRule = async (v) =>
+  v === undefined || (typeof v === "number" && Number.isFinite(v) && v > 0)
+    ? undefined
+    : "must be a positive decimal number giving the price of the output token in units of the input token (output per input in whole tokens)";
 const slippage: FieldRule = async (v) =>
   v === undefined || (typeof v === "number" && Number.isInteger(v) && v >= 1 && v <= MAX_SLIPPAGE_BPS)
     ? undefined
@@ -64,6 +74,12 @@ interface TypeRules {
   crossField(config: JsonObject, context: RuleContext): Promise<FieldViolation[]>;
   /** The settings that name tokens, each of which must be a mint on the chain. */
   readonly tokenFields: readonly string[];
+  /**
+   * Token-2022 extensions a token of this type may not carry, and why: a swap's amount in must
+   * arrive whole, which a transfer fee breaks, and a hook may run anything on every transfer
+   * (Jupiter's own DCA refuses both).
+   */
+  readonly refusedExtensions: Readonly<Record<string, string>>;
   /** The catalog symbol of the token `amount` is counted in, when the config names a valid one. */
   amountToken(config: JsonObject, context: RuleContext): Promise<string | undefined>;
   /** The valid config as stored: catalog spellings of symbols, defaults applied. */
@@ -84,6 +100,7 @@ const RULES: Readonly<Record<AgentType, TypeRules>> = {
         : [];
     },
     tokenFields: ["token"],
+    refusedExtensions: {},
     amountToken: (config, { lookupSymbol }) => canonical(config.token, lookupSymbol),
     async normalise(config, { lookupSymbol }) {
       return { ...config, token: (await lookupSymbol(config.token as string)) as string };
@@ -97,16 +114,30 @@ const RULES: Readonly<Record<AgentType, TypeRules>> = {
       amount: positive,
       slippageBps: slippage,
       schedule,
+      minPrice: price,
+      maxPrice: price,
     },
-    optional: new Set(["slippageBps"]),
+    optional: new Set(["slippageBps", "minPrice", "maxPrice"]),
     async crossField(config, { lookupSymbol }) {
       const inputToken = await canonical(config.inputToken, lookupSymbol);
       const outputToken = await canonical(config.outputToken, lookupSymbol);
-      return inputToken !== undefined && inputToken === outputToken
-        ? [{ field: "config.outputToken", description: "must differ from config.inputToken" }]
-        : [];
+      const violations: FieldViolation[] = [];
+      if (inputToken !== undefined && inputToken === outputToken) {
+        violations.push({ field: "config.outputToken", description: "must differ from config.inputToken" });
+      }
+      const { minPrice, maxPrice } = config;
+      const valid = async (v: JsonValue | undefined) =>
+        v !== undefined && (await price(v, { lookupSymbol })) === undefined;
+      if ((await valid(minPrice)) && (await valid(maxPrice)) && (minPrice as number) > (maxPrice as number)) {
+        violations.push({ field: "config.maxPrice", description: "must be at least config.minPrice" });
+      }
+      return violations;
     },
     tokenFields: ["inputToken", "outputToken"],
+    refusedExtensions: {
+      TransferFeeConfig: "takes a transfer fee",
+      TransferHook: "runs a transfer hook",
+    },
     // A swap's amount is of the token it gives up.
     amountToken: (config, { lookupSymbol }) => canonical(config.inputToken, lookupSymbol),
     async normalise(config, { lookupSymbol }) {
@@ -131,7 +162,7 @@ export async function validateAgentConfig(
   lookupSymbol: SymbolLookup,
   violations: FieldViolation[],
   lookupDecimals: DecimalsLookup = async () => undefined,
-  isMintOnChain?: MintCheck,
+  mintOnChain?: MintCheck,
 ): Promise<ValidConfig | undefined> {
   const rules = RULES[type];
   const context: RuleContext = { lookupSymbol };
@@ -174,13 +205,24 @@ export async function validateAgentConfig(
   if (violations.length > before) return undefined;
   // Last, and only for an otherwise valid config: it asks the chain (cached), and a chain that
   // cannot answer fails the call as unavailable rather than blaming the caller's token.
-  if (isMintOnChain !== undefined) {
+  if (mintOnChain !== undefined) {
     for (const field of rules.tokenFields) {
       const token = (await canonical(config[field], lookupSymbol)) as string;
-      if (!(await isMintOnChain(token))) {
+      const mint = await mintOnChain(token);
+      if (mint === undefined) {
         violations.push({
           field: `config.${field}`,
           description: `must be a token whose mint is on the chain, and ${token}'s mint is not`,
+        });
+        continue;
+      }
+      const refused = mint.extensions.filter((kind) => Object.hasOwn(rules.refusedExtensions, kind));
+      if (refused.length > 0) {
+        violations.push({
+          field: `config.${field}`,
+          description: `must not be a Token-2022 mint with a transfer fee or a transfer hook, and the mint of ${token} ${refused
+            .map((kind) => `${rules.refusedExtensions[kind]} (${kind})`)
+            .join(" and ")}`,
         });
       }
     }

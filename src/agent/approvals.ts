@@ -1,3 +1,5 @@
+import type { AgentType } from "./agent-store.ts";
+
 /**
  * The approval a transfer agent's source wallet signs so the service can move its tokens, and the
  * delegate it approves. A port: the chain adapter (src/chain/chain-approvals.ts) builds the
@@ -47,11 +49,37 @@ export interface Approvals {
   ): Promise<ApprovalDraft>;
 }
 
-/** What a transfer agent waits for until its wallet approves its delegate, in its owner's words. */
+/** What an agent spends under its wallet's approval: whose tokens, which, and how many per run. */
+export interface Spending {
+  /** The wallet whose token account approves the delegate (a transfer's source, a swap's wallet). */
+  readonly wallet: string;
+  /** The catalog symbol of the token spent (a transfer's token, a swap's input token). */
+  readonly token: string;
+  /** Whole tokens per run. */
+  readonly amount: number;
+}
+
+type Config = { readonly [key: string]: unknown };
+
+/**
+ * Every agent type spends one token from one wallet through the (owner, wallet) delegate; keyed by
+ * type, so a new type does not compile until it says what it spends.
+ */
+const SPENDING: Readonly<Record<AgentType, (config: Config) => Spending>> = {
+  transfer: (c) => ({ wallet: c.source as string, token: c.token as string, amount: c.amount as number }),
+  swap: (c) => ({ wallet: c.wallet as string, token: c.inputToken as string, amount: c.amount as number }),
+};
+
+export function spendingOf(agent: { readonly type: AgentType; readonly config: Config }): Spending {
+  return SPENDING[agent.type](agent.config);
+}
+
+/** What an agent waits for until its wallet approves its delegate, in its owner's words. */
 export function approvalNeeded(agent: {
-  readonly config: { readonly [key: string]: unknown };
+  readonly type: AgentType;
+  readonly config: Config;
   readonly delegate: string;
 }): string {
-  const { source, amount, token } = agent.config;
-  return `an approval: the wallet ${String(source)} must approve the delegate ${agent.delegate} for at least ${String(amount)} ${String(token)} (sign the transaction PrepareApproval gives)`;
+  const { wallet, amount, token } = spendingOf(agent);
+  return `an approval: the wallet ${wallet} must approve the delegate ${agent.delegate} for at least ${String(amount)} ${token} (sign the transaction PrepareApproval gives)`;
 }

@@ -59,6 +59,11 @@ export interface MintAccount {
   readonly supply: bigint;
   /** Token-2022's metadata extension, when the mint carries one. */
   readonly metadata: OnChainMetadata | undefined;
+  /**
+   * The kinds of Token-2022 extensions the mint carries, as the program names them
+   * (`TransferFeeConfig`, `TransferHook`, ...); empty for SPL Token.
+   */
+  readonly extensions: readonly string[];
 }
 
 export interface SignatureQuery {
@@ -103,6 +108,14 @@ export interface TokenAccountState {
   readonly frozen: boolean;
 }
 
+/** A simulation's answer (see TransferChain.simulateTransaction). */
+export interface Simulated {
+  readonly err: unknown;
+  readonly logs: readonly string[];
+  readonly unitsConsumed: bigint | undefined;
+  readonly accounts: readonly (TokenAccountState | undefined)[];
+}
+
 /** What the cluster knows of a sent transaction. */
 export interface SentStatus {
   readonly slot: bigint;
@@ -129,11 +142,17 @@ export interface TransferChain {
     signal?: AbortSignal,
     options?: { readonly searchHistory?: boolean },
   ): Promise<readonly (SentStatus | undefined)[]>;
-  /** What the transaction would do now: its error (null: none) and its logs. */
+  /**
+   * What the transaction would do now: its error (null: none), its logs, the compute units it
+   * used, and the token accounts named in `accounts` as they would be after it (undefined: no
+   * token account there then, or the simulation failed). Whatever program ran, the accounts' end
+   * state is the chain's own answer, which is what the swap executor checks before signing.
+   */
   simulateTransaction(
     transaction: string,
     signal?: AbortSignal,
-  ): Promise<{ err: unknown; logs: readonly string[] }>;
+    options?: { readonly accounts?: readonly string[] },
+  ): Promise<Simulated>;
   /**
    * Sends a signed transaction (base64). With `preflight`, the cluster simulates it first and
    * refuses one that would fail, throwing PreflightFailure with the transaction's error: such a

@@ -185,6 +185,7 @@ export async function mintFromAccount(
         decimals: mint.decimals,
         supply: mint.supply,
         metadata: undefined,
+        extensions: [],
       };
     }
     if (owner === TOKEN_2022_PROGRAM_ADDRESS) {
@@ -206,6 +207,7 @@ export async function mintFromAccount(
         decimals: mint.decimals,
         supply: mint.supply,
         metadata,
+        extensions: extensions.map((e) => e.__kind),
       };
     }
   } catch {

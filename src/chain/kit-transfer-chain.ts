@@ -10,7 +10,7 @@ import {
 import { getTokenDecoder } from "@solana-program/token";
 import type { SolanaCommitment } from "../config.ts";
 import { UnavailableError } from "../domain/errors.ts";
-import { PreflightFailure, type TransferChain } from "./chain.ts";
+import { PreflightFailure, type TokenAccountState, type TransferChain } from "./chain.ts";
 import { guardChainRead } from "./kit-chain.ts";
 
 /** The JSON-RPC error of a transaction its preflight simulation refused (Agave's -32002). */
@@ -23,6 +23,24 @@ const TOKEN_PROGRAMS = new Set([
   "TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb",
 ]);
 
+/** A token account from its owner program and data (base64); undefined when it is not one. */
+function tokenAccountOf(at: string, owner: string, data64: string): TokenAccountState | undefined {
+  if (!TOKEN_PROGRAMS.has(owner)) return undefined;
+  const data = getBase64Encoder().encode(data64 as Base64EncodedBytes);
+  if (data.length < ACCOUNT_SIZE) return undefined;
+  const token = getTokenDecoder().decode(data.subarray(0, ACCOUNT_SIZE));
+  if (token.state === 0) return undefined;
+  return {
+    address: at,
+    mint: token.mint,
+    owner: token.owner,
+    amount: token.amount,
+    delegate: token.delegate.__option === "Some" ? token.delegate.value : undefined,
+    delegatedAmount: token.delegatedAmount,
+    frozen: token.state === 2,
+  };
+}
+
 /**
  * The transfer side of the chain port on @solana/kit: token account state, blockhashes, block
  * height, statuses (history searched, so a transaction that landed long ago is still found),
@@ -34,7 +52,6 @@ export function createKitTransferChain(options: {
 }): TransferChain {
   const rpc = createSolanaRpcFromTransport(options.transport);
   const commitment = options.commitment === "processed" ? "confirmed" : options.commitment;
-  const base64 = getBase64Encoder();
   const abort = (signal: AbortSignal | undefined) => (signal === undefined ? {} : { abortSignal: signal });
   let sent = 0;
 
@@ -44,20 +61,7 @@ export function createKitTransferChain(options: {
         const { value } = await rpc
           .getAccountInfo(address(at), { encoding: "base64", commitment })
           .send(abort(signal));
-        if (value === null || !TOKEN_PROGRAMS.has(value.owner)) return undefined;
-        const data = base64.encode(value.data[0] as Base64EncodedBytes);
-        if (data.length < ACCOUNT_SIZE) return undefined;
-        const token = getTokenDecoder().decode(data.subarray(0, ACCOUNT_SIZE));
-        if (token.state === 0) return undefined;
-        return {
-          address: at,
-          mint: token.mint,
-          owner: token.owner,
-          amount: token.amount,
-          delegate: token.delegate.__option === "Some" ? token.delegate.value : undefined,
-          delegatedAmount: token.delegatedAmount,
-          frozen: token.state === 2,
-        };
+        return value === null ? undefined : tokenAccountOf(at, value.owner, value.data[0]);
       }),
     getLatestBlockhash: (signal) =>
       guardChainRead(signal, async () => {
@@ -81,15 +85,32 @@ export function createKitTransferChain(options: {
             : { slot: BigInt(status.slot), err: status.err },
         );
       }),
-    simulateTransaction: (transaction, signal) =>
+    simulateTransaction: (transaction, signal, simulateOptions) =>
       guardChainRead(signal, async () => {
+        const addresses = simulateOptions?.accounts ?? [];
         const { value } = await rpc
           .simulateTransaction(transaction as Base64EncodedWireTransaction, {
             encoding: "base64",
             commitment,
+            ...(addresses.length === 0
+              ? {}
+              : { accounts: { addresses: addresses.map((a) => address(a)), encoding: "base64" } }),
           })
           .send(abort(signal));
-        return { err: value.err, logs: value.logs ?? [] };
+        const after = (
+          value as { accounts?: readonly ({ owner: string; data: readonly string[] } | null)[] | null }
+        ).accounts;
+        return {
+          err: value.err,
+          logs: value.logs ?? [],
+          unitsConsumed: value.unitsConsumed === undefined ? undefined : BigInt(value.unitsConsumed),
+          accounts: addresses.map((at, i) => {
+            const account = after?.[i];
+            return account === null || account === undefined
+              ? undefined
+              : tokenAccountOf(at, account.owner, account.data[0] as string);
+          }),
+        };
       }),
     async sendTransaction(transaction, signal, sendOptions) {
       if (sendOptions?.preflight !== true) {

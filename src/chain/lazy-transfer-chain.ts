@@ -20,8 +20,8 @@ export function createLazyTransferChain(load: () => Promise<TransferChain>): Tra
     getBlockHeight: async (signal) => (await get()).getBlockHeight(signal),
     getSignatureStatuses: async (signatures, signal, options) =>
       (await get()).getSignatureStatuses(signatures, signal, options),
-    simulateTransaction: async (transaction, signal) =>
-      (await get()).simulateTransaction(transaction, signal),
+    simulateTransaction: async (transaction, signal, options) =>
+      (await get()).simulateTransaction(transaction, signal, options),
     sendTransaction: async (transaction, signal, options) =>
       (await get()).sendTransaction(transaction, signal, options),
   };

@@ -91,7 +91,8 @@ export function createSharedTransferChain(
       }
       return untilAborted(answer, signal);
     },
-    simulateTransaction: (transaction, signal) => chain.simulateTransaction(transaction, signal),
+    simulateTransaction: (transaction, signal, options) =>
+      chain.simulateTransaction(transaction, signal, options),
     sendTransaction: (transaction, signal, options) => chain.sendTransaction(transaction, signal, options),
   };
 }

@@ -60,5 +60,6 @@ export const AGENT_EVENT_TYPES: readonly string[] = [
   "agent.deleted",
   "run.started",
   "run.succeeded",
+  "run.skipped",
   "run.failed",
 ];

@@ -52,7 +52,7 @@ export function runStartedEvent(slot: SlotRef, attempt: number, startedAt: Date)
   };
 }
 
-/** run.succeeded or run.failed of one recorded attempt. */
+/** run.succeeded, run.skipped or run.failed of one recorded attempt. */
 export function runFinishedEvent(run: RunRecord): NewEvent {
   const data: JsonObject = {
     runId: run.runId,
@@ -65,7 +65,7 @@ export function runFinishedEvent(run: RunRecord): NewEvent {
     ...(run.error === undefined ? {} : { error: run.error }),
   };
   return {
-    type: run.outcome === "succeeded" ? "run.succeeded" : "run.failed",
+    type: `run.${run.outcome}`,
     owner: run.owner,
     agentId: run.agentId,
     at: run.finishedAt,

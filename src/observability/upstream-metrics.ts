@@ -18,7 +18,8 @@ export interface UpstreamMetrics {
 /**
  * Calls to upstream HTTP APIs (Jupiter) on the server's registry: every call by upstream,
  * endpoint and outcome (`ok`, `timeout`, `unreachable`, `rate_limited`, `http_error`,
- * `too_large`, `bad_response`, and the calls not made: `circuit_open`, `overloaded`), their
+ * `too_large`, `bad_response`, `rejected` (a 4xx the caller reads, like Jupiter's no route),
+ * `aborted` (the caller gave up), and the calls not made: `circuit_open`, `overloaded`), their
  * durations, each circuit breaker's position, and the caches' lookups by result (`hit`, `miss`,
  * `stale`: served stale while it revalidates or while the upstream fails).
  */

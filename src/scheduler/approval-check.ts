@@ -1,5 +1,5 @@
 import type { AgentRecord } from "../agent/agent-store.ts";
-import { approvalNeeded } from "../agent/approvals.ts";
+import { approvalNeeded, spendingOf } from "../agent/approvals.ts";
 import type { Chain, TransferChain } from "../chain/chain.ts";
 import type { DelegateKeys } from "../chain/delegate-keys.ts";
 import { baseUnits } from "../domain/base-units.ts";
@@ -8,10 +8,10 @@ import { uiAmount } from "../token/token-transaction-from-chain.ts";
 import type { ReadinessCheck } from "./scheduler.ts";
 
 /**
- * What a pending transfer agent waits for: its source wallet's approval of the agent's own
- * delegate (for its owner and that wallet), covering at least one run. Until the chain shows it,
- * the agent stays pending, so it never fails a first run for an approval nobody has signed yet.
- * Other agent types wait for nothing.
+ * What a pending agent waits for: its wallet's approval (a transfer's source, a swap's wallet, for
+ * the token it spends) of the agent's own delegate (for its owner and that wallet), covering at
+ * least one run. Until the chain shows it, the agent stays pending, so it never fails a first run
+ * for an approval nobody has signed yet.
  */
 export function createApprovalCheck(options: {
   chain: Chain;
@@ -21,14 +21,9 @@ export function createApprovalCheck(options: {
 }): ReadinessCheck {
   const { chain, transfers, delegates } = options;
   return async (agent: AgentRecord) => {
-    if (agent.type !== "transfer") return undefined;
-    const {
-      source,
-      amount,
-      token: symbol,
-    } = agent.config as { source: string; amount: number; token: string };
+    const { wallet: source, amount, token: symbol } = spendingOf(agent);
     const delegate = delegates.addressOf(agent.owner, source);
-    const needed = approvalNeeded({ config: agent.config, delegate });
+    const needed = approvalNeeded({ type: agent.type, config: agent.config, delegate });
     try {
       const mint = options.mintOf(symbol);
       const mintAccount = mint === undefined ? undefined : await chain.getMint(mint);

@@ -50,7 +50,11 @@ export interface Execution {
 }
 
 export type ExecutionResult =
-  | { readonly ok: true; readonly result: JsonObject }
+  /**
+   * `skipped`: the executor chose not to act on this slot (a swap quoted outside its price band);
+   * the slot settles, nothing moved, and it counts neither as a success nor as a failure.
+   */
+  | { readonly ok: true; readonly result: JsonObject; readonly skipped?: boolean }
   /**
    * `error` is shown to the agent's owner in the run history: no internals. `retryable: false`
    * says another attempt cannot help (no allowance, too little balance): the slot fails at once.

@@ -43,7 +43,11 @@ export interface Lease extends SlotRef {
   readonly leaseUntil: Date;
 }
 
-export type RunOutcome = "succeeded" | "failed";
+/**
+ * "skipped": the slot was looked at and deliberately not acted on (a swap quoted outside its
+ * price band). It settles the slot like a success, moves nothing, and is no failure.
+ */
+export type RunOutcome = "succeeded" | "failed" | "skipped";
 
 export interface RunRecord extends SlotRef {
   /** Opaque, unique: the agent, the slot and the attempt. */
@@ -53,7 +57,7 @@ export interface RunRecord extends SlotRef {
   readonly startedAt: Date;
   readonly finishedAt: Date;
   readonly outcome: RunOutcome;
-  /** What the executor reported for a success. */
+  /** What the executor reported for a success (or a skip: why, with the figures it saw). */
   readonly result?: JsonObject;
   /** Why the attempt failed, safe to show to the agent's owner. */
   readonly error?: string;

@@ -228,7 +228,13 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
         const ranMeanwhile =
           current.status !== "active" && (current.lastRunAt?.getTime() ?? 0) < run.finishedAt.getTime();
         if (!atThisSlot && !ranMeanwhile) return undefined;
-        const failures = run.outcome === "succeeded" ? 0 : (current.consecutiveFailures ?? 0) + 1;
+        // A skipped slot (out of a swap's price band) neither ends nor extends a run of failures.
+        const failures =
+          run.outcome === "succeeded"
+            ? 0
+            : run.outcome === "skipped"
+              ? (current.consecutiveFailures ?? 0)
+              : (current.consecutiveFailures ?? 0) + 1;
         if (atThisSlot && failures >= options.maxConsecutiveFailures) {
           failedNow = `${failures} consecutive runs failed, the last with: ${run.error ?? "an error"}`;
           return {
@@ -341,7 +347,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
           attempt,
           startedAt,
           finishedAt,
-          outcome: outcome.ok ? "succeeded" : "failed",
+          outcome: outcome.ok ? (outcome.skipped === true ? "skipped" : "succeeded") : "failed",
           ...(outcome.ok ? { result: outcome.result } : { error: outcome.error }),
         };
         // The day's earlier successes travel with a settling run, when this slot learned them.

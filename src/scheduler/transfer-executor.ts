@@ -1,6 +1,5 @@
-import { setTimeout as sleep } from "node:timers/promises";
 import type { JsonObject } from "../agent/agent-store.ts";
-import { type Chain, PreflightFailure, type SentStatus, type TransferChain } from "../chain/chain.ts";
+import type { Chain, TransferChain } from "../chain/chain.ts";
 import type { DelegateKeys } from "../chain/delegate-keys.ts";
 import type { SigningKey } from "../chain/ed25519-key.ts";
 import type { AssociatedAccountOf, TokenRef } from "../chain/token-transactions.ts";
@@ -10,6 +9,7 @@ import type { PriceSource } from "../token/token-source.ts";
 import { tokenTransactionFromChain, uiAmount } from "../token/token-transaction-from-chain.ts";
 import type { Execution, ExecutionResult, Executor } from "./executor.ts";
 import type { SentTransaction } from "./run-store.ts";
+import { createSentTransactions, EXPIRED, type SendHooks, type SentOutcome } from "./sent-transactions.ts";
 
 /**
  * The transaction builders, loaded on the first transfer: they bring @solana/kit whole (17 MB in
@@ -25,10 +25,7 @@ export interface TransferCaps {
 }
 
 /** Points where the exactly-once test across replicas kills a process. */
-export interface TransferHooks {
-  readonly beforeSend?: () => void;
-  readonly afterSend?: () => void;
-}
+export type TransferHooks = SendHooks;
 
 export interface TransferExecutorOptions {
   readonly chain: Chain;
@@ -52,7 +49,7 @@ const retry = (error: string): Failure => ({ ok: false, error });
 const final = (error: string): Failure => ({ ok: false, error, retryable: false });
 
 /** SPL Token's error codes that no retry can mend (Token-2022 shares them). */
-const TOKEN_ERRORS: Record<number, string> = {
+export const TOKEN_ERRORS: Record<number, string> = {
   1: "the source's balance or the delegate's allowance is below the amount",
   4: "the agent's delegate is not the source's delegate (no allowance: sign the transaction PrepareApproval gives)",
   17: "the source's token account is frozen",
@@ -81,7 +78,11 @@ const TOKEN_ERRORS: Record<number, string> = {
  */
 export function createTransferExecutor(options: TransferExecutorOptions): Executor {
   const { chain, transfers, executor, delegates, prices, caps } = options;
-  const pollMs = options.pollMs ?? 400;
+  const sent = createSentTransactions({
+    transfers,
+    ...(options.pollMs === undefined ? {} : { pollMs: options.pollMs }),
+    ...(options.hooks === undefined ? {} : { hooks: options.hooks }),
+  });
   /** Associated token accounts derived once per wallet and token (made with the builders). */
   let accountOf: AssociatedAccountOf | undefined;
 
@@ -126,26 +127,8 @@ export function createTransferExecutor(options: TransferExecutorOptions): Execut
     const moving: Moving = { symbol, token, units, signal, source, destination };
 
     // What earlier attempts sent decides whether this one may sign at all.
-    const sent = await journal.transactions();
-    if (sent.length > 0) {
-      const height = await transfers.getBlockHeight(signal);
-      // History searched: an attempt after a crash may come long after the send.
-      const statuses = await transfers.getSignatureStatuses(
-        sent.map((t) => t.signature),
-        signal,
-        { searchHistory: true },
-      );
-      const landed = sent.findIndex((_, i) => statuses[i] !== undefined && statuses[i]?.err === null);
-      if (landed >= 0) {
-        return succeeded(sent[landed] as SentTransaction, moving, (statuses[landed] as SentStatus).slot);
-      }
-      const live = sent.filter((t, i) => statuses[i] === undefined && height <= t.lastValidBlockHeight);
-      const newest = live.at(-1);
-      if (newest !== undefined) {
-        await transfers.sendTransaction(newest.transaction, signal);
-        return follow(newest, moving);
-      }
-    }
+    const earlier = await sent.resume(journal, signal);
+    if (earlier !== undefined) return settled(earlier, moving);
 
     // Caps, then the source account: reasons no retry can mend fail the slot now.
     const price = await usdPriceOf(token.mint, symbol);
@@ -196,51 +179,24 @@ export function createTransferExecutor(options: TransferExecutorOptions): Execut
       accountOf,
       memo: `token-agent-service run ${execution.idempotencyKey}`,
     });
-    const kept = {
-      signature: built.signature,
-      lastValidBlockHeight: lifetime.lastValidBlockHeight,
-      transaction: built.transaction,
-    };
-    if (!(await journal.record(kept))) return retry("the run lost its hold on this slot before sending");
-    options.hooks?.beforeSend?.();
-    try {
-      // The send's own preflight is the simulation: a transaction it refuses was not sent and
-      // cannot land, so the run fails with the chain's reason (and a later attempt that finds it
-      // in the journal sees it unknown, and signs anew once its blockhash has expired).
-      await transfers.sendTransaction(built.transaction, signal, { preflight: true });
-    } catch (error) {
-      if (error instanceof PreflightFailure) return failedOnChain(error.err, executor.address);
-      throw error;
-    }
-    options.hooks?.afterSend?.();
-    return follow({ ...kept, generation: 0, recordedAt: new Date() }, moving);
+    const outcome = await sent.send(
+      journal,
+      {
+        signature: built.signature,
+        lastValidBlockHeight: lifetime.lastValidBlockHeight,
+        transaction: built.transaction,
+      },
+      signal,
+    );
+    if (outcome === "lease_lost") return retry("the run lost its hold on this slot before sending");
+    return settled(outcome, moving);
   }
 
-  /** Waits for a sent transaction: its success, its failure, or its expiry; sends it again meanwhile. */
-  async function follow(tx: SentTransaction, moving: Moving): Promise<ExecutionResult> {
-    const { signal } = moving;
-    let sentAt = performance.now();
-    for (;;) {
-      const height = await transfers.getBlockHeight(signal);
-      const [status] = await transfers.getSignatureStatuses([tx.signature], signal);
-      if (status !== undefined) {
-        return status.err === null
-          ? succeeded(tx, moving, status.slot)
-          : failedOnChain(status.err, executor.address);
-      }
-      // The height was read before the status: past it with no status, the transaction can no
-      // longer land, and the next attempt signs a new one.
-      if (height > tx.lastValidBlockHeight) {
-        return retry(
-          "the transaction expired before it landed (its blockhash is too old); the next attempt signs a new one",
-        );
-      }
-      if (performance.now() - sentAt > REBROADCAST_MS) {
-        await transfers.sendTransaction(tx.transaction, signal);
-        sentAt = performance.now();
-      }
-      await sleep(pollMs, undefined, { signal });
-    }
+  /** The run's result from where its transaction ended up. */
+  function settled(outcome: SentOutcome, moving: Moving): Promise<ExecutionResult> | ExecutionResult {
+    if (outcome.kind === "landed") return succeeded(outcome.tx, moving, outcome.slot);
+    if (outcome.kind === "failed") return failedOnChain(outcome.err, executor.address);
+    return retry(EXPIRED);
   }
 
   /** The token's price in US dollars, or why there is none (a retry may find one). */
@@ -329,9 +285,6 @@ function signatureCount(transaction: string): number {
   return Buffer.from(transaction.slice(0, 4), "base64")[0] ?? 1;
 }
 
-/** Sent again while it may still land, as wallets do: a validator may have dropped it. */
-const REBROADCAST_MS = 2000;
-
 /**
  * Transaction errors about the fee payer, which is always the executor: it has no account (no
  * lamports at all) or too few lamports for the fee.
@@ -362,7 +315,8 @@ function failedOnChain(err: unknown, feePayer: string): Failure {
 /** The index of the destination account's idempotent creation in a run's transaction. */
 const CREATE_DESTINATION = 0;
 
-function describe(err: unknown): string {
+/** A transaction error in the cluster's JSON form, as text. */
+export function describe(err: unknown): string {
   return typeof err === "string"
     ? err
     : JSON.stringify(err, (_k, v) => (typeof v === "bigint" ? Number(v) : v));

@@ -26,6 +26,13 @@ export type UpstreamOutcome =
   | "too_large"
   /** An answer that is not JSON. */
   | "bad_response"
+  /**
+   * A 4xx answer the caller asked to read (`readRejections`): the upstream refused this request
+   * (a swap with no route), which says nothing about its health.
+   */
+  | "rejected"
+  /** The caller's signal aborted the call before an answer. */
+  | "aborted"
   /** Not made: the circuit breaker is open after consecutive failures. */
   | "circuit_open"
   /** Not made: too many calls already waiting for a turn. */
@@ -42,21 +49,30 @@ export class UpstreamError extends Error {
   readonly outcome: Exclude<UpstreamOutcome, "ok">;
   /** For `rate_limited`: how long the upstream asked to be left alone, in ms. */
   readonly retryAfterMs: number | undefined;
+  /** For `rejected`: the HTTP status and the answer parsed as JSON (upstream text: never show it as is). */
+  readonly status: number | undefined;
+  readonly body: unknown;
 
   constructor(
     outcome: Exclude<UpstreamOutcome, "ok">,
     message: string,
-    options: { retryAfterMs?: number; cause?: unknown } = {},
+    options: { retryAfterMs?: number; cause?: unknown; status?: number; body?: unknown } = {},
   ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.outcome = outcome;
     this.retryAfterMs = options.retryAfterMs;
+    this.status = options.status;
+    this.body = options.body;
   }
 
   /** Failures that say the upstream is unwell, and count towards opening the circuit. */
   get isUpstreamFault(): boolean {
     return (
-      this.outcome !== "rate_limited" && this.outcome !== "circuit_open" && this.outcome !== "overloaded"
+      this.outcome !== "rate_limited" &&
+      this.outcome !== "circuit_open" &&
+      this.outcome !== "overloaded" &&
+      this.outcome !== "rejected" &&
+      this.outcome !== "aborted"
     );
   }
 }
@@ -81,6 +97,20 @@ export interface JsonUpstreamOptions {
   readonly onCall?: (endpoint: string, outcome: UpstreamOutcome, seconds: number) => void;
   /** Told about every change of the circuit's position. */
   readonly onCircuit?: (position: CircuitPosition) => void;
+  /** The fetch to call (tests, or a dispatcher with its own connection pool); the global one if absent. */
+  readonly fetch?: typeof fetch;
+}
+
+/** What one call may add to the upstream's defaults. */
+export interface JsonCallOptions {
+  /** The caller's own abort (a shutdown, a run's deadline); the upstream's timeout applies as well. */
+  readonly signal?: AbortSignal;
+  /**
+   * 4xx statuses (not 429) whose JSON answer the caller wants to read, because the upstream uses
+   * them to say "not this request" (Jupiter's "no route"). They fail as `rejected` with the parsed
+   * body, read within the same bound, and do not count against the upstream's health.
+   */
+  readonly readRejections?: readonly number[];
 }
 
 export interface JsonUpstream {
@@ -88,7 +118,7 @@ export interface JsonUpstream {
    * GETs `path` (with its query) and parses the answer as JSON, reading at most `maxBytes`.
    * `endpoint` labels the call in metrics. Throws UpstreamError.
    */
-  getJson(endpoint: string, path: string, maxBytes: number): Promise<unknown>;
+  getJson(endpoint: string, path: string, maxBytes: number, call?: JsonCallOptions): Promise<unknown>;
 }
 
 /**
@@ -102,6 +132,7 @@ export interface JsonUpstream {
 export function createJsonUpstream(options: JsonUpstreamOptions): JsonUpstream {
   const { name, baseUrl, timeoutMs } = options;
   const onCall = options.onCall ?? (() => {});
+  const fetchFn = options.fetch ?? fetch;
   const headers = { accept: "application/json", ...options.headers };
   const breaker = circuitBreaker(
     handleWhen((error) => error instanceof UpstreamError && error.isUpstreamFault),
@@ -112,17 +143,23 @@ export function createJsonUpstream(options: JsonUpstreamOptions): JsonUpstream {
   /** Date.now() before which the upstream asked not to be called (its last 429). */
   let coolUntil = 0;
 
-  const call = async (path: string, maxBytes: number): Promise<unknown> => {
+  const call = async (path: string, maxBytes: number, callOptions: JsonCallOptions): Promise<unknown> => {
     const timeout = AbortSignal.timeout(timeoutMs);
+    const { signal: callerSignal } = callOptions;
+    const signal = callerSignal === undefined ? timeout : AbortSignal.any([timeout, callerSignal]);
     const failed = (error: unknown): never => {
       if (error instanceof UpstreamError) throw error;
+      if (callerSignal?.aborted === true && !timeout.aborted) {
+        throw new UpstreamError("aborted", `the call to ${name} was abandoned`, { cause: error });
+      }
       if (timeout.aborted) {
         throw new UpstreamError("timeout", `${name} did not answer within ${timeoutMs} ms`, { cause: error });
       }
       throw new UpstreamError("unreachable", `${name} cannot be reached`, { cause: error });
     };
     try {
-      const response = await fetch(`${baseUrl}${path}`, { headers, signal: timeout, redirect: "error" });
+      signal.throwIfAborted();
+      const response = await fetchFn(`${baseUrl}${path}`, { headers, signal, redirect: "error" });
       if (response.status === 429) {
         void response.body?.cancel().catch(() => {});
         const asked = retryAfterOf(response.headers.get("retry-after")) ?? options.defaultRetryAfterMs;
@@ -131,29 +168,33 @@ export function createJsonUpstream(options: JsonUpstreamOptions): JsonUpstream {
           retryAfterMs: asked,
         });
       }
+      if (callOptions.readRejections?.includes(response.status) === true) {
+        const body = parseJson(
+          await readBounded(response, maxBytes, () => tooLarge(name, maxBytes)),
+          () => undefined,
+        );
+        throw new UpstreamError("rejected", `${name} refused the request (HTTP ${response.status})`, {
+          status: response.status,
+          body,
+        });
+      }
       if (!response.ok) {
         void response.body?.cancel().catch(() => {});
         throw new UpstreamError("http_error", `${name} answered HTTP ${response.status}`);
       }
-      const text = await readBounded(
-        response,
-        maxBytes,
-        () => new UpstreamError("too_large", `${name} answered more than ${maxBytes} bytes`),
-      );
-      try {
-        return JSON.parse(text);
-      } catch (error) {
+      const text = await readBounded(response, maxBytes, () => tooLarge(name, maxBytes));
+      return parseJson(text, (error) => {
         throw new UpstreamError("bad_response", `${name} answered something that is not JSON`, {
           cause: error,
         });
-      }
+      });
     } catch (error) {
       return failed(error);
     }
   };
 
   return {
-    async getJson(endpoint, path, maxBytes) {
+    async getJson(endpoint, path, maxBytes, callOptions = {}) {
       const started = performance.now();
       const wait = coolUntil - Date.now();
       if (wait > 0) {
@@ -165,7 +206,7 @@ export function createJsonUpstream(options: JsonUpstreamOptions): JsonUpstream {
         );
       }
       try {
-        const answer = await policy.execute(() => call(path, maxBytes));
+        const answer = await policy.execute(() => call(path, maxBytes, callOptions));
         onCall(endpoint, "ok", seconds(started));
         return answer;
       } catch (error) {
@@ -183,6 +224,19 @@ export function createJsonUpstream(options: JsonUpstreamOptions): JsonUpstream {
       }
     },
   };
+}
+
+function tooLarge(name: string, maxBytes: number): UpstreamError {
+  return new UpstreamError("too_large", `${name} answered more than ${maxBytes} bytes`);
+}
+
+/** `text` parsed as JSON, or what `notJson` makes of the parse error. */
+function parseJson(text: string, notJson: (error: unknown) => unknown): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    return notJson(error);
+  }
 }
 
 /** cockatiel's refusals (circuit open, bulkhead full) as UpstreamErrors; undefined for others. */

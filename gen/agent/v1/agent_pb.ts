@@ -150,7 +150,10 @@ export type CreateAgentRequest = Message<"agent.v1.CreateAgentRequest"> & {
   type: string;
 
   /**
-   * Agent configuration; its members depend on the type. Required.
+   * Agent configuration; its members depend on the type. Required. A transfer: source, destination,
+   * amount, token, schedule. A swap: wallet, inputToken, outputToken, amount, schedule, and optional
+   * slippageBps, minPrice and maxPrice (its price band: the price of the output token in units of
+   * the input token, output per input in whole tokens; a slot quoted outside it is skipped).
    *
    * @generated from field: google.protobuf.Struct config = 2;
    */
@@ -621,7 +624,8 @@ export type AgentRun = Message<"agent.v1.AgentRun"> & {
   finishedAt?: Timestamp | undefined;
 
   /**
-   * "succeeded" or "failed".
+   * "succeeded", "failed", or "skipped" (a swap whose quote fell outside its price band: nothing
+   * was sent, and it does not count as a failure; result holds the quote and the band).
    *
    * @generated from field: string outcome = 7;
    */
@@ -828,21 +832,21 @@ export const GetExecutorResponseSchema: GenMessage<GetExecutorResponse> = /*@__P
   messageDesc(file_agent_v1_agent, 23);
 
 /**
- * PrepareApprovalRequest names the transfer agent and the cap of the approval.
+ * PrepareApprovalRequest names the agent and the cap of the approval.
  *
  * @generated from message agent.v1.PrepareApprovalRequest
  */
 export type PrepareApprovalRequest = Message<"agent.v1.PrepareApprovalRequest"> & {
   /**
-   * Agent identifier of a transfer agent. Required.
+   * Agent identifier of a transfer or swap agent. Required.
    *
    * @generated from field: string agent_id = 1;
    */
   agentId: string;
 
   /**
-   * The most the executor may move from the source, in whole tokens of the agent's token (no more
-   * decimal places than the token has). Required, above 0.
+   * The most the delegate may move from the wallet, in whole tokens of the token the agent spends
+   * (no more decimal places than the token has). Required, above 0.
    *
    * @generated from field: double allowance = 2;
    */
@@ -1019,7 +1023,7 @@ export type AgentEvent = Message<"agent.v1.AgentEvent"> & {
 
   /**
    * agent.created, agent.activated, agent.paused, agent.resumed, agent.failed, agent.deleted,
-   * run.started, run.succeeded or run.failed.
+   * run.started, run.succeeded, run.skipped or run.failed.
    *
    * @generated from field: string type = 2;
    */
@@ -1190,14 +1194,15 @@ export const AgentService: GenService<{
     output: typeof GetExecutorResponseSchema;
   },
   /**
-   * PrepareApproval returns an unsigned transaction that, signed by the transfer agent's source
-   * wallet, approves the delegate of the caller's (owner, source wallet) pair on the source's token
-   * account for the agent's token, up to `allowance`. Delegates are per owner and wallet so that an
+   * PrepareApproval returns an unsigned transaction that, signed by the agent's wallet (a
+   * transfer's source, a swap's wallet), approves the delegate of the caller's (owner, wallet) pair
+   * on the wallet's token account for the token the agent spends (a transfer's token, a swap's
+   * input token), up to `allowance`. Delegates are per owner and wallet so that an
    * approval serves only the owner it was signed for: another owner's agent naming the same wallet
    * has another delegate, which the wallet never approved, and moves nothing. The service never
    * holds the wallet's key: the wallet signs and sends it, and can end the approval with the token
-   * program's own revoke at any time. A pending transfer agent becomes active once the chain shows
-   * an approval that covers one run.
+   * program's own revoke at any time. A pending agent becomes active once the chain shows an
+   * approval that covers one run.
    *
    * @generated from rpc agent.v1.AgentService.PrepareApproval
    */

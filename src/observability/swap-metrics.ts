@@ -1,0 +1,19 @@
+import { Counter, type Registry } from "prom-client";
+import { SWAP_REFUSALS, type SwapRefusal } from "../scheduler/swap-executor.ts";
+
+/**
+ * `swap_routes_refused_total{reason}`: swap routes refused before signing, by why (a program off
+ * the allow-list, an authority-handing instruction, a foreign signer, a simulation that moved the
+ * wrong amounts, a quote or minimum out outside the agent's band). A rise means the Swap API is
+ * answering something the service will not sign: an alert, not a retry loop to wait out.
+ */
+export function registerSwapMetrics(registry: Registry): (reason: SwapRefusal) => void {
+  const refused = new Counter({
+    name: "swap_routes_refused_total",
+    help: "Swap routes the executor refused before signing, by reason.",
+    labelNames: ["reason"] as const,
+    registers: [registry],
+  });
+  for (const reason of SWAP_REFUSALS) refused.inc({ reason }, 0);
+  return (reason) => refused.inc({ reason });
+}

@@ -1,0 +1,124 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { PreflightFailure, type TransferChain } from "../chain/chain.ts";
+import type { ExecutionJournal } from "./executor.ts";
+import type { SentTransaction } from "./run-store.ts";
+
+/**
+ * Where a slot's transaction ended up: it landed (`err` null) or failed on chain, or it expired
+ * unlanded (its blockhash is too old, so it never will land and a new one may be signed).
+ */
+export type SentOutcome =
+  | { readonly kind: "landed"; readonly tx: SentTransaction; readonly slot: bigint }
+  | { readonly kind: "failed"; readonly tx: SentTransaction; readonly err: unknown }
+  | { readonly kind: "expired" };
+
+/** Points where the exactly-once tests across replicas kill a process. */
+export interface SendHooks {
+  readonly beforeSend?: () => void;
+  readonly afterSend?: () => void;
+}
+
+/**
+ * The exactly-once half of every executor that signs transactions (transfers and swaps alike),
+ * over the slot's journal:
+ * - `resume` asks the chain about every transaction kept for the slot before anything is signed:
+ *   one that landed is the run's outcome; while one may still land (no status, its blockhash still
+ *   valid) the newest of those is sent again and followed, never a new one; only when all have
+ *   expired (or failed) does it answer undefined, and a new one may be signed;
+ * - `send` keeps a new signed transaction in the journal before it goes out (a replica that took
+ *   the slot over either sees it or is the reason it is not sent), sends it with the cluster's
+ *   preflight (a refused one was not sent and cannot land), and follows it.
+ */
+export function createSentTransactions(options: {
+  transfers: TransferChain;
+  /** How often a sent transaction's status is asked for. */
+  pollMs?: number;
+  hooks?: SendHooks;
+}) {
+  const { transfers } = options;
+  const pollMs = options.pollMs ?? 400;
+
+  /** Waits for a sent transaction: its success, its failure, or its expiry; sends it again meanwhile. */
+  async function follow(tx: SentTransaction, signal: AbortSignal): Promise<SentOutcome> {
+    let sentAt = performance.now();
+    for (;;) {
+      const height = await transfers.getBlockHeight(signal);
+      const [status] = await transfers.getSignatureStatuses([tx.signature], signal);
+      if (status !== undefined) {
+        return status.err === null
+          ? { kind: "landed", tx, slot: status.slot }
+          : { kind: "failed", tx, err: status.err };
+      }
+      // The height was read before the status: past it with no status, the transaction can no
+      // longer land, and the next attempt signs a new one.
+      if (height > tx.lastValidBlockHeight) return { kind: "expired" };
+      if (performance.now() - sentAt > REBROADCAST_MS) {
+        await transfers.sendTransaction(tx.transaction, signal);
+        sentAt = performance.now();
+      }
+      await sleep(pollMs, undefined, { signal });
+    }
+  }
+
+  return {
+    follow,
+    /** What earlier attempts sent decides whether this one may sign at all (see above). */
+    async resume(journal: ExecutionJournal, signal: AbortSignal): Promise<SentOutcome | undefined> {
+      const sent = await journal.transactions();
+      if (sent.length === 0) return undefined;
+      const height = await transfers.getBlockHeight(signal);
+      // History searched: an attempt after a crash may come long after the send.
+      const statuses = await transfers.getSignatureStatuses(
+        sent.map((t) => t.signature),
+        signal,
+        { searchHistory: true },
+      );
+      const landed = sent.findIndex((_, i) => statuses[i] !== undefined && statuses[i]?.err === null);
+      if (landed >= 0) {
+        return {
+          kind: "landed",
+          tx: sent[landed] as SentTransaction,
+          slot: statuses[landed]?.slot as bigint,
+        };
+      }
+      const live = sent.filter((t, i) => statuses[i] === undefined && height <= t.lastValidBlockHeight);
+      const newest = live.at(-1);
+      if (newest === undefined) return undefined;
+      await transfers.sendTransaction(newest.transaction, signal);
+      return follow(newest, signal);
+    },
+    /**
+     * Keeps `kept` in the journal, sends it (preflight on) and follows it. "lease_lost": this
+     * attempt no longer holds the slot, and nothing was sent. A preflight refusal is `failed`.
+     */
+    async send(
+      journal: ExecutionJournal,
+      kept: Omit<SentTransaction, "generation" | "recordedAt">,
+      signal: AbortSignal,
+    ): Promise<SentOutcome | "lease_lost"> {
+      if (!(await journal.record(kept))) return "lease_lost";
+      const tx: SentTransaction = { ...kept, generation: 0, recordedAt: new Date() };
+      options.hooks?.beforeSend?.();
+      try {
+        // The send's own preflight is a simulation too: a transaction it refuses was not sent and
+        // cannot land, so the run fails with the chain's reason (and a later attempt that finds it
+        // in the journal sees it unknown, and signs anew once its blockhash has expired).
+        await transfers.sendTransaction(kept.transaction, signal, { preflight: true });
+      } catch (error) {
+        if (error instanceof PreflightFailure) return { kind: "failed", tx, err: error.err };
+        throw error;
+      }
+      options.hooks?.afterSend?.();
+      return follow(tx, signal);
+    },
+  };
+}
+
+export type SentTransactions = ReturnType<typeof createSentTransactions>;
+
+/** Sent again while it may still land, as wallets do: a validator may have dropped it. */
+const REBROADCAST_MS = 2000;
+
+/** The reason of an attempt whose transaction expired unlanded. */
+export const EXPIRED =
+  "the transaction expired before it landed (its blockhash is too old); the next attempt signs a new one";
