@@ -587,6 +587,46 @@ describe.each(STORES)("polling on the %s stores", (_name, make) => {
     expect(pendingQueries).toBeLessThanOrEqual(2);
   });
 
+  it("a replica at full capacity keeps working through its last due answer", async () => {
+    const records = dueAgents(20);
+    const { agents, runs } = await storesWith(make, records);
+    let dueQueries = 0;
+    const counted: AgentStore = {
+      ...agents,
+      due: (at, limit) => {
+        dueQueries++;
+        return agents.due(at, limit);
+      },
+    };
+    // Runs that take a while, and a poll interval much shorter: most polls find no free capacity.
+    const slow: Executor = {
+      execute: async () => {
+        await new Promise((resolve) => setTimeout(resolve, 40));
+        return { ok: true, result: { ok: true } };
+      },
+    };
+    const clock = movableClock(slotAt(T0, "hourly", 1));
+    const [s] = replicas(
+      1,
+      { agents: counted, runs, now: clock.now },
+      { concurrency: 2, pollIntervalMs: 5, reuseMs: 600_000, executor: slow },
+    );
+    s?.start();
+    defer(async () => {
+      await s?.stop(1_000);
+    });
+    const deadline = performance.now() + 20_000;
+    while ((await agents.due(clock.now(), 1)).length > 0) {
+      expect(performance.now(), "20 runs at concurrency 2 within 20 s").toBeLessThan(deadline);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await s?.stop(1_000);
+    expect((await allRuns(runs, records)).filter((r) => r.outcome === "succeeded")).toHaveLength(20);
+    // The first answer holds 16 agents, the next the rest. A poll that finds no capacity must not
+    // forget the backlog, or the next one asks afresh: about one query per run.
+    expect(dueQueries).toBeLessThanOrEqual(4);
+  });
+
   it("reuses a slow due answer for ten times as long as it took", async () => {
     const records = dueAgents(40);
     const { agents, runs } = await storesWith(make, records);

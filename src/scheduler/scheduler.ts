@@ -439,7 +439,10 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     const free = options.concurrency - running.size;
     if (free <= 0) {
       await activation;
-      return false;
+      // Nothing looked at: what the last poll knew of a backlog still holds. (Saying "none" here
+      // made the next poll of a saturated replica ask the store afresh, and look at pending agents,
+      // every poll interval: on FerretDB at 10,000 agents most of its CPU.)
+      return backlog;
     }
     // A backlog's polls work through the last answer while it is recent: what ran or was claimed
     // since is skipped below (running, endedHere, heldElsewhere), and a stale entry costs one
