@@ -681,25 +681,7 @@ async function memorySwapFigures(): Promise<void> {
     );
     ids.push(...made);
   }
-  const succeededRuns = async () =>
-    (await serviceCounters(base)).sum("agent_runs_total", 'outcome="succeeded"');
-  const failedRuns = async () => (await serviceCounters(base)).sum("agent_runs_total", 'outcome="failed"');
-  const chainRequests = async () => (await serviceCounters(base)).sum("solana_rpc_requests_total");
-  const activeTotal = async () =>
-    ((await (await fetch(`${base}/v1/agents?status=active&limit=1`)).json()) as { data: { total: number } })
-      .data.total;
-  while ((await activeTotal()) < AGENTS) await new Promise((r) => setTimeout(r, 100));
-  const cpuBefore = processCpuMs(runner.pid);
-  const requestsBefore = await chainRequests();
-  const deadline = performance.now() + 600_000;
-  while ((await succeededRuns()) < AGENTS) {
-    if (performance.now() > deadline) throw new Error(`${AGENTS} swaps did not finish within 10 minutes`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  const cpu = processCpuMs(runner.pid) - cpuBefore;
-  const requests = (await chainRequests()) - requestsBefore;
-  const done = await succeededRuns();
-  const failed = await failedRuns();
+  const { cpu, requests, done, failed } = await awaitFirstRuns(base, runner.pid, AGENTS, "swaps");
   const firstRuns: { scheduledAt: number; finishedAt: number }[] = [];
   const reasons = new Map<string, number>();
   for (let i = 0; i < ids.length; i += 50) {
@@ -753,6 +735,36 @@ async function memorySwapFigures(): Promise<void> {
             .map(([reason, n]) => `${n}: ${reason}`)
             .join("; ")})`),
   );
+}
+
+/**
+ * Waits for a process's `count` agents to be active, then for `count` succeeded runs. Activation
+ * (each agent's approval read once) is a one-time cost, counted apart: the process's CPU and chain
+ * requests are those of the runs.
+ */
+async function awaitFirstRuns(base: string, pid: number, count: number, what: string) {
+  const counters = () => serviceCounters(base);
+  const succeededRuns = async () => (await counters()).sum("agent_runs_total", 'outcome="succeeded"');
+  const chainRequests = async () => (await counters()).sum("solana_rpc_requests_total");
+  const activeTotal = async () =>
+    ((await (await fetch(`${base}/v1/agents?status=active&limit=1`)).json()) as { data: { total: number } })
+      .data.total;
+  while ((await activeTotal()) < count) await new Promise((r) => setTimeout(r, 100));
+  const activationRequests = await chainRequests();
+  const cpuBefore = processCpuMs(pid);
+  const requestsBefore = activationRequests;
+  const deadline = performance.now() + 600_000;
+  while ((await succeededRuns()) < count) {
+    if (performance.now() > deadline) throw new Error(`${count} ${what} did not finish within 10 minutes`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return {
+    activationRequests,
+    cpu: processCpuMs(pid) - cpuBefore,
+    requests: (await chainRequests()) - requestsBefore,
+    done: await succeededRuns(),
+    failed: (await counters()).sum("agent_runs_total", 'outcome="failed"'),
+  };
 }
 
 /** Hourly transfer agents of 1 USDC, one per (source, destination), made over REST 50 at a time; their ids. */
@@ -817,25 +829,12 @@ async function memoryTransferFigures(): Promise<void> {
   const agents = await approvedAgents(localChainRpc(rpcUrl), AGENTS, delegates);
   const base = `http://127.0.0.1:${runner.port}`;
   const ids = await createTransferAgents(base, agents);
-  const succeededRuns = async () =>
-    (await serviceCounters(base)).sum("agent_runs_total", 'outcome="succeeded"');
-  const chainRequests = async () => (await serviceCounters(base)).sum("solana_rpc_requests_total");
-  // Activation (each agent's approval read once) is a one-time cost: counted apart, before the runs.
-  const activeTotal = async () =>
-    ((await (await fetch(`${base}/v1/agents?status=active&limit=1`)).json()) as { data: { total: number } })
-      .data.total;
-  while ((await activeTotal()) < AGENTS) await new Promise((r) => setTimeout(r, 100));
-  const activationRequests = await chainRequests();
-  const cpuBefore = processCpuMs(runner.pid);
-  const requestsBefore = await chainRequests();
-  const deadline = performance.now() + 600_000;
-  while ((await succeededRuns()) < AGENTS) {
-    if (performance.now() > deadline) throw new Error(`${AGENTS} transfers did not finish within 10 minutes`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  const cpu = processCpuMs(runner.pid) - cpuBefore;
-  const requests = (await chainRequests()) - requestsBefore;
-  const done = await succeededRuns();
+  const { activationRequests, cpu, requests, done } = await awaitFirstRuns(
+    base,
+    runner.pid,
+    AGENTS,
+    "transfers",
+  );
   const firstRuns: { scheduledAt: number; finishedAt: number }[] = [];
   for (let i = 0; i < ids.length; i += 50) {
     const pages = await Promise.all(
