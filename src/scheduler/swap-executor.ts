@@ -14,7 +14,13 @@ import {
 } from "../token/jupiter-swap-api.ts";
 import { uiAmount } from "../token/token-transaction-from-chain.ts";
 import type { Execution, ExecutionResult, Executor } from "./executor.ts";
-import { createSentTransactions, EXPIRED, type SendHooks, type SentOutcome } from "./sent-transactions.ts";
+import {
+  createSentTransactions,
+  EXPIRED,
+  type SendHooks,
+  type SentOutcome,
+  signingExecutor,
+} from "./sent-transactions.ts";
 import { allowanceProblem, describe, TOKEN_ERRORS } from "./transfer-executor.ts";
 
 /** The builders, loaded on the first swap: they bring @solana/kit whole (see transfer-executor). */
@@ -99,28 +105,14 @@ const ownTransferIndex = (route: SwapBuild | undefined) => (route?.computeUnitPr
 export function createSwapExecutor(options: SwapExecutorOptions): Executor {
   const { chain, transfers, executor, delegates, swaps } = options;
   const allowed = new Set(options.allowedPrograms);
-  const sent = createSentTransactions({
-    transfers,
-    ...(options.pollMs === undefined ? {} : { pollMs: options.pollMs }),
-    ...(options.hooks === undefined ? {} : { hooks: options.hooks }),
-  });
+  const sent = createSentTransactions({ transfers, pollMs: options.pollMs, hooks: options.hooks });
   let accountOf: AssociatedAccountOf | undefined;
   const refuse = (reason: SwapRefusal, error: string): Failure => {
     options.onRefused?.(reason);
     return retry(error);
   };
 
-  return {
-    async execute(execution) {
-      try {
-        return await run(execution);
-      } catch (error) {
-        if (execution.signal.aborted) return retry("the run was abandoned before it finished");
-        if (error instanceof UnavailableError) return retry(`the chain cannot be reached: ${error.message}`);
-        throw error;
-      }
-    },
-  };
+  return signingExecutor(run);
 
   async function run(execution: Execution): Promise<ExecutionResult> {
     const { agent, journal, signal } = execution;

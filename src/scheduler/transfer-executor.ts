@@ -9,7 +9,13 @@ import type { PriceSource } from "../token/token-source.ts";
 import { tokenTransactionFromChain, uiAmount } from "../token/token-transaction-from-chain.ts";
 import type { Execution, ExecutionResult, Executor } from "./executor.ts";
 import type { SentTransaction } from "./run-store.ts";
-import { createSentTransactions, EXPIRED, type SendHooks, type SentOutcome } from "./sent-transactions.ts";
+import {
+  createSentTransactions,
+  EXPIRED,
+  type SendHooks,
+  type SentOutcome,
+  signingExecutor,
+} from "./sent-transactions.ts";
 
 /**
  * The transaction builders, loaded on the first transfer: they bring @solana/kit whole (17 MB in
@@ -78,25 +84,11 @@ export const TOKEN_ERRORS: Record<number, string> = {
  */
 export function createTransferExecutor(options: TransferExecutorOptions): Executor {
   const { chain, transfers, executor, delegates, prices, caps } = options;
-  const sent = createSentTransactions({
-    transfers,
-    ...(options.pollMs === undefined ? {} : { pollMs: options.pollMs }),
-    ...(options.hooks === undefined ? {} : { hooks: options.hooks }),
-  });
+  const sent = createSentTransactions({ transfers, pollMs: options.pollMs, hooks: options.hooks });
   /** Associated token accounts derived once per wallet and token (made with the builders). */
   let accountOf: AssociatedAccountOf | undefined;
 
-  return {
-    async execute(execution) {
-      try {
-        return await run(execution);
-      } catch (error) {
-        if (execution.signal.aborted) return retry("the run was abandoned before it finished");
-        if (error instanceof UnavailableError) return retry(`the chain cannot be reached: ${error.message}`);
-        throw error;
-      }
-    },
-  };
+  return signingExecutor(run);
 
   async function run(execution: Execution): Promise<ExecutionResult> {
     const { agent, journal, signal } = execution;
