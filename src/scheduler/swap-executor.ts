@@ -116,15 +116,7 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
 
   async function run(execution: Execution): Promise<ExecutionResult> {
     const { agent, journal, signal } = execution;
-    const config = agent.config as {
-      wallet: string;
-      inputToken: string;
-      outputToken: string;
-      amount: number;
-      slippageBps: number;
-      minPrice?: number;
-      maxPrice?: number;
-    };
+    const config = agent.config as SwapConfig;
     const { wallet } = config;
     const input = await tokenOf(config.inputToken, signal);
     if (typeof input === "string") return final(input);
@@ -418,16 +410,23 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
   }
 }
 
+/**
+ * A swap agent's config, as CreateAgent checked it: read by the run, and carried in its Swap. A
+ * type, not an interface: the agent's JsonObject converts to it only so.
+ */
+type SwapConfig = {
+  readonly wallet: string;
+  readonly inputToken: string;
+  readonly outputToken: string;
+  readonly amount: number;
+  readonly slippageBps: number;
+  readonly minPrice?: number;
+  readonly maxPrice?: number;
+};
+
 /** What one run swaps, and where. */
 interface Swap {
-  readonly config: {
-    inputToken: string;
-    outputToken: string;
-    amount: number;
-    slippageBps: number;
-    minPrice?: number;
-    maxPrice?: number;
-  };
+  readonly config: SwapConfig;
   readonly input: TokenRef;
   readonly output: TokenRef;
   readonly units: bigint;
