@@ -21,7 +21,7 @@ import {
   type SentOutcome,
   signingExecutor,
 } from "./sent-transactions.ts";
-import { allowanceProblem, describe, TOKEN_ERRORS } from "./transfer-executor.ts";
+import { describe, spendableAccount, TOKEN_ERRORS } from "./transfer-executor.ts";
 
 /** The builders, loaded on the first swap: they bring @solana/kit whole (see transfer-executor). */
 const loadBuilders = async () => ({
@@ -140,21 +140,19 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
     if (earlier !== undefined) return settled(earlier, swap);
 
     // The owner's input account: reasons no retry can mend fail the slot now.
-    const state = await transfers.getTokenAccount(accounts.ownerInput, signal);
-    if (state === undefined) return final(`the wallet has no ${config.inputToken} account`);
-    if (state.frozen) return final(`the wallet's ${config.inputToken} account is frozen`);
-    const approvalProblem = allowanceProblem(state, delegate.address, executor.address, config.inputToken);
-    if (approvalProblem !== undefined) return final(approvalProblem);
-    if (state.delegatedAmount < units) {
-      return final(
-        `the allowance (${showIn(state.delegatedAmount)}) is below the amount to swap (${showIn(units)})`,
-      );
-    }
-    if (state.amount < units) {
-      return final(
-        `insufficient balance: the wallet holds ${showIn(state.amount)}, the run swaps ${showIn(units)}`,
-      );
-    }
+    const spendable = spendableAccount(
+      await transfers.getTokenAccount(accounts.ownerInput, signal),
+      {
+        delegate: delegate.address,
+        sharedExecutor: executor.address,
+        symbol: config.inputToken,
+        units,
+        show: showIn,
+      },
+      { holder: "the wallet", wallet: "the wallet", action: "swap" },
+    );
+    if ("problem" in spendable) return final(spendable.problem);
+    const { state } = spendable;
 
     const [ownerOutput, delegateInput, delegateOutput] = await Promise.all([
       transfers.getTokenAccount(accounts.ownerOutput, signal),
