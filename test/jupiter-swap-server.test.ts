@@ -25,12 +25,7 @@ import {
   setTransactionMessageLifetimeUsingBlockhash,
   signTransactionMessageWithSigners,
 } from "@solana/kit";
-import {
-  findAssociatedTokenPda,
-  getMintEncoder,
-  getTokenDecoder,
-  TOKEN_PROGRAM_ADDRESS,
-} from "@solana-program/token";
+import { findAssociatedTokenPda, getTokenDecoder, TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningLocalChain, startLocalChain } from "../src/local-chain/start-local-chain.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
@@ -82,24 +77,6 @@ const balance = async (account: string): Promise<bigint> => {
   const { value } = await chain.rpc.getTokenAccountBalance(account as Address).send();
   return BigInt(value.amount);
 };
-
-/** A mint written straight onto the chain with the surfnet_setAccount cheatcode. */
-async function createMint(decimals: number): Promise<Address> {
-  const mint = randomAddress();
-  const data = getMintEncoder().encode({
-    mintAuthority: randomAddress(),
-    supply: 10n ** 15n,
-    decimals,
-    isInitialized: true,
-    freezeAuthority: null,
-  });
-  const response = await chain.raw("surfnet_setAccount", [
-    mint,
-    { lamports: 1_461_600, data: Buffer.from(data).toString("hex"), owner: TOKEN_PROGRAM_ADDRESS },
-  ]);
-  if ("error" in response) throw new Error(JSON.stringify(response.error));
-  return mint;
-}
 
 /** A swapping party: the taker (the delegate) and the owner whose output account receives. */
 async function party(fund: bigint) {
@@ -176,9 +153,9 @@ beforeAll(async () => {
   chain = createChainClient(local.url as string);
   payer = await generateKeyPairSigner();
   await chain.airdrop(payer.address, 10n);
-  mintA = await createMint(6);
-  mintB = await createMint(9);
-  mintC = await createMint(6);
+  mintA = await chain.createMint(6);
+  mintB = await chain.createMint(9);
+  mintC = await chain.createMint(6);
   server = await startJupiterSwapServer({
     rpcUrl: local.url as string,
     pools: [{ mintA, mintB, reserveA: RESERVE_A, reserveB: RESERVE_B }],

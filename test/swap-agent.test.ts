@@ -8,20 +8,22 @@
  * answer of the server, refused before anything is sent: the chain shows nothing moved, and the
  * run says why. Schedule time runs 1200 times faster: an hourly agent runs every 3 s.
  */
-import { randomBytes } from "node:crypto";
-import {
-  type Address,
-  generateKeyPairSigner,
-  getBase58Encoder,
-  type KeyPairSigner,
-  type Signature,
-} from "@solana/kit";
+import { type Address, getBase58Encoder, type KeyPairSigner } from "@solana/kit";
 import { findAssociatedTokenPda, getRevokeInstruction, TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentService } from "../gen/agent/v1/agent_pb.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
+import {
+  type AgentOnChain,
+  agentStores,
+  expectFailedAfterRevoke,
+  expectLandedAsRecorded,
+  fastScheduleEnv,
+  startAgentOnChain,
+  stopAgentOnChain,
+} from "./support/agent-on-chain.ts";
 import { createProtocols, grpcJsProtocol } from "./support/callers.ts";
-import { type ChainClient, createChainClient } from "./support/chain-client.ts";
+import type { ChainClient } from "./support/chain-client.ts";
 import {
   type JupiterSwapServer,
   type JupiterSwapServerMode,
@@ -29,8 +31,8 @@ import {
   startJupiterSwapServer,
 } from "./support/jupiter-swap-server.ts";
 import { startLateForwarder } from "./support/late-forwarder.ts";
-import { type RunningServer, startServer } from "./support/start-server.ts";
-import { createTransferOwner, type Json, until } from "./support/transfer-owner.ts";
+import type { RunningServer } from "./support/start-server.ts";
+import { type Json, until } from "./support/transfer-owner.ts";
 
 const catalog = loadCatalog().tokens;
 const USDC = catalog.find((t) => t.symbol === "USDC")?.mint as Address;
@@ -43,27 +45,14 @@ const RESERVE_JUP = 2_000_000_000_000n;
 const SLOT_MS = 3_000;
 
 const ENV = {
-  SCHEDULER_ENABLED: "true",
-  SCHEDULE_TIME_SCALE: String(3_600_000 / SLOT_MS),
-  SCHEDULER_POLL_INTERVAL_MS: "100",
-  SCHEDULER_RETRY_BASE_MS: "100",
+  ...fastScheduleEnv(SLOT_MS),
   SCHEDULER_RETRY_MAX_MS: "200",
   SCHEDULER_MAX_ATTEMPTS: "2",
-  SCHEDULER_MAX_CONSECUTIVE_FAILURES: "2",
   JUPITER_SWAP_TIMEOUT_MS: "1500",
   JUPITER_SWAP_MAX_RESPONSE_BYTES: "65536",
 };
 
-const STORES: [string, () => Record<string, string>][] = [
-  ["memory", () => ({})],
-  [
-    "mongo",
-    () => ({
-      MONGODB_URI: inject("mongoUri"),
-      MONGODB_DB: `swap_test_${randomBytes(3).toString("hex")}`,
-    }),
-  ],
-];
+const STORES = agentStores("swap_test");
 
 describe.each(STORES)("a swap agent on the %s store swaps real tokens", (storeName, storeEnv) => {
   let server: RunningServer;
@@ -73,7 +62,7 @@ describe.each(STORES)("a swap agent on the %s store swaps real tokens", (storeNa
   let owner: KeyPairSigner;
   let ownerUsdc: Address;
   let ownerJup: Address;
-  let owners: ReturnType<typeof createTransferOwner>;
+  let owners: AgentOnChain["owners"];
   const ok = (method: string, path: string, body?: object) => owners.ok(method, path, body);
   const balance = (account: Address | string) => owners.balance(account as Address);
   const runsOf = (agentId: string) => owners.runsOf(agentId);
@@ -99,9 +88,10 @@ describe.each(STORES)("a swap agent on the %s store swaps real tokens", (storeNa
 
   beforeAll(async () => {
     forwarder = await startLateForwarder();
-    server = await startServer({ env: { ...ENV, JUPITER_SWAP_URL: forwarder.url, ...storeEnv() } });
-    chain = createChainClient(server.localChain?.url as string);
-    owners = createTransferOwner({ baseUrl: server.baseUrl, chain });
+    ({ server, chain, owners, owner } = await startAgentOnChain(
+      { ...ENV, JUPITER_SWAP_URL: forwarder.url, ...storeEnv() },
+      [[USDC, 100_000_000n]],
+    ));
     jupiter = await startJupiterSwapServer({
       rpcUrl: server.localChain?.url as string,
       pools: [{ mintA: USDC, mintB: JUP, reserveA: RESERVE_USDC, reserveB: RESERVE_JUP }],
@@ -109,18 +99,12 @@ describe.each(STORES)("a swap agent on the %s store swaps real tokens", (storeNa
       lookupTable: true,
     });
     forwarder.forwardTo(jupiter.url);
-    owner = await generateKeyPairSigner();
-    await chain.airdrop(owner.address, 1n);
-    await chain.setTokenBalance(owner.address, USDC, 100_000_000n);
     ownerUsdc = await ata(owner.address, USDC);
     ownerJup = await ata(owner.address, JUP);
   });
 
   afterAll(async () => {
-    if (storeName === "mongo") {
-      await server?.context.mongoClient?.db(server.context.config.mongo?.dbName).dropDatabase();
-    }
-    await server?.close();
+    await stopAgentOnChain(storeName, server);
     await jupiter?.close();
     await forwarder?.close();
   });
@@ -207,19 +191,8 @@ describe.each(STORES)("a swap agent on the %s store swaps real tokens", (storeNa
       expect(typeof result.priceImpactPct).toBe("string");
       jupIn += out;
       signatures.add(result.signature as string);
-      const landed = await chain.rpc
-        .getTransaction(result.signature as Signature, {
-          encoding: "json",
-          maxSupportedTransactionVersion: 0,
-          commitment: "confirmed",
-        })
-        .send();
-      expect(landed?.meta?.err).toBeNull();
-      expect(Number(landed?.slot)).toBe(result.slot);
-      expect(Number(landed?.meta?.fee)).toBe(result.fee);
       // Two signers: the executor pays, the owner's delegate signs; the owner's key is never needed.
-      expect(landed?.transaction.message.header.numRequiredSignatures).toBe(2);
-      expect(landed?.transaction.message.accountKeys.slice(0, 2)).toEqual([executor, delegate]);
+      const landed = await expectLandedAsRecorded(chain, result, { executor, delegate });
       // The route's accounts were loaded through its lookup table (a v0 transaction).
       const message = landed?.transaction.message as { addressTableLookups?: { accountKey: string }[] };
       expect(message.addressTableLookups?.map((l) => l.accountKey)).toEqual([jupiter.lookupTable?.address]);
@@ -274,21 +247,7 @@ describe.each(STORES)("a swap agent on the %s store swaps real tokens", (storeNa
     await chain.raw("surfnet_setTokenAccount", [pool?.address, JUP, { amount: Number(RESERVE_JUP) }]);
     await chain.sendAndConfirm(owner, [getRevokeInstruction({ source: ownerUsdc, owner })]);
     const usdcBefore = await balance(ownerUsdc);
-    await ok("POST", `/v1/agents/${agentId}:resume`);
-    const failed = await until(
-      async () => {
-        const current = await ok("GET", `/v1/agents/${agentId}`);
-        return current.status === "failed" ? current : undefined;
-      },
-      4 * SLOT_MS + 10_000,
-      "the agent failed",
-    );
-    expect(failed.failureReason).toMatch(/allowance/);
-    const failures = (await runsOf(agentId)).filter((r) => r.outcome === "failed");
-    expect(failures.length).toBeGreaterThanOrEqual(2);
-    for (const run of failures) expect(run.error).toMatch(/no allowance.*delegate/);
-    // Not retried: no allowance fails its slot at once.
-    expect(failures.every((r) => r.attempt === 1)).toBe(true);
+    await expectFailedAfterRevoke(owners, agentId, SLOT_MS);
     expect(await balance(ownerUsdc)).toBe(usdcBefore);
   });
 

@@ -6,20 +6,22 @@
  * run with a reason naming the allowance and then the agent, and a new approval that lets it run
  * again after ResumeAgent. Schedule time runs 1200 times faster: an hourly agent runs every 3 s.
  */
-import { randomBytes } from "node:crypto";
-import {
-  type Address,
-  address,
-  generateKeyPairSigner,
-  type KeyPairSigner,
-  type Signature,
-} from "@solana/kit";
+import { type Address, address, generateKeyPairSigner, type KeyPairSigner } from "@solana/kit";
 import { findAssociatedTokenPda, getRevokeInstruction, TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadCatalog } from "../src/token/catalog.ts";
-import { type ChainClient, createChainClient } from "./support/chain-client.ts";
-import { type RunningServer, startServer } from "./support/start-server.ts";
-import { createTransferOwner, type Json, until } from "./support/transfer-owner.ts";
+import {
+  type AgentOnChain,
+  agentStores,
+  expectFailedAfterRevoke,
+  expectLandedAsRecorded,
+  fastScheduleEnv,
+  startAgentOnChain,
+  stopAgentOnChain,
+} from "./support/agent-on-chain.ts";
+import type { ChainClient } from "./support/chain-client.ts";
+import type { RunningServer } from "./support/start-server.ts";
+import { type Json, until } from "./support/transfer-owner.ts";
 
 const USDC = loadCatalog().tokens.find((t) => t.symbol === "USDC")?.mint as Address;
 const AMOUNT = 1.1; // 1100000 base units, never 1099999
@@ -27,25 +29,12 @@ const AMOUNT_UNITS = 1_100_000n;
 const SLOT_MS = 3_000;
 
 const ENV = {
-  SCHEDULER_ENABLED: "true",
-  SCHEDULE_TIME_SCALE: String(3_600_000 / SLOT_MS),
-  SCHEDULER_POLL_INTERVAL_MS: "100",
-  SCHEDULER_RETRY_BASE_MS: "100",
-  SCHEDULER_MAX_CONSECUTIVE_FAILURES: "2",
+  ...fastScheduleEnv(SLOT_MS),
   // The default cap per run (1000 USD) and a cap per day one run of 600 USD fits under, two do not.
   TRANSFER_MAX_USD_PER_DAY: "1000",
 };
 
-const STORES: [string, () => Record<string, string>][] = [
-  ["memory", () => ({})],
-  [
-    "mongo",
-    () => ({
-      MONGODB_URI: inject("mongoUri"),
-      MONGODB_DB: `transfer_test_${randomBytes(3).toString("hex")}`,
-    }),
-  ],
-];
+const STORES = agentStores("transfer_test");
 
 describe.each(STORES)("a transfer agent on the %s store moves real tokens", (storeName, storeEnv) => {
   let server: RunningServer;
@@ -55,7 +44,7 @@ describe.each(STORES)("a transfer agent on the %s store moves real tokens", (sto
   let ownerAccount: Address;
   let destinationAccount: Address;
 
-  let owners: ReturnType<typeof createTransferOwner>;
+  let owners: AgentOnChain["owners"];
   const rest = (method: string, path: string, body?: object) => owners.rest(method, path, body);
   const ok = (method: string, path: string, body?: object) => owners.ok(method, path, body);
   const tokenAccount = (account: Address) => owners.tokenAccount(account);
@@ -72,14 +61,11 @@ describe.each(STORES)("a transfer agent on the %s store moves real tokens", (sto
   };
 
   beforeAll(async () => {
-    server = await startServer({ env: { ...ENV, ...storeEnv() } });
-    chain = createChainClient(server.localChain?.url as string);
-    owners = createTransferOwner({ baseUrl: server.baseUrl, chain });
     // 1. A wallet funded on the local chain: SOL for its fees, 100 USDC in its token account.
-    owner = await generateKeyPairSigner();
+    ({ server, chain, owners, owner } = await startAgentOnChain({ ...ENV, ...storeEnv() }, [
+      [USDC, 100_000_000n],
+    ]));
     destination = (await generateKeyPairSigner()).address;
-    await chain.airdrop(owner.address, 1n);
-    await chain.setTokenBalance(owner.address, USDC, 100_000_000n);
     [ownerAccount] = await findAssociatedTokenPda({
       owner: owner.address,
       mint: USDC,
@@ -92,12 +78,7 @@ describe.each(STORES)("a transfer agent on the %s store moves real tokens", (sto
     });
   });
 
-  afterAll(async () => {
-    if (storeName === "mongo") {
-      await server?.context.mongoClient?.db(server.context.config.mongo?.dbName).dropDatabase();
-    }
-    await server?.close();
-  });
+  afterAll(() => stopAgentOnChain(storeName, server));
 
   it("approve, three slots, revoke, failed, approve again, resume", async () => {
     const executor = (await ok("GET", "/v1/executor")).address as string;
@@ -157,21 +138,9 @@ describe.each(STORES)("a transfer agent on the %s store moves real tokens", (sto
         recipient: destination,
       });
       signatures.add(result.signature as string);
-      const landed = await chain.rpc
-        .getTransaction(result.signature as Signature, {
-          encoding: "json",
-          maxSupportedTransactionVersion: 0,
-          commitment: "confirmed",
-        })
-        .send();
-      expect(landed?.meta?.err).toBeNull();
-      expect(Number(landed?.slot)).toBe(result.slot);
-      expect(Number(landed?.meta?.fee)).toBe(result.fee);
       // Two signers: the executor as fee payer, the owner's delegate as the token authority; the
       // owner's key was never needed.
-      expect(landed?.transaction.message.accountKeys.slice(0, 2)).toEqual([executor, delegate]);
-      expect(landed?.transaction.signatures).toHaveLength(2);
-      expect(landed?.transaction.message.header.numRequiredSignatures).toBe(2);
+      await expectLandedAsRecorded(chain, result, { executor, delegate });
     }
     expect(signatures.size).toBe(succeeded.length);
     const listed = await rest("GET", `/v1/tokens/${USDC}/transactions?limit=100`);
@@ -184,21 +153,7 @@ describe.each(STORES)("a transfer agent on the %s store moves real tokens", (sto
 
     // 5. The owner revokes: the next runs fail naming the allowance, then the agent fails.
     await chain.sendAndConfirm(owner, [getRevokeInstruction({ source: ownerAccount, owner })]);
-    await ok("POST", `/v1/agents/${agentId}:resume`);
-    const failed = await until(
-      async () => {
-        const agent = await ok("GET", `/v1/agents/${agentId}`);
-        return agent.status === "failed" ? agent : undefined;
-      },
-      4 * SLOT_MS + 10_000,
-      "the agent failed",
-    );
-    expect(failed.failureReason).toMatch(/allowance/);
-    const failures = (await runsOf(agentId)).filter((r) => r.outcome === "failed");
-    expect(failures.length).toBeGreaterThanOrEqual(2);
-    for (const run of failures) expect(run.error).toMatch(/no allowance.*delegate/);
-    // A reason no retry mends fails its slot at once: one attempt per failed slot.
-    expect(failures.every((r) => r.attempt === 1)).toBe(true);
+    await expectFailedAfterRevoke(owners, agentId, SLOT_MS);
     const before = await balance(destinationAccount);
     expect(before).toBe(BigInt(succeeded.length) * AMOUNT_UNITS);
 
@@ -338,11 +293,19 @@ describe.each(STORES)("a transfer agent on the %s store moves real tokens", (sto
     const zero = await rest("POST", `/v1/agents/${created.agentId}:prepareApproval`, { allowance: 0 });
     expect(zero.status).toBe(400);
     expect(JSON.stringify(zero.json)).toMatch(/allowance/);
-    const missing = await rest("POST", "/v1/agents/nosuchagent00000000000:prepareApproval", { allowance: 1 });
+    const missing = await rest("POST", "/v1/agents/nosuchagent00000000000:prepareApproval", {
+      allowance: 1,
+    });
     expect(missing.status).toBe(404);
     const swap = await ok("POST", "/v1/agents", {
       type: "swap",
-      config: { wallet: owner.address, inputToken: "USDC", outputToken: "SOL", amount: 1, schedule: "daily" },
+      config: {
+        wallet: owner.address,
+        inputToken: "USDC",
+        outputToken: "SOL",
+        amount: 1,
+        schedule: "daily",
+      },
     });
     // A swap spends its input token from its wallet through the same (owner, wallet) delegate: its
     // approval is the transfer's, and the two agents share the allowance.

@@ -24,7 +24,7 @@ import {
   type Instruction,
   type KeyPairSigner,
 } from "@solana/kit";
-import { findAssociatedTokenPda, getMintEncoder, TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
+import { findAssociatedTokenPda, TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
 import { startLocalChain } from "../../src/local-chain/start-local-chain.ts";
 import { loadCatalog } from "../../src/token/catalog.ts";
 import { createJupiterSwapApi, type SwapBuild } from "../../src/token/jupiter-swap-api.ts";
@@ -39,23 +39,8 @@ const local = await startLocalChain({ catalog: loadCatalog(), port: 0, statePath
 const rpcUrl = local.url as string;
 const chain = createChainClient(rpcUrl);
 const randomAddress = (): Address => getAddressDecoder().decode(randomBytes(32));
-const createMint = async (decimals: number): Promise<Address> => {
-  const mint = randomAddress();
-  const data = getMintEncoder().encode({
-    mintAuthority: randomAddress(),
-    supply: 10n ** 15n,
-    decimals,
-    isInitialized: true,
-    freezeAuthority: null,
-  });
-  await chain.raw("surfnet_setAccount", [
-    mint,
-    { lamports: 1_461_600, data: Buffer.from(data).toString("hex"), owner: TOKEN_PROGRAM_ADDRESS },
-  ]);
-  return mint;
-};
-const mintA = await createMint(6);
-const mintB = await createMint(9);
+const mintA = await chain.createMint(6);
+const mintB = await chain.createMint(9);
 const server = await startJupiterSwapServer({
   rpcUrl,
   pools: [{ mintA, mintB, reserveA: 10n ** 13n, reserveB: 5n * 10n ** 14n }],

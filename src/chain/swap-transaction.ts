@@ -1,30 +1,28 @@
 import {
   AccountRole,
   address,
-  appendTransactionMessageInstructions,
-  type Blockhash,
   compileTransaction,
   compressTransactionMessageUsingAddressLookupTables,
   createNoopSigner,
-  createTransactionMessage,
-  getBase58Decoder,
-  getBase64EncodedWireTransaction,
   getTransactionEncoder,
   type Instruction,
-  pipe,
-  setTransactionMessageFeePayerSigner,
-  setTransactionMessageLifetimeUsingBlockhash,
-  type Transaction,
 } from "@solana/kit";
 import {
   ASSOCIATED_TOKEN_PROGRAM_ADDRESS,
   getCreateAssociatedTokenIdempotentInstruction,
   getTransferCheckedInstruction,
-  TOKEN_PROGRAM_ADDRESS,
 } from "@solana-program/token";
 import type { SigningKey } from "./ed25519-key.ts";
-import { TOKEN_2022_PROGRAM_ADDRESS } from "./token-programs.ts";
-import type { AssociatedAccountOf, Lifetime, TokenRef } from "./token-transactions.ts";
+import {
+  type AssociatedAccountOf,
+  type Lifetime,
+  MEMO_PROGRAM_ADDRESS,
+  memoInstruction,
+  PROGRAMS,
+  signCompiled,
+  type TokenRef,
+  transactionMessage,
+} from "./token-transactions.ts";
 
 /** An instruction in plain values, as a route from upstream gives it (see SwapApi). */
 export interface PlainInstruction {
@@ -51,12 +49,7 @@ export const MAX_TRANSACTION_BYTES = 1232;
 export const MAX_COMPUTE_UNITS = 1_400_000;
 export const COMPUTE_BUDGET_PROGRAM = "ComputeBudget111111111111111111111111111111";
 /** SPL Memo (v2): the run's name, which makes each slot's transaction its own (see token-transactions). */
-export const MEMO_PROGRAM = "MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr";
-
-const PROGRAMS = {
-  "spl-token": TOKEN_PROGRAM_ADDRESS,
-  "spl-token-2022": TOKEN_2022_PROGRAM_ADDRESS,
-} as const;
+export const MEMO_PROGRAM: string = MEMO_PROGRAM_ADDRESS;
 
 export async function swapAccountsOf(
   owner: string,
@@ -145,7 +138,7 @@ export async function swapTransaction(plan: {
     ),
     ...plan.setup.filter((ix) => !createsOneOf(ix, created)).map(kitInstruction),
     ...plan.route.map(kitInstruction),
-    { programAddress: address(MEMO_PROGRAM), data: new TextEncoder().encode(plan.memo) },
+    memoInstruction(plan.memo),
   ];
   const tables = Object.fromEntries(
     Object.entries(plan.lookupTables).map(([table, addresses]) => [
@@ -154,34 +147,17 @@ export async function swapTransaction(plan: {
     ]),
   );
   const message = compressTransactionMessageUsingAddressLookupTables(
-    pipe(
-      createTransactionMessage({ version: 0 }),
-      (m) => setTransactionMessageFeePayerSigner(payer, m),
-      (m) =>
-        setTransactionMessageLifetimeUsingBlockhash(
-          {
-            blockhash: plan.lifetime.blockhash as Blockhash,
-            lastValidBlockHeight: plan.lifetime.lastValidBlockHeight,
-          },
-          m,
-        ),
-      (m) => appendTransactionMessageInstructions(instructions, m),
-    ),
+    transactionMessage(payer, instructions, plan.lifetime),
     tables,
   );
   const compiled = compileTransaction(message);
-  const bytes = compiled.messageBytes as unknown as Uint8Array;
   const signers = Object.keys(compiled.signatures);
-  const signatures: Record<string, Uint8Array | null> = { ...compiled.signatures };
   // Only the two keys of the design ever sign; any other signer is left unsigned (and the
   // executor refuses such a route before it gets here).
-  for (const key of [feePayer, delegate]) {
-    if (Object.hasOwn(signatures, key.address)) signatures[key.address] = key.sign(bytes);
-  }
-  const signed = { ...compiled, signatures } as unknown as Transaction;
+  const { signed, transaction, signature } = signCompiled(compiled, feePayer, [feePayer, delegate]);
   return {
-    transaction: getBase64EncodedWireTransaction(signed),
-    signature: getBase58Decoder().decode(signatures[feePayer.address] as Uint8Array),
+    transaction,
+    signature,
     size: getTransactionEncoder().encode(signed).length,
     signers,
   };

@@ -39,9 +39,10 @@ export interface TokenRef {
 }
 
 /** SPL Memo (v2). */
-const MEMO_PROGRAM_ADDRESS = address("MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr");
+export const MEMO_PROGRAM_ADDRESS = address("MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr");
 
-const PROGRAMS: Record<TokenProgram, Address> = {
+/** The program that owns a token's mint: the one its instructions go to (transfers and swaps alike). */
+export const PROGRAMS: Record<TokenProgram, Address> = {
   "spl-token": TOKEN_PROGRAM_ADDRESS,
   "spl-token-2022": TOKEN_2022_PROGRAM_ADDRESS,
 };
@@ -161,39 +162,68 @@ export async function delegatedTransferTransaction(options: {
       },
       { programAddress: program },
     ),
-    // SPL Memo with no signer accounts: it only carries the text.
-    { programAddress: MEMO_PROGRAM_ADDRESS, data: new TextEncoder().encode(options.memo) },
+    memoInstruction(options.memo),
   ];
-  const compiled = compile(payer, instructions, lifetime);
-  const message = compiled.messageBytes as unknown as Uint8Array;
-  const signatures: Record<string, Uint8Array | null> = { ...compiled.signatures };
-  for (const key of feePayer.address === authority.address ? [feePayer] : [feePayer, authority]) {
-    signatures[key.address] = key.sign(message);
-  }
-  const signed = { ...compiled, signatures };
-  return {
-    transaction: getBase64EncodedWireTransaction(signed as unknown as Transaction),
-    signature: getBase58Decoder().decode(signatures[feePayer.address] as Uint8Array),
-    sourceAccount,
-    destinationAccount,
-  };
+  const { transaction, signature } = signCompiled(compile(payer, instructions, lifetime), feePayer, [
+    feePayer,
+    authority,
+  ]);
+  return { transaction, signature, sourceAccount, destinationAccount };
+}
+
+/** SPL Memo with no signer accounts: it only carries the text (a run's name, see above). */
+export function memoInstruction(memo: string): Instruction {
+  return { programAddress: MEMO_PROGRAM_ADDRESS, data: new TextEncoder().encode(memo) };
+}
+
+/**
+ * The v0 message of `instructions` from `payer` on `lifetime`, not compiled: every transaction
+ * the service builds starts here (a swap's then loads its route's lookup tables).
+ */
+export function transactionMessage(
+  payer: ReturnType<typeof createNoopSigner>,
+  instructions: readonly Instruction[],
+  lifetime: Lifetime,
+) {
+  return pipe(
+    createTransactionMessage({ version: 0 }),
+    (m) => setTransactionMessageFeePayerSigner(payer, m),
+    (m) =>
+      setTransactionMessageLifetimeUsingBlockhash(
+        { blockhash: lifetime.blockhash as Blockhash, lastValidBlockHeight: lifetime.lastValidBlockHeight },
+        m,
+      ),
+    (m) => appendTransactionMessageInstructions(instructions, m),
+  );
 }
 
 function compile(
   payer: ReturnType<typeof createNoopSigner>,
-  instructions: Instruction[],
+  instructions: readonly Instruction[],
   lifetime: Lifetime,
 ) {
-  return compileTransaction(
-    pipe(
-      createTransactionMessage({ version: 0 }),
-      (m) => setTransactionMessageFeePayerSigner(payer, m),
-      (m) =>
-        setTransactionMessageLifetimeUsingBlockhash(
-          { blockhash: lifetime.blockhash as Blockhash, lastValidBlockHeight: lifetime.lastValidBlockHeight },
-          m,
-        ),
-      (m) => appendTransactionMessageInstructions(instructions, m),
-    ),
-  );
+  return compileTransaction(transactionMessage(payer, instructions, lifetime));
+}
+
+/**
+ * A compiled transaction signed by those of `keys` it requires, with the service's own keys (not
+ * kit signers); a signer it requires besides them is left unsigned. Its signature is the fee
+ * payer's. Transfers and swaps are signed alike: the executor pays, the owner's delegate signs.
+ */
+export function signCompiled(
+  compiled: ReturnType<typeof compileTransaction>,
+  feePayer: SigningKey,
+  keys: readonly SigningKey[],
+): { signed: Transaction; transaction: string; signature: string } {
+  const message = compiled.messageBytes as unknown as Uint8Array;
+  const signatures: Record<string, Uint8Array | null> = { ...compiled.signatures };
+  for (const key of keys) {
+    if (Object.hasOwn(signatures, key.address)) signatures[key.address] = key.sign(message);
+  }
+  const signed = { ...compiled, signatures } as unknown as Transaction;
+  return {
+    signed,
+    transaction: getBase64EncodedWireTransaction(signed),
+    signature: getBase58Decoder().decode(signatures[feePayer.address] as Uint8Array),
+  };
 }

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { PreflightFailure, type TransferChain } from "../chain/chain.ts";
-import type { ExecutionJournal } from "./executor.ts";
+import { UnavailableError } from "../domain/errors.ts";
+import type { Execution, ExecutionJournal, ExecutionResult, Executor } from "./executor.ts";
 import type { SentTransaction } from "./run-store.ts";
 
 /**
@@ -115,6 +116,29 @@ export function createSentTransactions(options: {
 }
 
 export type SentTransactions = ReturnType<typeof createSentTransactions>;
+
+/**
+ * The executor of runs that sign and send transactions (transfers and swaps alike), around `run`,
+ * one attempt. Both retry the same two interruptions, because the slot's journal keeps whatever
+ * an attempt sent and the next attempt resumes from it: an attempt cut short by its signal (its
+ * lease lost, the process stopping), and a chain that cannot be reached. Any other error goes on
+ * to the scheduler.
+ */
+export function signingExecutor(run: (execution: Execution) => Promise<ExecutionResult>): Executor {
+  return {
+    async execute(execution) {
+      try {
+        return await run(execution);
+      } catch (error) {
+        if (execution.signal.aborted) return { ok: false, error: "the run was abandoned before it finished" };
+        if (error instanceof UnavailableError) {
+          return { ok: false, error: `the chain cannot be reached: ${error.message}` };
+        }
+        throw error;
+      }
+    },
+  };
+}
 
 /** Sent again while it may still land, as wallets do: a validator may have dropped it. */
 const REBROADCAST_MS = 2000;

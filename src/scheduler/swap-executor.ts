@@ -14,8 +14,14 @@ import {
 } from "../token/jupiter-swap-api.ts";
 import { uiAmount } from "../token/token-transaction-from-chain.ts";
 import type { Execution, ExecutionResult, Executor } from "./executor.ts";
-import { createSentTransactions, EXPIRED, type SendHooks, type SentOutcome } from "./sent-transactions.ts";
-import { allowanceProblem, describe, TOKEN_ERRORS } from "./transfer-executor.ts";
+import {
+  createSentTransactions,
+  EXPIRED,
+  type SendHooks,
+  type SentOutcome,
+  signingExecutor,
+} from "./sent-transactions.ts";
+import { describe, spendableAccount, TOKEN_ERRORS } from "./transfer-executor.ts";
 
 /** The builders, loaded on the first swap: they bring @solana/kit whole (see transfer-executor). */
 const loadBuilders = async () => ({
@@ -99,40 +105,18 @@ const ownTransferIndex = (route: SwapBuild | undefined) => (route?.computeUnitPr
 export function createSwapExecutor(options: SwapExecutorOptions): Executor {
   const { chain, transfers, executor, delegates, swaps } = options;
   const allowed = new Set(options.allowedPrograms);
-  const sent = createSentTransactions({
-    transfers,
-    ...(options.pollMs === undefined ? {} : { pollMs: options.pollMs }),
-    ...(options.hooks === undefined ? {} : { hooks: options.hooks }),
-  });
+  const sent = createSentTransactions({ transfers, pollMs: options.pollMs, hooks: options.hooks });
   let accountOf: AssociatedAccountOf | undefined;
   const refuse = (reason: SwapRefusal, error: string): Failure => {
     options.onRefused?.(reason);
     return retry(error);
   };
 
-  return {
-    async execute(execution) {
-      try {
-        return await run(execution);
-      } catch (error) {
-        if (execution.signal.aborted) return retry("the run was abandoned before it finished");
-        if (error instanceof UnavailableError) return retry(`the chain cannot be reached: ${error.message}`);
-        throw error;
-      }
-    },
-  };
+  return signingExecutor(run);
 
   async function run(execution: Execution): Promise<ExecutionResult> {
     const { agent, journal, signal } = execution;
-    const config = agent.config as {
-      wallet: string;
-      inputToken: string;
-      outputToken: string;
-      amount: number;
-      slippageBps: number;
-      minPrice?: number;
-      maxPrice?: number;
-    };
+    const config = agent.config as SwapConfig;
     const { wallet } = config;
     const input = await tokenOf(config.inputToken, signal);
     if (typeof input === "string") return final(input);
@@ -156,21 +140,19 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
     if (earlier !== undefined) return settled(earlier, swap);
 
     // The owner's input account: reasons no retry can mend fail the slot now.
-    const state = await transfers.getTokenAccount(accounts.ownerInput, signal);
-    if (state === undefined) return final(`the wallet has no ${config.inputToken} account`);
-    if (state.frozen) return final(`the wallet's ${config.inputToken} account is frozen`);
-    const approvalProblem = allowanceProblem(state, delegate.address, executor.address, config.inputToken);
-    if (approvalProblem !== undefined) return final(approvalProblem);
-    if (state.delegatedAmount < units) {
-      return final(
-        `the allowance (${showIn(state.delegatedAmount)}) is below the amount to swap (${showIn(units)})`,
-      );
-    }
-    if (state.amount < units) {
-      return final(
-        `insufficient balance: the wallet holds ${showIn(state.amount)}, the run swaps ${showIn(units)}`,
-      );
-    }
+    const spendable = spendableAccount(
+      await transfers.getTokenAccount(accounts.ownerInput, signal),
+      {
+        delegate: delegate.address,
+        sharedExecutor: executor.address,
+        symbol: config.inputToken,
+        units,
+        show: showIn,
+      },
+      { holder: "the wallet", wallet: "the wallet", action: "swap" },
+    );
+    if ("problem" in spendable) return final(spendable.problem);
+    const { state } = spendable;
 
     const [ownerOutput, delegateInput, delegateOutput] = await Promise.all([
       transfers.getTokenAccount(accounts.ownerOutput, signal),
@@ -426,16 +408,23 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
   }
 }
 
+/**
+ * A swap agent's config, as CreateAgent checked it: read by the run, and carried in its Swap. A
+ * type, not an interface: the agent's JsonObject converts to it only so.
+ */
+type SwapConfig = {
+  readonly wallet: string;
+  readonly inputToken: string;
+  readonly outputToken: string;
+  readonly amount: number;
+  readonly slippageBps: number;
+  readonly minPrice?: number;
+  readonly maxPrice?: number;
+};
+
 /** What one run swaps, and where. */
 interface Swap {
-  readonly config: {
-    inputToken: string;
-    outputToken: string;
-    amount: number;
-    slippageBps: number;
-    minPrice?: number;
-    maxPrice?: number;
-  };
+  readonly config: SwapConfig;
   readonly input: TokenRef;
   readonly output: TokenRef;
   readonly units: bigint;

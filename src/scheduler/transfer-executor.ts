@@ -1,5 +1,5 @@
 import type { JsonObject } from "../agent/agent-store.ts";
-import type { Chain, TransferChain } from "../chain/chain.ts";
+import type { Chain, TokenAccountState, TransferChain } from "../chain/chain.ts";
 import type { DelegateKeys } from "../chain/delegate-keys.ts";
 import type { SigningKey } from "../chain/ed25519-key.ts";
 import type { AssociatedAccountOf, TokenRef } from "../chain/token-transactions.ts";
@@ -9,7 +9,13 @@ import type { PriceSource } from "../token/token-source.ts";
 import { tokenTransactionFromChain, uiAmount } from "../token/token-transaction-from-chain.ts";
 import type { Execution, ExecutionResult, Executor } from "./executor.ts";
 import type { SentTransaction } from "./run-store.ts";
-import { createSentTransactions, EXPIRED, type SendHooks, type SentOutcome } from "./sent-transactions.ts";
+import {
+  createSentTransactions,
+  EXPIRED,
+  type SendHooks,
+  type SentOutcome,
+  signingExecutor,
+} from "./sent-transactions.ts";
 
 /**
  * The transaction builders, loaded on the first transfer: they bring @solana/kit whole (17 MB in
@@ -78,25 +84,11 @@ export const TOKEN_ERRORS: Record<number, string> = {
  */
 export function createTransferExecutor(options: TransferExecutorOptions): Executor {
   const { chain, transfers, executor, delegates, prices, caps } = options;
-  const sent = createSentTransactions({
-    transfers,
-    ...(options.pollMs === undefined ? {} : { pollMs: options.pollMs }),
-    ...(options.hooks === undefined ? {} : { hooks: options.hooks }),
-  });
+  const sent = createSentTransactions({ transfers, pollMs: options.pollMs, hooks: options.hooks });
   /** Associated token accounts derived once per wallet and token (made with the builders). */
   let accountOf: AssociatedAccountOf | undefined;
 
-  return {
-    async execute(execution) {
-      try {
-        return await run(execution);
-      } catch (error) {
-        if (execution.signal.aborted) return retry("the run was abandoned before it finished");
-        if (error instanceof UnavailableError) return retry(`the chain cannot be reached: ${error.message}`);
-        throw error;
-      }
-    },
-  };
+  return signingExecutor(run);
 
   async function run(execution: Execution): Promise<ExecutionResult> {
     const { agent, journal, signal } = execution;
@@ -150,22 +142,13 @@ export function createTransferExecutor(options: TransferExecutorOptions): Execut
     const { createAssociatedAccountCache, delegatedTransferTransaction } = await loadTokenTransactions();
     accountOf ??= createAssociatedAccountCache();
     const sourceAccount = await accountOf(source, token);
-    const state = await transfers.getTokenAccount(sourceAccount, signal);
-    if (state === undefined) return final(`the source wallet has no ${symbol} account`);
-    if (state.frozen) return final(`the source's ${symbol} account is frozen`);
     const delegate = delegates.keyOf(agent.owner, source);
-    const approvalProblem = allowanceProblem(state, delegate.address, executor.address, symbol);
-    if (approvalProblem !== undefined) return final(approvalProblem);
-    if (state.delegatedAmount < units) {
-      return final(
-        `the allowance (${show(state.delegatedAmount)}) is below the amount to move (${show(units)})`,
-      );
-    }
-    if (state.amount < units) {
-      return final(
-        `insufficient balance: the source holds ${show(state.amount)}, the run moves ${show(units)}`,
-      );
-    }
+    const spendable = spendableAccount(
+      await transfers.getTokenAccount(sourceAccount, signal),
+      { delegate: delegate.address, sharedExecutor: executor.address, symbol, units, show },
+      { holder: "the source", wallet: "the source wallet", action: "move" },
+    );
+    if ("problem" in spendable) return final(spendable.problem);
 
     const lifetime = await transfers.getLatestBlockhash(signal);
     const built = await delegatedTransferTransaction({
@@ -320,6 +303,43 @@ export function describe(err: unknown): string {
   return typeof err === "string"
     ? err
     : JSON.stringify(err, (_k, v) => (typeof v === "bigint" ? Number(v) : v));
+}
+
+/**
+ * The owner's account a run spends `units` from (`state`, undefined when there is none), or why
+ * it cannot: no account, a frozen one, no allowance for the agent's own delegate, an allowance or
+ * a balance below the amount. All are reasons no retry can mend, checked before signing by
+ * transfers and swaps alike (one spends the source's tokens, the other the wallet's input), each
+ * in its own words: `holder` ("the source"), `wallet` (its wallet, "the source wallet"), `action`
+ * ("move").
+ */
+export function spendableAccount(
+  state: TokenAccountState | undefined,
+  spend: {
+    delegate: string;
+    sharedExecutor: string;
+    symbol: string;
+    units: bigint;
+    show: (units: bigint) => string;
+  },
+  words: { holder: string; wallet: string; action: string },
+): { state: TokenAccountState } | { problem: string } {
+  const { symbol, units, show } = spend;
+  if (state === undefined) return { problem: `${words.wallet} has no ${symbol} account` };
+  if (state.frozen) return { problem: `${words.holder}'s ${symbol} account is frozen` };
+  const approvalProblem = allowanceProblem(state, spend.delegate, spend.sharedExecutor, symbol);
+  if (approvalProblem !== undefined) return { problem: approvalProblem };
+  if (state.delegatedAmount < units) {
+    return {
+      problem: `the allowance (${show(state.delegatedAmount)}) is below the amount to ${words.action} (${show(units)})`,
+    };
+  }
+  if (state.amount < units) {
+    return {
+      problem: `insufficient balance: ${words.holder} holds ${show(state.amount)}, the run ${words.action}s ${show(units)}`,
+    };
+  }
+  return { state };
 }
 
 /**

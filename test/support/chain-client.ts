@@ -3,12 +3,14 @@
  * everything a wallet does (airdrops, building, signing and sending transactions, reading
  * statuses), and raw JSON-RPC for what kit has no typed method for (surfpool's cheatcodes).
  */
+import { randomBytes } from "node:crypto";
 import {
   type Address,
   appendTransactionMessageInstructions,
   type BlockhashLifetimeConstraint,
   createSolanaRpc,
   createTransactionMessage,
+  getAddressDecoder,
   getBase64EncodedWireTransaction,
   type Instruction,
   lamports,
@@ -19,6 +21,7 @@ import {
   signTransactionMessageWithSigners,
   type TransactionSigner,
 } from "@solana/kit";
+import { getMintEncoder, TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
 
 export type ChainClient = ReturnType<typeof createChainClient>;
 
@@ -121,6 +124,28 @@ export function createChainClient(url: string) {
       if (tokenProgram !== undefined) params.push(tokenProgram);
       const response = await raw("surfnet_setTokenAccount", params);
       if ("error" in response) throw new Error(`surfnet_setTokenAccount: ${JSON.stringify(response.error)}`);
+    },
+    /**
+     * A new SPL Token mint of `decimals`, written straight onto the chain with the
+     * surfnet_setAccount cheatcode (a random address, authorities no one holds, 10^15 supply):
+     * the Jupiter-shaped server's tests and bench need mints no catalog token is.
+     */
+    async createMint(decimals: number): Promise<Address> {
+      const randomAddress = (): Address => getAddressDecoder().decode(randomBytes(32));
+      const mint = randomAddress();
+      const data = getMintEncoder().encode({
+        mintAuthority: randomAddress(),
+        supply: 10n ** 15n,
+        decimals,
+        isInitialized: true,
+        freezeAuthority: null,
+      });
+      const response = await raw("surfnet_setAccount", [
+        mint,
+        { lamports: 1_461_600, data: Buffer.from(data).toString("hex"), owner: TOKEN_PROGRAM_ADDRESS },
+      ]);
+      if ("error" in response) throw new Error(`surfnet_setAccount: ${JSON.stringify(response.error)}`);
+      return mint;
     },
   };
 }
