@@ -168,6 +168,83 @@ describe.each(STORES)("approvals bound to their owner, on the %s store", (storeN
     expect(await alice.balance(accountA)).toBe(100_000_000n - BigInt(aliceRuns) * 1_000_000n);
   });
 
+  it("mallory's swap agent on alice's approved wallet swaps nothing: it waits, and forced to run, every run fails on the allowance", async () => {
+    const alice = owners.alice as ReturnType<typeof createTransferOwner>;
+    const mallory = owners.mallory as ReturnType<typeof createTransferOwner>;
+    const walletB = (await generateKeyPairSigner()).address;
+    const accountA = await ata(walletA.address, USDC);
+    // Alice's transfer agent on wallet A, approved by wallet A for 30 USDC.
+    const aliceAgent = await alice.createTransfer({
+      source: walletA.address,
+      destination: walletB,
+      amount: 1,
+      token: "USDC",
+    });
+    const aliceDelegate = (await alice.approve(aliceAgent, 30, walletA)).delegate as string;
+    // Mallory names wallet A in a swap of its USDC: her (mallory, A) delegate is not alice's.
+    const malloryAgent = (
+      await mallory.ok("POST", "/v1/agents", {
+        type: "swap",
+        config: {
+          wallet: walletA.address,
+          inputToken: "USDC",
+          outputToken: "JUP",
+          amount: 5,
+          schedule: "hourly",
+        },
+      })
+    ).agentId as string;
+    const malloryDelegate = (
+      await mallory.ok("POST", `/v1/agents/${malloryAgent}:prepareApproval`, { allowance: 5 })
+    ).delegate as string;
+    expect(malloryDelegate).not.toBe(aliceDelegate);
+    // Slots go by: alice's agent runs, mallory's waits.
+    await until(
+      async () =>
+        (await alice.runsOf(aliceAgent)).filter((r) => r.outcome === "succeeded").length >= 2
+          ? true
+          : undefined,
+      5 * SLOT_MS + 10_000,
+      "two of alice's runs succeeded",
+    );
+    const waiting = await mallory.ok("GET", `/v1/agents/${malloryAgent}`);
+    expect(waiting.status).toBe("pending");
+    expect(waiting.pendingReason).toContain(malloryDelegate);
+    expect(await mallory.runsOf(malloryAgent)).toEqual([]);
+    // Neither owner reaches the other's agent.
+    expect((await mallory.rest("GET", `/v1/agents/${aliceAgent}`)).status).toBe(404);
+    expect((await alice.rest("GET", `/v1/agents/${malloryAgent}`)).status).toBe(404);
+    expect((await mallory.rest("GET", `/v1/agents/${aliceAgent}/runs`)).status).toBe(404);
+    await alice.ok("POST", `/v1/agents/${aliceAgent}:pause`);
+    const aliceRuns = (await alice.runsOf(aliceAgent)).filter((r) => r.outcome === "succeeded").length;
+    const usdcBefore = await alice.balance(accountA);
+    // Forced to active: each run fails on the allowance before any route is asked for or signed.
+    await server.context.agentStore.update("mallory", malloryAgent, () => ({
+      status: "active",
+      nextRunAt: new Date(),
+    }));
+    await until(
+      async () =>
+        (await mallory.ok("GET", `/v1/agents/${malloryAgent}`)).status === "failed" ? true : undefined,
+      4 * SLOT_MS + 10_000,
+      "mallory's swap agent failed",
+    );
+    const runs = await mallory.runsOf(malloryAgent);
+    expect(runs.length).toBeGreaterThanOrEqual(2);
+    for (const run of runs) {
+      expect(run.outcome).toBe("failed");
+      expect(run.error).toMatch(/no allowance: .*this agent's delegate/);
+      expect(run.error).toContain(malloryDelegate);
+    }
+    // Wallet A's USDC and its approval to alice's delegate are untouched.
+    expect(await alice.balance(accountA)).toBe(usdcBefore);
+    expect(await alice.tokenAccount(accountA)).toMatchObject({
+      delegate: aliceDelegate,
+      delegatedAmount: { amount: String(30_000_000 - aliceRuns * 1_000_000) },
+    });
+    await alice.ok("DELETE", `/v1/agents/${aliceAgent}`);
+  });
+
   it("an agent whose wallet approved the former shared executor fails its runs, saying to approve again", async () => {
     const alice = owners.alice as ReturnType<typeof createTransferOwner>;
     const feePayer = (await alice.ok("GET", "/v1/executor")).address as string;
