@@ -656,31 +656,20 @@ async function memorySwapFigures(): Promise<void> {
   forwarder.forwardTo(jupiter.url);
   const wallets = (await approvedAgents(localChainRpc(rpcUrl), AGENTS, delegates)).map((a) => a.source);
   const base = `http://127.0.0.1:${runner.port}`;
-  const ids: string[] = [];
-  for (let i = 0; i < AGENTS; i += 50) {
-    const made = await Promise.all(
-      wallets.slice(i, i + 50).map(async (wallet) => {
-        const res = await fetch(`${base}/v1/agents`, {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({
-            type: "swap",
-            config: {
-              wallet,
-              inputToken: "USDC",
-              outputToken: "JUP",
-              amount: 1,
-              slippageBps: 100,
-              schedule: "hourly",
-            },
-          }),
-        });
-        if (!res.ok) throw new Error(`CreateAgent: ${res.status} ${await res.text()}`);
-        return ((await res.json()) as { data: { agentId: string } }).data.agentId;
-      }),
-    );
-    ids.push(...made);
-  }
+  const ids = await createAgents(
+    base,
+    wallets.map((wallet) => ({
+      type: "swap",
+      config: {
+        wallet,
+        inputToken: "USDC",
+        outputToken: "JUP",
+        amount: 1,
+        slippageBps: 100,
+        schedule: "hourly",
+      },
+    })),
+  );
   const { cpu, requests, done, failed } = await awaitFirstRuns(base, runner.pid, AGENTS, "swaps");
   const firstRuns: { scheduledAt: number; finishedAt: number }[] = [];
   const reasons = new Map<string, number>();
@@ -767,22 +756,27 @@ async function awaitFirstRuns(base: string, pid: number, count: number, what: st
   };
 }
 
-/** Hourly transfer agents of 1 USDC, one per (source, destination), made over REST 50 at a time; their ids. */
-async function createTransferAgents(
+/** Hourly transfer agents of 1 USDC, one per (source, destination); their ids. */
+function createTransferAgents(
   base: string,
   agents: readonly { source: string; destination: string }[],
 ): Promise<string[]> {
+  return createAgents(
+    base,
+    agents.map((a) => ({ type: "transfer", config: { ...a, amount: 1, token: "USDC", schedule: "hourly" } })),
+  );
+}
+
+/** CreateAgent over REST for each request body, 50 at a time; their ids, in order. */
+async function createAgents(base: string, requests: readonly object[]): Promise<string[]> {
   const ids: string[] = [];
-  for (let i = 0; i < agents.length; i += 50) {
+  for (let i = 0; i < requests.length; i += 50) {
     const made = await Promise.all(
-      agents.slice(i, i + 50).map(async (a) => {
+      requests.slice(i, i + 50).map(async (request) => {
         const res = await fetch(`${base}/v1/agents`, {
           method: "POST",
           headers: { "content-type": "application/json" },
-          body: JSON.stringify({
-            type: "transfer",
-            config: { ...a, amount: 1, token: "USDC", schedule: "hourly" },
-          }),
+          body: JSON.stringify(request),
         });
         if (!res.ok) throw new Error(`CreateAgent: ${res.status} ${await res.text()}`);
         return ((await res.json()) as { data: { agentId: string } }).data.agentId;
