@@ -303,16 +303,22 @@ export interface SwapsConfig {
    * anything is signed.
    */
   readonly allowedPrograms: readonly string[];
+  /** SWAP_MAX_FEE_LAMPORTS: the most a run's compute unit price × unit limit may cost. */
+  readonly maxFeeLamports: bigint;
+  /** SWAP_MAX_PRICE_DEVIATION_BPS: how much worse than the price source's price a quote may be. */
+  readonly maxPriceDeviationBps: number;
 }
 
-/** Jupiter v6, the token programs, the associated token program, compute budget and system. */
+/**
+ * Jupiter v6, the token programs and the associated token program. The System and Compute Budget
+ * programs are never a route's to call (the service creates accounts and sets the budget itself),
+ * listed or not.
+ */
 export const DEFAULT_SWAP_PROGRAMS = [
   "JUP6LkbZbjS1jKKwapdHNy74zcZ3tLUZoi5QNyVTaV4",
   "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA",
   "TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb",
   "ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL",
-  "ComputeBudget111111111111111111111111111111",
-  "11111111111111111111111111111111",
 ] as const;
 
 /** How transfer agents' runs are carried out, and the guards beyond the owners' allowances. */
@@ -444,6 +450,8 @@ export const CONFIG_VARIABLES = {
   JUPITER_SWAP_MAX_QUEUED: "64",
   // Empty: DEFAULT_SWAP_PROGRAMS.
   SWAP_ALLOWED_PROGRAMS: "",
+  SWAP_MAX_FEE_LAMPORTS: "1000000",
+  SWAP_MAX_PRICE_DEVIATION_BPS: "300",
   CATALOG_PRICE_TICK_MS: "0",
   PRICE_WATCH_INTERVAL_MS: "1000",
   STREAM_HEARTBEAT_MS: "15000",
@@ -839,6 +847,9 @@ function readSwaps(read: Read, int: Int, problems: string[]): SwapsConfig {
     maxConcurrency: int("JUPITER_SWAP_MAX_CONCURRENCY", 1, 1000),
     maxQueued: int("JUPITER_SWAP_MAX_QUEUED", 0, 100_000),
     allowedPrograms: programs,
+    // Up to 1 SOL: above it a single run's fee is no longer a bound worth the name.
+    maxFeeLamports: BigInt(int("SWAP_MAX_FEE_LAMPORTS", 0, 1_000_000_000)),
+    maxPriceDeviationBps: int("SWAP_MAX_PRICE_DEVIATION_BPS", 0, 10_000),
   };
 }
 

@@ -27,7 +27,14 @@ function recordingChain() {
         s.startsWith("landed-") ? { slot: BigInt(s.slice(7)), err: null } : undefined,
       );
     },
-    simulateTransaction: async () => ({ err: null, logs: [], unitsConsumed: undefined, accounts: [] }),
+    getAccounts: async () => [],
+    simulateTransaction: async () => ({
+      err: null,
+      logs: [],
+      unitsConsumed: undefined,
+      accounts: [],
+      raw: [],
+    }),
     sendTransaction: async () => {},
   };
   return { chain, calls, count: (method: string) => calls.filter((c) => c.method === method).length };

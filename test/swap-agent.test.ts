@@ -171,6 +171,7 @@ describe.each(STORES)("a swap agent on the %s store swaps real tokens", (storeNa
     expect(await balance(ownerUsdc)).toBe(100_000_000n - BigInt(succeeded.length) * AMOUNT_UNITS);
     let jupIn = 0n;
     const signatures = new Set<string>();
+    const takers = new Set<string>();
     for (const run of succeeded) {
       const result = run.result as Json;
       expect(result).toMatchObject({
@@ -191,8 +192,14 @@ describe.each(STORES)("a swap agent on the %s store swaps real tokens", (storeNa
       expect(typeof result.priceImpactPct).toBe("string");
       jupIn += out;
       signatures.add(result.signature as string);
-      // Two signers: the executor pays, the owner's delegate signs; the owner's key is never needed.
-      const landed = await expectLandedAsRecorded(chain, result, { executor, delegate });
+      // Three signers: the executor pays, the owner's delegate moves the amount to the run's own
+      // taker, which signs the route; the owner's key is never needed.
+      const taker = result.taker as string;
+      expect([executor, delegate]).not.toContain(taker);
+      takers.add(taker);
+      const landed = await expectLandedAsRecorded(chain, result, { executor, delegate, taker });
+      // The taker's account was closed in the same transaction: it holds nothing, and no rent.
+      expect(await chain.rpc.getAccountInfo(await ata(taker, USDC)).send()).toMatchObject({ value: null });
       // The route's accounts were loaded through its lookup table (a v0 transaction).
       const message = landed?.transaction.message as { addressTableLookups?: { accountKey: string }[] };
       expect(message.addressTableLookups?.map((l) => l.accountKey)).toEqual([jupiter.lookupTable?.address]);
@@ -213,6 +220,8 @@ describe.each(STORES)("a swap agent on the %s store swaps real tokens", (storeNa
       expect(priceData.readBigUInt64LE(1)).toBe(SERVER_COMPUTE_UNIT_PRICE);
     }
     expect(signatures.size).toBe(succeeded.length);
+    // One taker a run.
+    expect(takers.size).toBe(succeeded.length);
     expect(await balance(ownerJup)).toBe(jupIn);
     // The delegate holds nothing across transactions; the allowance went down by what was swapped.
     expect(await balance(await ata(delegate, USDC))).toBe(0n);
@@ -221,9 +230,10 @@ describe.each(STORES)("a swap agent on the %s store swaps real tokens", (storeNa
       delegate,
       delegatedAmount: { amount: String(15_000_000n - BigInt(succeeded.length) * AMOUNT_UNITS) },
     });
-    // Every request named the delegate as taker, the executor as payer, the owner's account as destination.
+    // Every request named a run's taker (never the delegate), the executor as payer, the owner's
+    // account as destination.
     for (const request of jupiter.requests()) {
-      expect(request.get("taker")).toBe(delegate);
+      expect([delegate, executor, owner.address]).not.toContain(request.get("taker"));
       expect(request.get("payer")).toBe(executor);
       expect(request.get("destinationTokenAccount")).toBe(ownerJup);
       expect(request.get("wrapAndUnwrapSol")).toBe("false");
@@ -285,10 +295,8 @@ describe.each(STORES)("a swap agent on the %s store swaps real tokens", (storeNa
 
   /** Each hostile answer, and what the run must say; nothing moves on chain. */
   const HOSTILE: [JupiterSwapServerMode, RegExp][] = [
-    [
-      "extra-transfer-out-of-owner",
-      /simulation takes 3000000 base units from the owner's input account, not exactly 1500000/,
-    ],
+    // The taker holds no allowance over the owner's account: the token program refuses it.
+    ["extra-transfer-out-of-owner", /the swap failed in its simulation/],
     ["approve-spliced", /setup instruction 0 is a token Approve/],
     ["set-authority-spliced", /setup instruction 0 is a token SetAuthority/],
     ["foreign-destination", /adds 0 base units to the owner's output account, less than the quote's minimum/],

@@ -1,14 +1,17 @@
 /**
  * The swap transaction as the builder lays it out, decoded back with kit: the run's own
- * instructions first, the route's setup less its no-op account creations (the accounts the run
- * creates itself), the route, the memo; the fee payer and the delegate as its only signers, both
- * signing; lookup tables used. Called directly: the flow on chain is test/swap-agent.test.ts.
+ * instructions first (budget, the owner's output and the taker's input accounts, the delegate's
+ * one transfer to the taker), the route, the close of the taker's account to the fee payer, the
+ * memo; the fee payer, the delegate and the run's taker as its only signers, all signing; lookup
+ * tables used. Then what vetRoute drops and refuses. Called directly: the flow on chain is
+ * test/swap-agent.test.ts and test/hostile-swap-routes.test.ts.
  */
 import { randomBytes } from "node:crypto";
 import { getBase64Encoder, getCompiledTransactionMessageDecoder, getTransactionDecoder } from "@solana/kit";
 import { ASSOCIATED_TOKEN_PROGRAM_ADDRESS, TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
 import { describe, expect, it } from "vitest";
 import { signingKeyFromSeed } from "../src/chain/ed25519-key.ts";
+import { vetRoute } from "../src/chain/swap-route.ts";
 import {
   COMPUTE_BUDGET_PROGRAM,
   MEMO_PROGRAM,
@@ -43,27 +46,28 @@ const createAta = (payer: string, ata: string, owner: string, mint: string): Pla
 });
 
 describe("a swap's transaction", () => {
-  it("lays out the run's instructions, drops the route's no-op creations, and has two signers", async () => {
+  it("lays out the run's instructions around the route, and has three signers", async () => {
     const feePayer = key();
     const delegate = key();
+    const taker = key();
     const owner = address();
-    const accounts = await swapAccountsOf(owner, delegate.address, USDC, JUP, associatedTokenAccount);
+    const accounts = await swapAccountsOf(owner, taker.address, USDC, JUP, associatedTokenAccount);
     const vault = address();
-    const elsewhere = await associatedTokenAccount(delegate.address, JUP);
     const table = address();
     const swap: PlainInstruction = {
       programAddress: TOKEN_PROGRAM_ADDRESS,
       accounts: [
-        { address: accounts.delegateInput, signer: false, writable: true },
+        { address: accounts.takerInput, signer: false, writable: true },
         { address: USDC.mint, signer: false, writable: false },
         { address: vault, signer: false, writable: true },
-        { address: delegate.address, signer: true, writable: false },
+        { address: taker.address, signer: true, writable: false },
       ],
       data: new Uint8Array([12, 1, 0, 0, 0, 0, 0, 0, 0, 6]),
     };
     const built = await swapTransaction({
       feePayer,
       delegate,
+      taker,
       owner,
       input: USDC,
       output: JUP,
@@ -71,19 +75,24 @@ describe("a swap's transaction", () => {
       accounts,
       computeUnitLimit: 200_000,
       computeUnitPrice: 1_000n,
-      setup: [
-        // The two the run makes itself: no-ops, dropped.
-        createAta(feePayer.address, accounts.ownerOutput, owner, JUP.mint),
-        createAta(feePayer.address, accounts.delegateInput, delegate.address, USDC.mint),
-        // Another account: kept.
-        createAta(feePayer.address, elsewhere, delegate.address, JUP.mint),
-      ],
       route: [swap],
       lookupTables: { [table]: [vault] },
       lifetime: { blockhash: address(), lastValidBlockHeight: 100n },
       memo: "token-agent-service run test",
     });
-    expect(built.signers).toEqual([feePayer.address, delegate.address]);
+    expect(built.signers.slice().sort()).toEqual([feePayer.address, delegate.address, taker.address].sort());
+    expect(built.signers[0]).toBe(feePayer.address);
+    // Writable: the fee payer, the owner's two accounts, the taker's, and the vault through the table.
+    expect(built.writable).toEqual(
+      expect.arrayContaining([
+        feePayer.address,
+        accounts.ownerInput,
+        accounts.ownerOutput,
+        accounts.takerInput,
+        vault,
+      ]),
+    );
+    expect(built.writable).not.toContain(delegate.address);
     expect(built.size).toBeLessThanOrEqual(1232);
     const transaction = getTransactionDecoder().decode(getBase64Encoder().encode(built.transaction));
     expect(Object.values(transaction.signatures).every((s) => s !== null)).toBe(true);
@@ -98,14 +107,184 @@ describe("a swap's transaction", () => {
       COMPUTE_BUDGET_PROGRAM,
       COMPUTE_BUDGET_PROGRAM,
       ASSOCIATED_TOKEN_PROGRAM_ADDRESS, // the owner's output account
-      ASSOCIATED_TOKEN_PROGRAM_ADDRESS, // the delegate's input account
-      TOKEN_PROGRAM_ADDRESS, // transferChecked owner → delegate
-      ASSOCIATED_TOKEN_PROGRAM_ADDRESS, // the route's one setup instruction that does something
+      ASSOCIATED_TOKEN_PROGRAM_ADDRESS, // the taker's input account
+      TOKEN_PROGRAM_ADDRESS, // transferChecked owner → taker, signed by the delegate
       TOKEN_PROGRAM_ADDRESS, // the route
+      TOKEN_PROGRAM_ADDRESS, // the taker's account closed, its rent to the fee payer
       MEMO_PROGRAM,
     ]);
     // The vault comes through the lookup table, not as a static key.
     expect(keys).not.toContain(vault);
     expect(message.addressTableLookups?.map((l) => l.lookupTableAddress)).toEqual([table]);
+  });
+
+  it("vets a route: drops idempotent creations and the taker's own close, refuses what names our keys", async () => {
+    const keys = {
+      executor: address(),
+      delegate: address(),
+      wallet: address(),
+      taker: address(),
+      takerInput: address(),
+    };
+    const allowed = new Set([
+      TOKEN_PROGRAM_ADDRESS,
+      ASSOCIATED_TOKEN_PROGRAM_ADDRESS,
+      "11111111111111111111111111111111",
+    ]);
+    const token = (data: number[], accounts: [string, boolean, boolean][]): PlainInstruction => ({
+      programAddress: TOKEN_PROGRAM_ADDRESS,
+      accounts: accounts.map(([a, signer, writable]) => ({ address: a, signer, writable })),
+      data: new Uint8Array(data),
+    });
+    const move = token(
+      [12, 1, 0, 0, 0, 0, 0, 0, 0, 6],
+      [
+        [keys.takerInput, false, true],
+        [USDC.mint, false, false],
+        [address(), false, true],
+        [keys.taker, true, false],
+      ],
+    );
+    const ownClose = token(
+      [9],
+      [
+        [keys.takerInput, false, true],
+        [keys.executor, false, true],
+        [keys.taker, true, false],
+      ],
+    );
+    const creation = createAta(keys.taker, address(), keys.taker, JUP.mint);
+    const kept = vetRoute(
+      [
+        ["setup instruction 0", creation],
+        ["the swap instruction", move],
+        ["the cleanup instruction", ownClose],
+      ],
+      keys,
+      allowed,
+    );
+    expect(kept).toEqual({ ok: true, instructions: [move] });
+
+    const refused = (ix: PlainInstruction) => vetRoute([["other instruction 0", ix]], keys, allowed);
+    const system: PlainInstruction = {
+      programAddress: "11111111111111111111111111111111",
+      accounts: [{ address: keys.taker, signer: true, writable: true }],
+      data: new Uint8Array([2, 0, 0, 0]),
+    };
+    const cases: [PlainInstruction, string, RegExp][] = [
+      [system, "system", /System program/],
+      [
+        token(
+          [4, 1, 0, 0, 0, 0, 0, 0, 0],
+          [
+            [keys.takerInput, false, true],
+            [address(), false, false],
+            [keys.taker, true, false],
+          ],
+        ),
+        "authority",
+        /token Approve/,
+      ],
+      [
+        token(
+          [5],
+          [
+            [keys.takerInput, false, true],
+            [keys.taker, true, false],
+          ],
+        ),
+        "authority",
+        /token Revoke/,
+      ],
+      [
+        token(
+          [6, 2, 0],
+          [
+            [keys.takerInput, false, true],
+            [keys.taker, true, false],
+          ],
+        ),
+        "authority",
+        /token SetAuthority/,
+      ],
+      [
+        token([13, 1, 0, 0, 0, 0, 0, 0, 0, 6], [[keys.takerInput, false, true]]),
+        "authority",
+        /token ApproveChecked/,
+      ],
+      [
+        token(
+          [12, 1, 0, 0, 0, 0, 0, 0, 0, 6],
+          [
+            [address(), false, true],
+            [USDC.mint, false, false],
+            [address(), false, true],
+            [keys.delegate, false, false],
+          ],
+        ),
+        "authority",
+        /names the owner's delegate/,
+      ],
+      [
+        token(
+          [3, 1, 0, 0, 0, 0, 0, 0, 0],
+          [
+            [address(), false, true],
+            [address(), false, true],
+            [keys.executor, false, false],
+          ],
+        ),
+        "authority",
+        /names the executor/,
+      ],
+      [
+        token(
+          [9],
+          [
+            [keys.takerInput, false, true],
+            [address(), false, true],
+            [keys.taker, true, false],
+          ],
+        ),
+        "close",
+        /closes/,
+      ],
+      [
+        token(
+          [9],
+          [
+            [address(), false, true],
+            [keys.executor, false, true],
+            [keys.taker, true, false],
+          ],
+        ),
+        "close",
+        /closes/,
+      ],
+      [
+        token(
+          [12, 1, 0, 0, 0, 0, 0, 0, 0, 6],
+          [
+            [address(), false, true],
+            [USDC.mint, false, false],
+            [address(), false, true],
+            [keys.wallet, true, false],
+          ],
+        ),
+        "signer",
+        /owner's wallet/,
+      ],
+      [{ ...creation, data: new Uint8Array([0]) }, "account_op", /other than an idempotent creation/],
+      [{ ...creation, data: new Uint8Array([2]) }, "account_op", /other than an idempotent creation/],
+      [{ ...move, programAddress: address() }, "program", /not on SWAP_ALLOWED_PROGRAMS/],
+    ];
+    for (const [ix, reason, text] of cases) {
+      const verdict = refused(ix);
+      expect(verdict.ok, String(text)).toBe(false);
+      if (!verdict.ok) {
+        expect(verdict.reason).toBe(reason);
+        expect(verdict.text).toMatch(text);
+      }
+    }
   });
 });

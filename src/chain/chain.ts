@@ -108,12 +108,22 @@ export interface TokenAccountState {
   readonly frozen: boolean;
 }
 
+/** Any account as it is stored: lamports, owner program and data. */
+export interface RawAccountState {
+  readonly lamports: bigint;
+  /** The program that owns it. */
+  readonly program: string;
+  readonly data: Uint8Array;
+}
+
 /** A simulation's answer (see TransferChain.simulateTransaction). */
 export interface Simulated {
   readonly err: unknown;
   readonly logs: readonly string[];
   readonly unitsConsumed: bigint | undefined;
   readonly accounts: readonly (TokenAccountState | undefined)[];
+  /** The same accounts whatever they hold (undefined: none there then, or the simulation failed). */
+  readonly raw: readonly (RawAccountState | undefined)[];
 }
 
 /** What the cluster knows of a sent transaction. */
@@ -129,6 +139,11 @@ export interface SentStatus {
  */
 export interface TransferChain {
   getTokenAccount(address: string, signal?: AbortSignal): Promise<TokenAccountState | undefined>;
+  /** Accounts as stored, in order (undefined: none there); at most 100 at once. */
+  getAccounts(
+    addresses: readonly string[],
+    signal?: AbortSignal,
+  ): Promise<readonly (RawAccountState | undefined)[]>;
   /** A recent blockhash and the last block height a transaction made with it can land at. */
   getLatestBlockhash(signal?: AbortSignal): Promise<{ blockhash: string; lastValidBlockHeight: bigint }>;
   getBlockHeight(signal?: AbortSignal): Promise<bigint>;

@@ -21,6 +21,13 @@ export interface DelegateKeys {
   keyOf(owner: string, wallet: string): SigningKey;
   /** Its address (base58): what the wallet approves. */
   addressOf(owner: string, wallet: string): string;
+  /**
+   * The taker of one swap run: the key a Swap API's route is built for and signed by. Derived
+   * (never stored) from the owner, the wallet, the agent and the slot's idempotency key, so a retry
+   * after a crash rebuilds the same key; it holds no standing authority over anything, only what
+   * the run's own transfer puts in its account for the length of one transaction.
+   */
+  takerOf(owner: string, wallet: string, agentId: string, slot: string): SigningKey;
 }
 
 /** HKDF's salt: fixed, as RFC 5869 allows; it names the application, not a secret. */
@@ -28,12 +35,36 @@ const SALT = Buffer.from("token-agent-service");
 /** The derivation's label and version: part of every `info`. */
 export const DELEGATE_DERIVATION_LABEL = "token-agent-service/delegate/v1";
 
+/** The per-run swap taker's label and version: a derivation apart from the delegates'. */
+export const TAKER_DERIVATION_LABEL = "token-agent-service/swap-taker/v1";
+
 /** Derived keys kept, so a busy wallet's runs do not derive its key again (about 60 us each). */
 const KEPT_KEYS = 10_000;
 
 /** The `info` of one (owner, wallet) pair: label, owner and wallet, each as u16 length + UTF-8. */
 export function delegateInfo(owner: string, wallet: string): Buffer {
-  const parts = [DELEGATE_DERIVATION_LABEL, owner, wallet].map((part) => Buffer.from(part, "utf8"));
+  return lengthPrefixed([DELEGATE_DERIVATION_LABEL, owner, wallet]);
+}
+
+/** The `info` of one swap run's taker: label, owner, wallet, agent and slot, framed as delegateInfo. */
+export function takerInfo(owner: string, wallet: string, agentId: string, slot: string): Buffer {
+  return lengthPrefixed([TAKER_DERIVATION_LABEL, owner, wallet, agentId, slot]);
+}
+
+/** The 32-byte Ed25519 seed of one swap run's taker under `secret`. */
+export function takerSeed(
+  secret: Uint8Array,
+  owner: string,
+  wallet: string,
+  agentId: string,
+  slot: string,
+): Uint8Array {
+  return new Uint8Array(hkdfSync("sha256", secret, SALT, takerInfo(owner, wallet, agentId, slot), 32));
+}
+
+/** Each part as u16 big-endian length + UTF-8, so that no two lists of parts share an encoding. */
+function lengthPrefixed(texts: readonly string[]): Buffer {
+  const parts = texts.map((part) => Buffer.from(part, "utf8"));
   const out: Buffer[] = [];
   for (const part of parts) {
     if (part.length > 0xffff) throw new RangeError("a delegate derivation input is over 65535 bytes");
@@ -75,6 +106,13 @@ export function createDelegateKeys(options: {
   return {
     keyOf,
     addressOf: (owner, wallet) => keyOf(owner, wallet).address,
+    // Not kept: each run's taker is used by that run only.
+    takerOf(owner, wallet, agentId, slot) {
+      const seed = takerSeed(secret, owner, wallet, agentId, slot);
+      const key = signingKeyFromSeed(seed);
+      seed.fill(0);
+      return key;
+    },
     // The secret never leaves: logged, serialised or inspected, this shows nothing of it.
     toJSON: () => ({ delegates: "derived per owner and wallet" }),
     [inspect.custom]: () => "DelegateKeys(derived per owner and wallet)",

@@ -10,7 +10,12 @@ import {
 import { getTokenDecoder } from "@solana-program/token";
 import type { SolanaCommitment } from "../config.ts";
 import { UnavailableError } from "../domain/errors.ts";
-import { PreflightFailure, type TokenAccountState, type TransferChain } from "./chain.ts";
+import {
+  PreflightFailure,
+  type RawAccountState,
+  type TokenAccountState,
+  type TransferChain,
+} from "./chain.ts";
 import { guardChainRead } from "./kit-chain.ts";
 
 /** The JSON-RPC error of a transaction its preflight simulation refused (Agave's -32002). */
@@ -22,6 +27,14 @@ const TOKEN_PROGRAMS = new Set([
   "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA",
   "TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb",
 ]);
+
+function rawAccountOf(lamports: number | bigint, program: string, data64: string): RawAccountState {
+  return {
+    lamports: BigInt(lamports),
+    program,
+    data: getBase64Encoder().encode(data64 as Base64EncodedBytes) as Uint8Array,
+  };
+}
 
 /** A token account from its owner program and data (base64); undefined when it is not one. */
 function tokenAccountOf(at: string, owner: string, data64: string): TokenAccountState | undefined {
@@ -63,6 +76,21 @@ export function createKitTransferChain(options: {
           .send(abort(signal));
         return value === null ? undefined : tokenAccountOf(at, value.owner, value.data[0]);
       }),
+    getAccounts: (addresses, signal) =>
+      guardChainRead(signal, async () => {
+        if (addresses.length === 0) return [];
+        const { value } = await rpc
+          .getMultipleAccounts(
+            addresses.map((a) => address(a)),
+            { encoding: "base64", commitment },
+          )
+          .send(abort(signal));
+        return value.map((account) =>
+          account === null
+            ? undefined
+            : rawAccountOf(account.lamports, account.owner, account.data[0] as string),
+        );
+      }),
     getLatestBlockhash: (signal) =>
       guardChainRead(signal, async () => {
         const { value } = await rpc.getLatestBlockhash({ commitment }).send(abort(signal));
@@ -98,7 +126,15 @@ export function createKitTransferChain(options: {
           })
           .send(abort(signal));
         const after = (
-          value as { accounts?: readonly ({ owner: string; data: readonly string[] } | null)[] | null }
+          value as {
+            accounts?:
+              | readonly ({
+                  lamports: number | bigint;
+                  owner: string;
+                  data: readonly string[];
+                } | null)[]
+              | null;
+          }
         ).accounts;
         return {
           err: value.err,
@@ -109,6 +145,12 @@ export function createKitTransferChain(options: {
             return account === null || account === undefined
               ? undefined
               : tokenAccountOf(at, account.owner, account.data[0] as string);
+          }),
+          raw: addresses.map((_, i) => {
+            const account = after?.[i];
+            return account === null || account === undefined
+              ? undefined
+              : rawAccountOf(account.lamports, account.owner, account.data[0] as string);
           }),
         };
       }),

@@ -4,17 +4,19 @@ import {
   compileTransaction,
   compressTransactionMessageUsingAddressLookupTables,
   createNoopSigner,
+  getCompiledTransactionMessageDecoder,
   getTransactionEncoder,
   type Instruction,
 } from "@solana/kit";
 import {
-  ASSOCIATED_TOKEN_PROGRAM_ADDRESS,
+  getCloseAccountInstruction,
   getCreateAssociatedTokenIdempotentInstruction,
   getTransferCheckedInstruction,
 } from "@solana-program/token";
 import type { SigningKey } from "./ed25519-key.ts";
 import {
   type AssociatedAccountOf,
+  associatedTokenAccount,
   type Lifetime,
   MEMO_PROGRAM_ADDRESS,
   memoInstruction,
@@ -35,12 +37,12 @@ export interface PlainInstruction {
   readonly data: Uint8Array;
 }
 
-/** The four token accounts a swap touches: the owner's, and the delegate's own. */
+/** The token accounts a swap's own instructions name: the owner's two, and the run's taker's input. */
 export interface SwapAccounts {
   readonly ownerInput: string;
   readonly ownerOutput: string;
-  readonly delegateInput: string;
-  readonly delegateOutput: string;
+  /** The taker's associated account for the input mint: created, filled and closed by the transaction. */
+  readonly takerInput: string;
 }
 
 /** Solana's largest transaction on the wire (PACKET_DATA_SIZE). */
@@ -50,47 +52,63 @@ export const MAX_COMPUTE_UNITS = 1_400_000;
 export const COMPUTE_BUDGET_PROGRAM = "ComputeBudget111111111111111111111111111111";
 /** SPL Memo (v2): the run's name, which makes each slot's transaction its own (see token-transactions). */
 export const MEMO_PROGRAM: string = MEMO_PROGRAM_ADDRESS;
+/**
+ * Index of the run's own transferChecked out of the owner's account: after the unit limit, the
+ * unit price and the two account creations (see swapTransaction).
+ */
+export const OWN_TRANSFER_INDEX = 4;
 
 export async function swapAccountsOf(
   owner: string,
-  delegate: string,
+  taker: string,
   input: TokenRef,
   output: TokenRef,
   accountOf: AssociatedAccountOf,
 ): Promise<SwapAccounts> {
-  const [ownerInput, ownerOutput, delegateInput, delegateOutput] = await Promise.all([
+  const [ownerInput, ownerOutput, takerInput] = await Promise.all([
     accountOf(owner, input),
     accountOf(owner, output),
-    accountOf(delegate, input),
-    accountOf(delegate, output),
+    // Not through the cache: each run's taker is new, and would only push the owners' accounts out.
+    associatedTokenAccount(taker, input),
   ]);
-  return { ownerInput, ownerOutput, delegateInput, delegateOutput };
+  return { ownerInput, ownerOutput, takerInput };
 }
 
 /**
- * One swap as one v0 transaction, signed by the fee payer and the delegate only:
- * 1. compute budget: `computeUnitLimit`, and the route's unit price when it gives one;
- * 2. the owner's output account, created idempotently (the fee payer pays its rent), and the
- *    delegate's own input account, likewise;
- * 3. transferChecked of `amount` from the owner's input account into the delegate's, signed by the
- *    delegate under the owner's allowance;
- * 4. the route: its setup instructions (less the account creations step 2 already made), its swap,
- *    cleanup and other instructions, with the route's lookup tables;
- * 5. a memo naming the run.
+ * The largest unit price (micro-lamports) that keeps price × `units` within `maxFeeLamports`.
+ */
+export function unitPriceCap(maxFeeLamports: bigint, units: number): bigint {
+  return (maxFeeLamports * 1_000_000n) / BigInt(Math.max(1, units));
+}
+
+/**
+ * One swap as one v0 transaction, signed by the fee payer, the owner's delegate and the run's
+ * taker, each for its own part only:
+ * 0-1. compute budget, set by the service: `computeUnitLimit`, and `computeUnitPrice` (the route's,
+ *    clamped by the caller to the fee cap);
+ * 2-3. the owner's output account and the taker's input account, created idempotently (the fee
+ *    payer pays their rent);
+ * 4. transferChecked of `amount` from the owner's input account to the taker's, signed by the
+ *    delegate under the owner's allowance: the only instruction the delegate's signature serves;
+ * 5. the route, as vetted by the caller (see swap-route.ts): it names neither the fee payer nor
+ *    the delegate, so their signatures serve none of it; it is signed by the taker, which holds
+ *    nothing but this run's input;
+ * 6. the taker's input account closed, its rent back to the fee payer (it must be empty then);
+ * 7. a memo naming the run.
  * If any instruction fails, none of it happened: the owner's tokens are never held across
  * transactions.
  */
 export async function swapTransaction(plan: {
   readonly feePayer: SigningKey;
   readonly delegate: SigningKey;
+  readonly taker: SigningKey;
   readonly owner: string;
   readonly input: TokenRef;
   readonly output: TokenRef;
   readonly amount: bigint;
   readonly accounts: SwapAccounts;
   readonly computeUnitLimit: number;
-  readonly computeUnitPrice: bigint | undefined;
-  readonly setup: readonly PlainInstruction[];
+  readonly computeUnitPrice: bigint;
   readonly route: readonly PlainInstruction[];
   readonly lookupTables: Readonly<Record<string, readonly string[]>>;
   readonly lifetime: Lifetime;
@@ -102,15 +120,15 @@ export async function swapTransaction(plan: {
   size: number;
   /** The addresses whose signatures the transaction requires. */
   signers: readonly string[];
+  /** Every account the transaction may write, its lookup tables' included (as the tables were given). */
+  writable: readonly string[];
 }> {
-  const { feePayer, delegate, accounts } = plan;
+  const { feePayer, delegate, taker, accounts } = plan;
   const payer = createNoopSigner(feePayer.address);
-  const authority = createNoopSigner(delegate.address);
-  const budget: Instruction[] = [computeUnitLimitInstruction(plan.computeUnitLimit)];
-  if (plan.computeUnitPrice !== undefined) budget.push(computeUnitPriceInstruction(plan.computeUnitPrice));
-  const created = new Set([accounts.ownerOutput, accounts.delegateInput]);
+  const takerSigner = createNoopSigner(taker.address);
   const instructions: Instruction[] = [
-    ...budget,
+    computeUnitLimitInstruction(plan.computeUnitLimit),
+    computeUnitPriceInstruction(plan.computeUnitPrice),
     getCreateAssociatedTokenIdempotentInstruction({
       payer,
       ata: address(accounts.ownerOutput),
@@ -120,8 +138,8 @@ export async function swapTransaction(plan: {
     }),
     getCreateAssociatedTokenIdempotentInstruction({
       payer,
-      ata: address(accounts.delegateInput),
-      owner: address(delegate.address),
+      ata: address(accounts.takerInput),
+      owner: address(taker.address),
       mint: address(plan.input.mint),
       tokenProgram: PROGRAMS[plan.input.program],
     }),
@@ -129,15 +147,18 @@ export async function swapTransaction(plan: {
       {
         source: address(accounts.ownerInput),
         mint: address(plan.input.mint),
-        destination: address(accounts.delegateInput),
-        authority,
+        destination: address(accounts.takerInput),
+        authority: createNoopSigner(delegate.address),
         amount: plan.amount,
         decimals: plan.input.decimals,
       },
       { programAddress: PROGRAMS[plan.input.program] },
     ),
-    ...plan.setup.filter((ix) => !createsOneOf(ix, created)).map(kitInstruction),
     ...plan.route.map(kitInstruction),
+    getCloseAccountInstruction(
+      { account: address(accounts.takerInput), destination: address(feePayer.address), owner: takerSigner },
+      { programAddress: PROGRAMS[plan.input.program] },
+    ),
     memoInstruction(plan.memo),
   ];
   const tables = Object.fromEntries(
@@ -152,26 +173,43 @@ export async function swapTransaction(plan: {
   );
   const compiled = compileTransaction(message);
   const signers = Object.keys(compiled.signatures);
-  // Only the two keys of the design ever sign; any other signer is left unsigned (and the
+  // Only the three keys of the design ever sign; any other signer is left unsigned (and the
   // executor refuses such a route before it gets here).
-  const { signed, transaction, signature } = signCompiled(compiled, feePayer, [feePayer, delegate]);
+  const { signed, transaction, signature } = signCompiled(compiled, feePayer, [feePayer, delegate, taker]);
   return {
     transaction,
     signature,
     size: getTransactionEncoder().encode(signed).length,
     signers,
+    writable: writableOf(compiled.messageBytes as unknown as Uint8Array, plan.lookupTables),
   };
 }
 
-/**
- * True for an associated token account creation of an account in `created`: a no-op after the
- * transaction's own creation of it (Jupiter's setup creates the taker's accounts idempotently).
- */
-function createsOneOf(ix: PlainInstruction, created: ReadonlySet<string>): boolean {
-  if (ix.programAddress !== ASSOCIATED_TOKEN_PROGRAM_ADDRESS) return false;
-  // Create (no data or 0) and CreateIdempotent (1); account 1 is the associated account.
-  const kind = ix.data.length === 0 ? 0 : ix.data.length === 1 ? ix.data[0] : -1;
-  return (kind === 0 || kind === 1) && created.has(ix.accounts[1]?.address ?? "");
+/** The writable accounts of a compiled message: its static ones, then those it loads from tables. */
+function writableOf(
+  messageBytes: Uint8Array,
+  lookupTables: Readonly<Record<string, readonly string[]>>,
+): string[] {
+  const message = getCompiledTransactionMessageDecoder().decode(messageBytes);
+  const { numSignerAccounts, numReadonlySignerAccounts, numReadonlyNonSignerAccounts } = message.header;
+  const keys = message.staticAccounts;
+  const out: string[] = [];
+  keys.forEach((key, i) => {
+    const writable =
+      i < numSignerAccounts
+        ? i < numSignerAccounts - numReadonlySignerAccounts
+        : i < keys.length - numReadonlyNonSignerAccounts;
+    if (writable) out.push(key);
+  });
+  const lookups = "addressTableLookups" in message ? (message.addressTableLookups ?? []) : [];
+  for (const lookup of lookups) {
+    const table = lookupTables[lookup.lookupTableAddress] ?? [];
+    for (const index of lookup.writableIndexes) {
+      const at = table[index];
+      if (at !== undefined) out.push(at);
+    }
+  }
+  return out;
 }
 
 function kitInstruction(ix: PlainInstruction): Instruction {

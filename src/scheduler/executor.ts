@@ -36,6 +36,13 @@ export interface ExecutionJournal {
   record(transaction: Omit<SentTransaction, "generation" | "recordedAt">): Promise<boolean>;
   /** The agent's succeeded runs whose slot falls on the same UTC day as this slot. */
   succeededToday(): Promise<readonly RunRecord[]>;
+  /**
+   * The agent read again now, fenced by the attempt's lease: false when it was paused or deleted
+   * since the run began, or the lease is lost. An executor asks just before it signs, so that a
+   * pause or delete that lands while a run waits on a slow upstream stops it. Absent: no store to
+   * ask (tests' own journals); the run goes on.
+   */
+  stillWanted?(): Promise<boolean>;
 }
 
 export interface Execution {

@@ -33,7 +33,9 @@ import type { ScheduleClock } from "./schedule-clock.ts";
 import { firstSlotAfter, slotBefore as previousSlot } from "./slots.ts";
 
 /** The agent store as the scheduler uses it: due and pending agents, and lifecycle changes that lose nothing. */
-export type ScheduledAgents = Pick<AgentStore, "due" | "pending" | "update">;
+export type ScheduledAgents = Pick<AgentStore, "due" | "pending" | "update"> &
+  /** Reads an agent again for a run about to sign (see ExecutionJournal.stillWanted). */
+  Partial<Pick<AgentStore, "get">>;
 
 /** Why an agent cannot run; undefined when it can. Checked when a pending agent is activated. */
 export type RunnabilityCheck = (agent: AgentRecord) => Promise<string | undefined>;
@@ -315,6 +317,12 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
           throw error;
         });
         return today;
+      },
+      async stillWanted() {
+        if (lease === undefined) return false;
+        const current =
+          options.agents.get === undefined ? agent : await options.agents.get(slot.owner, slot.agentId);
+        return lease !== undefined && current !== undefined && current.status === "active";
       },
     };
     try {

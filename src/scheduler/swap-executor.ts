@@ -1,7 +1,8 @@
 import type { JsonObject } from "../agent/agent-store.ts";
-import type { Chain, TokenAccountState, TransferChain } from "../chain/chain.ts";
+import type { Chain, TransferChain } from "../chain/chain.ts";
 import type { DelegateKeys } from "../chain/delegate-keys.ts";
 import type { SigningKey } from "../chain/ed25519-key.ts";
+import type { SwapRefusal } from "../chain/swap-refusals.ts";
 import type { PlainInstruction, SwapAccounts } from "../chain/swap-transaction.ts";
 import type { AssociatedAccountOf, TokenRef } from "../chain/token-transactions.ts";
 import { baseUnits } from "../domain/base-units.ts";
@@ -12,6 +13,7 @@ import {
   SwapApiUnavailableError,
   type SwapBuild,
 } from "../token/jupiter-swap-api.ts";
+import type { PriceSource } from "../token/token-source.ts";
 import { uiAmount } from "../token/token-transaction-from-chain.ts";
 import type { Execution, ExecutionResult, Executor } from "./executor.ts";
 import {
@@ -21,11 +23,14 @@ import {
   type SentOutcome,
   signingExecutor,
 } from "./sent-transactions.ts";
-import { describe, spendableAccount, TOKEN_ERRORS } from "./transfer-executor.ts";
+import { describe, spendableAccount, TOKEN_ERRORS, type TransferCaps } from "./transfer-executor.ts";
+
+export { SWAP_REFUSALS, type SwapRefusal } from "../chain/swap-refusals.ts";
 
 /** The builders, loaded on the first swap: they bring @solana/kit whole (see transfer-executor). */
 const loadBuilders = async () => ({
   ...(await import("../chain/swap-transaction.ts")),
+  ...(await import("../chain/swap-route.ts")),
   ...(await import("../chain/token-transactions.ts")),
 });
 
@@ -39,22 +44,19 @@ export interface SwapExecutorOptions {
   readonly mintOf: (symbol: string) => string | undefined;
   /** Programs a route may call (SWAP_ALLOWED_PROGRAMS). */
   readonly allowedPrograms: readonly string[];
+  /** SWAP_MAX_FEE_LAMPORTS: the most a run's unit price × unit limit may cost. */
+  readonly maxFeeLamports: bigint;
+  /** SWAP_MAX_PRICE_DEVIATION_BPS: how much worse than the price source's a quote may be. */
+  readonly maxPriceDeviationBps: number;
+  /** The service's own prices: the reference a quote is compared with, and the USD caps' prices. */
+  readonly prices: PriceSource;
+  /** The caps per run and per UTC day that transfers have, in US dollars of the input token. */
+  readonly caps: TransferCaps;
   readonly pollMs?: number;
   readonly hooks?: SendHooks;
   /** Told of every route refused before signing (metrics). */
   readonly onRefused?: (reason: SwapRefusal) => void;
 }
-
-/** Why a route was refused before signing. */
-export const SWAP_REFUSALS = [
-  "program",
-  "authority",
-  "signer",
-  "simulation",
-  "quote",
-  "minimum_out",
-] as const;
-export type SwapRefusal = (typeof SWAP_REFUSALS)[number];
 
 type Failure = Extract<ExecutionResult, { ok: false }>;
 const retry = (error: string): Failure => ({ ok: false, error });
@@ -66,36 +68,40 @@ const SLIPPAGE_EXCEEDED = 6001;
 const MAX_ACCOUNTS_STEPS: readonly (number | undefined)[] = [undefined, 32, 20];
 /** The CU limit is this much over what the simulation used. */
 const CU_MARGIN = 1.2;
-/** SPL Token instructions no route ever needs and that would hand authority away. */
-const AUTHORITY_INSTRUCTIONS: Record<number, string> = {
-  4: "Approve",
-  5: "Revoke",
-  6: "SetAuthority",
-  13: "ApproveChecked",
-};
-const TOKEN_PROGRAMS = new Set([
-  "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA",
-  "TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb",
-]);
-/**
- * Index of the run's own transferChecked out of the owner's account: after the unit limit, the
- * unit price (when the route gives one) and the two account creations (see swap-transaction.ts).
- */
-const ownTransferIndex = (route: SwapBuild | undefined) => (route?.computeUnitPrice === undefined ? 3 : 4);
+/** Lookup tables a route may name. */
+const MAX_LOOKUP_TABLES = 8;
+/** Index of the run's own transferChecked out of the owner's account (see swap-transaction.ts). */
+const OWN_TRANSFER_INDEX = 4;
+/** The base fee of one signature, in lamports. */
+const LAMPORTS_PER_SIGNATURE = 5_000n;
+/** A token account's size (SPL Token; Token-2022's associated accounts with ImmutableOwner are 170). */
+const TOKEN_ACCOUNT_RENT_BYTES = 170n;
 
 /**
- * Swap agents' runs on the chain, one atomic v0 transaction each (see swap-transaction.ts): the
- * owner's delegate for (owner, wallet) moves `amount` of the input token from the owner's account
- * into its own, and the route from the Swap API (asked with the delegate as taker, the executor as
- * payer and the owner's output account as destination) swaps it into the owner's output account.
+ * Swap agents' runs on the chain, one atomic v0 transaction each (see swap-transaction.ts). Each
+ * run has its own taker, derived from DELEGATE_SEED and the (owner, wallet, agent, slot): the
+ * owner's delegate moves exactly `amount` of the input token from the owner's account into the
+ * taker's, and the route from the Swap API (asked with the taker as taker, the executor as payer
+ * and the owner's output account as destination) swaps it into the owner's output account; the
+ * service's last instruction closes the taker's account, its rent back to the executor.
  *
- * A hostile or buggy route cannot take anything. Before signing: every route program is on the
- * allow-list; no route instruction hands authority away (Approve, SetAuthority) or needs a signer
- * besides the fee payer and the delegate (so never the owner's wallet); at most those two sign.
- * Then the transaction is simulated with the owner's and the delegate's accounts named: the owner's
- * input must go down by exactly `amount`, the owner's output up by at least the quote's minimum,
- * and the delegate's accounts must end as they began. Anything else fails the run, and nothing is
- * sent.
+ * A hostile or buggy route can take nothing but this run's input, and must pay at least its
+ * minimum out. Before signing:
+ * - the quote is the run's amount, its minimum within it, and its price within
+ *   SWAP_MAX_PRICE_DEVIATION_BPS of the service's own price source; the run's value within the
+ *   transfer caps per run and per day;
+ * - the route is vetted (swap-route.ts): it may name neither the executor nor the delegate, nor
+ *   call the System program, hand authority away, or close anything but the taker's account;
+ * - its lookup tables are read from the chain (one that is not there refuses the route);
+ * - the compute budget is the service's: the unit price is the route's, clamped so that price ×
+ *   limit stays within SWAP_MAX_FEE_LAMPORTS;
+ * - the transaction is simulated with every account it may write named, and each that the
+ *   executor, the delegate or the owner's wallet owns, is delegate of or is close authority of
+ *   must end as it began, except the owner's input (exactly `amount` less), the owner's output (at
+ *   least the minimum more) and the executor (at most one bounded fee and the rent of the
+ *   service's own creations);
+ * - the agent is read again, fenced by the run's lease: paused or deleted since the run began,
+ *   the slot is dropped.
  *
  * A quote outside the agent's price band (minPrice, maxPrice: the output token's price in units of
  * the input token) skips the slot; a minimum out that implies a price below minPrice is refused.
@@ -103,13 +109,17 @@ const ownTransferIndex = (route: SwapBuild | undefined) => (route?.computeUnitPr
  * Exactly once, through the slot's journal as transfers (sent-transactions.ts).
  */
 export function createSwapExecutor(options: SwapExecutorOptions): Executor {
-  const { chain, transfers, executor, delegates, swaps } = options;
+  const { chain, transfers, executor, delegates, swaps, prices, caps } = options;
   const allowed = new Set(options.allowedPrograms);
   const sent = createSentTransactions({ transfers, pollMs: options.pollMs, hooks: options.hooks });
   let accountOf: AssociatedAccountOf | undefined;
   const refuse = (reason: SwapRefusal, error: string): Failure => {
     options.onRefused?.(reason);
     return retry(error);
+  };
+  const refuseFinal = (reason: SwapRefusal, error: string): Failure => {
+    options.onRefused?.(reason);
+    return final(error);
   };
 
   return signingExecutor(run);
@@ -132,8 +142,10 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
     const builders = await loadBuilders();
     accountOf ??= builders.createAssociatedAccountCache();
     const delegate = delegates.keyOf(agent.owner, wallet);
-    const accounts = await builders.swapAccountsOf(wallet, delegate.address, input, output, accountOf);
-    const swap: Swap = { config, input, output, units, accounts, signal };
+    // The same (owner, wallet, agent, slot) gives the same taker on every attempt and replica.
+    const taker = delegates.takerOf(agent.owner, wallet, agent.agentId, execution.idempotencyKey);
+    const accounts = await builders.swapAccountsOf(wallet, taker.address, input, output, accountOf);
+    const swap: Swap = { config, input, output, units, accounts, taker: taker.address, signal };
 
     // What earlier attempts sent decides whether this one may sign at all.
     const earlier = await sent.resume(journal, signal);
@@ -152,14 +164,33 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
       { holder: "the wallet", wallet: "the wallet", action: "swap" },
     );
     if ("problem" in spendable) return final(spendable.problem);
-    const { state } = spendable;
 
-    const [ownerOutput, delegateInput, delegateOutput] = await Promise.all([
-      transfers.getTokenAccount(accounts.ownerOutput, signal),
-      transfers.getTokenAccount(accounts.delegateInput, signal),
-      transfers.getTokenAccount(accounts.delegateOutput, signal),
-    ]);
-    const before = [state, ownerOutput, delegateInput, delegateOutput] as const;
+    // The service's own prices: the caps in dollars, and the reference a quote is held to.
+    const reference = await referencePrices(input, output, config, signal);
+    if (typeof reference === "string") return retry(reference);
+    const usd = config.amount * reference.inputUsd;
+    if (usd > caps.perRunUsd) {
+      return final(
+        `${showIn(units)} (${usd.toFixed(2)} USD) is over the cap of ${caps.perRunUsd} USD per run`,
+      );
+    }
+    const movedToday = (await journal.succeededToday()).reduce(
+      (sum, r) => sum + (typeof r.result?.usdValue === "number" ? r.result.usdValue : 0),
+      0,
+    );
+    if (movedToday + usd > caps.perDayUsd) {
+      return final(
+        `swapping ${usd.toFixed(2)} USD more would pass the cap of ${caps.perDayUsd} USD per day (${movedToday.toFixed(2)} USD swapped today)`,
+      );
+    }
+    swap.usdValue = Math.round(usd * 100) / 100;
+    const keys = {
+      executor: executor.address,
+      delegate: delegate.address,
+      wallet,
+      taker: taker.address,
+      takerInput: accounts.takerInput,
+    };
 
     for (const [step, maxAccounts] of MAX_ACCOUNTS_STEPS.entries()) {
       let route: SwapBuild;
@@ -168,7 +199,7 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
           inputMint: input.mint,
           outputMint: output.mint,
           amount: units,
-          taker: delegate.address,
+          taker: taker.address,
           payer: executor.address,
           destinationTokenAccount: accounts.ownerOutput,
           slippageBps: config.slippageBps,
@@ -185,15 +216,27 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
           return retry(`no swap route could be had: ${error.message}`);
         throw error;
       }
-      const verdict = quoteVerdict(route, swap);
+      const verdict = quoteVerdict(route, swap, reference.outPerIn);
       if (verdict !== undefined) return verdict;
-      const problem = routeProblem(
-        route,
-        { wallet, delegate: delegate.address, feePayer: executor.address },
-        allowed,
+      const vetted = builders.vetRoute(namedInstructions(route), keys, allowed);
+      if (!vetted.ok) {
+        return refuse(vetted.reason, `the swap route was refused before signing: ${vetted.text}`);
+      }
+
+      // The tables as the chain holds them: what the transaction will load, whatever the route says.
+      const tableAddresses = Object.keys(route.lookupTables);
+      if (tableAddresses.length > MAX_LOOKUP_TABLES) {
+        return refuseFinal(
+          "lookup_table",
+          `the swap route was refused before signing: it names ${tableAddresses.length} lookup tables, more than ${MAX_LOOKUP_TABLES}`,
+        );
+      }
+      const tables = builders.lookupTablesOnChain(
+        tableAddresses,
+        await transfers.getAccounts(tableAddresses, signal),
       );
-      if (problem !== undefined) {
-        return refuse(problem.reason, `the swap route was refused before signing: ${problem.text}`);
+      if (!tables.ok) {
+        return refuseFinal("lookup_table", `the swap route was refused before signing: ${tables.text}`);
       }
 
       const lifetime = await transfers.getLatestBlockhash(signal);
@@ -201,20 +244,20 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
         builders.swapTransaction({
           feePayer: executor,
           delegate,
+          taker,
           owner: wallet,
           input,
           output,
           amount: units,
           accounts,
           computeUnitLimit,
-          computeUnitPrice: route.computeUnitPrice,
-          setup: route.setupInstructions,
-          route: [
-            route.swapInstruction,
-            ...(route.cleanupInstruction === undefined ? [] : [route.cleanupInstruction]),
-            ...route.otherInstructions,
-          ],
-          lookupTables: route.lookupTables,
+          // The route's price, clamped so that price × limit stays within the fee cap.
+          computeUnitPrice: minBig(
+            route.computeUnitPrice ?? 0n,
+            builders.unitPriceCap(options.maxFeeLamports, computeUnitLimit),
+          ),
+          route: vetted.instructions,
+          lookupTables: tables.tables,
           lifetime,
           memo: `token-agent-service run ${execution.idempotencyKey}`,
         });
@@ -225,33 +268,58 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
           `the swap transaction is ${trial.size} bytes, over Solana's ${builders.MAX_TRANSACTION_BYTES}, even with a route of at most ${maxAccounts} accounts`,
         );
       }
-      const extra = trial.signers.filter((s) => s !== executor.address && s !== delegate.address);
-      if (extra.length > 0 || trial.signers.length > 2) {
+      const ours = new Set<string>([executor.address, delegate.address, taker.address]);
+      const extra = trial.signers.filter((s) => !ours.has(s));
+      if (extra.length > 0) {
         return refuse(
           "signer",
-          `the swap route was refused before signing: it needs signers besides the fee payer and the delegate (${extra.join(", ")})`,
+          `the swap route was refused before signing: it needs signers besides the executor, the delegate and the run's taker (${extra.join(", ")})`,
         );
       }
 
-      // Simulated with the accounts named: their end state is the chain's own answer.
+      // Every account the transaction may write, before and (simulated) after: the chain's own answer.
+      const writable = [...new Set(trial.writable)];
+      const before = await transfers.getAccounts(writable, signal);
       const simulation = await transfers.simulateTransaction(trial.transaction, signal, {
-        accounts: [
-          accounts.ownerInput,
-          accounts.ownerOutput,
-          accounts.delegateInput,
-          accounts.delegateOutput,
-        ],
+        accounts: writable,
       });
       if (simulation.err !== null && simulation.err !== undefined) {
         return failedOnChain(simulation.err, route, "in its simulation");
       }
-      const moved = movementProblem(before, simulation.accounts, swap, route.minimumOut);
+      const ownerOutputIndex = writable.indexOf(accounts.ownerOutput);
+      const creations = ownerOutputIndex >= 0 && before[ownerOutputIndex] === undefined ? 1n : 0n;
+      const moved = builders.endStateProblem(writable, before, simulation.raw, {
+        keys,
+        ownerInput: accounts.ownerInput,
+        ownerOutput: accounts.ownerOutput,
+        amount: units,
+        minimumOut: route.minimumOut,
+        outputMint: output.mint,
+        executorSpendBound:
+          options.maxFeeLamports +
+          LAMPORTS_PER_SIGNATURE * BigInt(trial.signers.length) +
+          creations * rentExempt(TOKEN_ACCOUNT_RENT_BYTES),
+      });
       if (moved !== undefined) {
         return refuse("simulation", `the swap was refused before signing: its simulation ${moved}`);
       }
 
       const used = simulation.unitsConsumed ?? BigInt(builders.MAX_COMPUTE_UNITS);
       const limit = Math.min(builders.MAX_COMPUTE_UNITS, Math.ceil(Number(used) * CU_MARGIN));
+      // Stop means stop: the agent as it is now, read under this run's lease, just before signing.
+      if (journal.stillWanted !== undefined && !(await journal.stillWanted())) {
+        return {
+          ok: true,
+          skipped: true,
+          result: {
+            kind: "swap",
+            skipped: true,
+            reason: "the agent was paused or deleted while this run was under way: nothing was signed",
+            inputToken: config.inputToken,
+            outputToken: config.outputToken,
+          },
+        };
+      }
       const signed = await build(limit);
       const outcome = await sent.send(
         journal,
@@ -268,6 +336,38 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
     return retry("no swap route could be built");
   }
 
+  /**
+   * The input token's price in dollars, and the output token's price in input tokens (the
+   * reference a quote is held to), from the service's own price source; or why there is none.
+   */
+  async function referencePrices(
+    input: TokenRef,
+    output: TokenRef,
+    config: SwapConfig,
+    signal: AbortSignal,
+  ): Promise<{ inputUsd: number; outPerIn: number } | string> {
+    signal.throwIfAborted();
+    try {
+      const [inPrice, outPrice] = await prices.pricesOf([input.mint, output.mint]);
+      const missing = [
+        [config.inputToken, inPrice],
+        [config.outputToken, outPrice],
+      ].find(
+        ([, p]) =>
+          p === undefined || (p as { unpriced: boolean }).unpriced || !((p as { price: number }).price > 0),
+      );
+      if (missing !== undefined || inPrice === undefined || outPrice === undefined) {
+        return `no price for ${missing?.[0] ?? config.inputToken} to check the swap's caps and quote against`;
+      }
+      return { inputUsd: inPrice.price, outPerIn: inPrice.price / outPrice.price };
+    } catch (error) {
+      if (error instanceof UnavailableError) {
+        return `no price to check the swap's caps and quote against: ${error.message}`;
+      }
+      throw error;
+    }
+  }
+
   /** A catalog token as the chain has it, or why it cannot be swapped. */
   async function tokenOf(symbol: string, signal: AbortSignal): Promise<TokenRef | string> {
     const mint = options.mintOf(symbol);
@@ -281,7 +381,7 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
   }
 
   /** Skipped out of the band, refused below it, or undefined when the quote may be swapped. */
-  function quoteVerdict(route: SwapBuild, swap: Swap): ExecutionResult | undefined {
+  function quoteVerdict(route: SwapBuild, swap: Swap, reference: number): ExecutionResult | undefined {
     const { config, input, output, units } = swap;
     if (route.inAmount !== units) {
       return refuse(
@@ -327,6 +427,22 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
         `the swap route was refused: its minimum out (${uiAmount(route.minimumOut, output.decimals)} ${config.outputToken}) implies a price of ${floor}, below minPrice ${config.minPrice}`,
       );
     }
+    // Held to the service's own price: a quote (or a minimum out, the agent's slippage aside)
+    // much worse than it is a route that would give the owner's tokens away.
+    const deviation = options.maxPriceDeviationBps / 10_000;
+    const unit = `${config.outputToken} per ${config.inputToken}`;
+    if (quoted < reference * (1 - deviation)) {
+      return refuseFinal(
+        "price",
+        `the swap route was refused: its quoted price ${quoted} ${unit} is more than ${options.maxPriceDeviationBps} bps worse than the reference price ${reference} ${unit}`,
+      );
+    }
+    if (floor < reference * (1 - deviation - config.slippageBps / 10_000)) {
+      return refuseFinal(
+        "price",
+        `the swap route was refused: its minimum out implies a price of ${floor} ${unit}, more than ${options.maxPriceDeviationBps} bps and the agent's slippage worse than the reference price ${reference} ${unit}`,
+      );
+    }
     return undefined;
   }
 
@@ -364,6 +480,8 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
       outAmountUnits: outUnits.toString(),
       price: inAmount === 0 ? 0 : outAmount / inAmount,
       slippageBps: config.slippageBps,
+      ...(swap.usdValue === undefined ? {} : { usdValue: swap.usdValue }),
+      taker: swap.taker,
       // Known to the attempt that asked for the route; one that found its transaction landed
       // after a crash has only what the chain says.
       ...(route === undefined
@@ -379,7 +497,7 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
   }
 
   /** A transaction error (simulated or on chain), as a reason for the run's owner. */
-  function failedOnChain(err: unknown, route: SwapBuild | undefined, where: string): Failure {
+  function failedOnChain(err: unknown, _route: SwapBuild | undefined, where: string): Failure {
     const instruction = (err as { InstructionError?: [unknown, unknown] } | null)?.InstructionError;
     const custom = (instruction?.[1] as { Custom?: unknown } | undefined)?.Custom;
     const code =
@@ -390,10 +508,9 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
       );
     }
     // The run's own transfer out of the owner's account: its token errors are the owner's to mend.
-    const ownTransfer = ownTransferIndex(route);
     if (
       instruction !== undefined &&
-      Number(instruction[0]) === ownTransfer &&
+      Number(instruction[0]) === OWN_TRANSFER_INDEX &&
       code !== undefined &&
       TOKEN_ERRORS[code] !== undefined
     ) {
@@ -429,20 +546,16 @@ interface Swap {
   readonly output: TokenRef;
   readonly units: bigint;
   readonly accounts: SwapAccounts;
+  /** The run's taker: the one key the route was built for and signed by. */
+  readonly taker: string;
   readonly signal: AbortSignal;
+  /** The run's value in dollars at the price source's price (counted toward the cap per day). */
+  usdValue?: number;
 }
 
-/**
- * Why a route may not be signed, or undefined: a program off the allow-list, an instruction that
- * hands a token account's authority away, or one that needs a signer besides the fee payer and
- * the delegate (the owner's wallet above all).
- */
-function routeProblem(
-  route: SwapBuild,
-  keys: { wallet: string; delegate: string; feePayer: string },
-  allowed: ReadonlySet<string>,
-): { reason: SwapRefusal; text: string } | undefined {
-  const all: [string, PlainInstruction][] = [
+/** The route's instructions, each with the name a refusal gives it. */
+function namedInstructions(route: SwapBuild): [string, PlainInstruction][] {
+  return [
     ...route.setupInstructions.map((ix, i): [string, PlainInstruction] => [`setup instruction ${i}`, ix]),
     ["the swap instruction", route.swapInstruction],
     ...(route.cleanupInstruction === undefined
@@ -450,76 +563,11 @@ function routeProblem(
       : [["the cleanup instruction", route.cleanupInstruction] as [string, PlainInstruction]]),
     ...route.otherInstructions.map((ix, i): [string, PlainInstruction] => [`other instruction ${i}`, ix]),
   ];
-  for (const [name, ix] of all) {
-    if (!allowed.has(ix.programAddress)) {
-      return {
-        reason: "program",
-        text: `${name} calls ${ix.programAddress}, a program not on SWAP_ALLOWED_PROGRAMS`,
-      };
-    }
-    if (TOKEN_PROGRAMS.has(ix.programAddress)) {
-      const kind = AUTHORITY_INSTRUCTIONS[ix.data[0] ?? -1];
-      if (kind !== undefined)
-        return { reason: "authority", text: `${name} is a token ${kind}, which no swap needs` };
-    }
-    for (const account of ix.accounts) {
-      if (!account.signer) continue;
-      if (account.address === keys.wallet) {
-        return { reason: "signer", text: `${name} asks the owner's wallet ${keys.wallet} to sign` };
-      }
-      if (account.address !== keys.delegate && account.address !== keys.feePayer) {
-        return {
-          reason: "signer",
-          text: `${name} asks ${account.address} to sign, which is neither the fee payer nor the delegate`,
-        };
-      }
-    }
-  }
-  return undefined;
 }
 
-/**
- * Why the simulated end state is not a swap of exactly `units` in for at least `minimumOut` out,
- * with the delegate's accounts as they began; undefined when it is.
- */
-function movementProblem(
-  before: readonly [
-    TokenAccountState,
-    TokenAccountState | undefined,
-    TokenAccountState | undefined,
-    TokenAccountState | undefined,
-  ],
-  after: readonly (TokenAccountState | undefined)[],
-  swap: Swap,
-  minimumOut: bigint,
-): string | undefined {
-  const [ownerInput, ownerOutput, delegateInput, delegateOutput] = before;
-  const [inputAfter, outputAfter, delegateInputAfter, delegateOutputAfter] = after;
-  const amount = (a: TokenAccountState | undefined) => a?.amount ?? 0n;
-  if (inputAfter === undefined) return "leaves the owner's input account closed";
-  const spent = ownerInput.amount - inputAfter.amount;
-  if (spent !== swap.units)
-    return `takes ${spent} base units from the owner's input account, not exactly ${swap.units}`;
-  if (inputAfter.owner !== ownerInput.owner) return "changes the owner of the owner's input account";
-  if (outputAfter === undefined) return "leaves the owner without an output account";
-  if (outputAfter.owner !== ownerInput.owner || outputAfter.mint !== swap.output.mint) {
-    return "sends the output to an account that is not the owner's";
-  }
-  const gained = outputAfter.amount - amount(ownerOutput);
-  if (gained < minimumOut) {
-    return `adds ${gained} base units to the owner's output account, less than the quote's minimum of ${minimumOut}`;
-  }
-  for (const [name, was, is] of [
-    ["input", delegateInput, delegateInputAfter],
-    ["output", delegateOutput, delegateOutputAfter],
-  ] as const) {
-    if (
-      amount(was) !== amount(is) ||
-      was?.delegate !== is?.delegate ||
-      (was !== undefined && was.owner !== is?.owner)
-    ) {
-      return `does not leave the delegate's own ${name} account as it began`;
-    }
-  }
-  return undefined;
+const minBig = (a: bigint, b: bigint) => (a < b ? a : b);
+
+/** Lamports that keep an account of `bytes` rent-exempt (Solana's default rent: 3,480 lamports a byte-year, two years, 128 bytes of header). */
+function rentExempt(bytes: bigint): bigint {
+  return (128n + bytes) * 3_480n * 2n;
 }

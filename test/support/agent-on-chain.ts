@@ -87,7 +87,7 @@ export async function stopAgentOnChain(storeName: string, server: RunningServer 
 export async function expectLandedAsRecorded(
   chain: ChainClient,
   result: Json,
-  signers: { executor: string; delegate: string },
+  signers: { executor: string; delegate: string; taker?: string },
 ) {
   const landed = await chain.rpc
     .getTransaction(result.signature as Signature, {
@@ -99,9 +99,17 @@ export async function expectLandedAsRecorded(
   expect(landed?.meta?.err).toBeNull();
   expect(Number(landed?.slot)).toBe(result.slot);
   expect(Number(landed?.meta?.fee)).toBe(result.fee);
-  expect(landed?.transaction.message.accountKeys.slice(0, 2)).toEqual([signers.executor, signers.delegate]);
-  expect(landed?.transaction.signatures).toHaveLength(2);
-  expect(landed?.transaction.message.header.numRequiredSignatures).toBe(2);
+  // A swap's run taker signs too (after the fee payer; kit orders the read-only signers its own way).
+  const expected = [
+    signers.executor,
+    signers.delegate,
+    ...(signers.taker === undefined ? [] : [signers.taker]),
+  ];
+  const keys = landed?.transaction.message.accountKeys ?? [];
+  expect(keys[0]).toBe(signers.executor);
+  expect(keys.slice(0, expected.length).slice().sort()).toEqual(expected.slice().sort());
+  expect(landed?.transaction.signatures).toHaveLength(expected.length);
+  expect(landed?.transaction.message.header.numRequiredSignatures).toBe(expected.length);
   return landed;
 }
 

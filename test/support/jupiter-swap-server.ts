@@ -17,6 +17,7 @@ import {
   getTransferCheckedInstructionDataEncoder,
 } from "@solana-program/token";
 import { getMintDecoder } from "@solana-program/token-2022";
+import type { AnswerMutator, BuildAnswer } from "./hostile-swap-routes.ts";
 
 /**
  * A local stand-in for Jupiter's Swap API v2 `GET /build` (dev.jup.ag/docs/swap/build) that swaps
@@ -92,6 +93,8 @@ export interface JupiterSwapServerOptions {
    * Default false: the first pool of the pair.
    */
   readonly poolPerTaker?: boolean;
+  /** Rewrites each /build answer of a route before it is sent (see hostile-swap-routes.ts). */
+  readonly mutate?: AnswerMutator;
 }
 
 export interface JupiterSwapServer {
@@ -449,6 +452,14 @@ export async function startJupiterSwapServer(options: JupiterSwapServerOptions):
     };
   };
 
+  /** The answer, through `mutate` when there is a route to rewrite. */
+  const answer = async (query: URLSearchParams) => {
+    const built = await build(query);
+    if (built.status !== 200 || options.mutate === undefined) return built;
+    const context = { query, stranger, rpcUrl: options.rpcUrl };
+    return { ...built, body: await options.mutate(built.body as BuildAnswer, context) };
+  };
+
   const sockets = new Set<Socket>();
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://localhost");
@@ -459,7 +470,7 @@ export async function startJupiterSwapServer(options: JupiterSwapServerOptions):
     asked.push(url.searchParams);
     const current = mode;
     if (current === "never-answers") return;
-    build(url.searchParams).then(
+    answer(url.searchParams).then(
       ({ status, body }) => {
         if (current === "huge-answer" && status === 200) {
           streamHuge(res, body);
