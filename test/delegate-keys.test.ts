@@ -14,7 +14,13 @@ import { getAddressFromPublicKey } from "@solana/addresses";
 import { createKeyPairFromPrivateKeyBytes } from "@solana/keys";
 import { type Address, generateKeyPairSigner, getBase58Decoder } from "@solana/kit";
 import { afterAll, describe, expect, it } from "vitest";
-import { createDelegateKeys, delegateInfo, delegateSeed } from "../src/chain/delegate-keys.ts";
+import {
+  createDelegateKeys,
+  delegateInfo,
+  delegateSeed,
+  takerInfo,
+  takerSeed,
+} from "../src/chain/delegate-keys.ts";
 import { loadDelegateSeed } from "../src/chain/delegate-seed.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
 import { createChainClient } from "./support/chain-client.ts";
@@ -118,6 +124,87 @@ describe("delegate derivation", () => {
         for (const encoding of encodingsOf(secret)) expect(shown).not.toContain(encoding);
       }
     }
+  });
+});
+
+/**
+ * Known answers of a swap run's taker under SECRET: owner, wallet, agent, slot (its idempotency
+ * key), Ed25519 seed (hex), address. Computed by hkdfByHand with the label
+ * "token-agent-service/swap-taker/v1": a change would make a retry after a crash sign with another
+ * taker than the transaction it may have sent.
+ */
+const TAKER_VECTORS: [string, string, string, string, string, string][] = [
+  [
+    "alice",
+    WALLET_1,
+    "agent-1",
+    "agent-1.lx2b3c00",
+    "1bf44ab28a94d057e39c8865a4fe9e3ae64aa5dd6b186012fd8b301a1e2304da",
+    "Dd4tN5e6vd3m91ky1BgU7DG8oqYAaQ2vRekfFa7vGZyb",
+  ],
+  [
+    "alice",
+    WALLET_1,
+    "agent-1",
+    "agent-1.lx2b3c01",
+    "d70cc57c7a4ef4153b42ba71b5a96c98716a63b49ad024ce676f3d968e68ad9b",
+    "5pQ3omb9hTtVDAQeXSFwUBR4mxEfDdhrmQSwurDc6kYo",
+  ],
+  [
+    "alice",
+    WALLET_1,
+    "agent-2",
+    "agent-2.lx2b3c00",
+    "0ee7471559166af9327df43eb091cb3f2b4b2a5edbb904ae7ff9a30a0a00c222",
+    "51o3QDu2JGRc842fF63FuwhZvbNaYuVJ6yXwSxzMXVAK",
+  ],
+  [
+    "mallory",
+    WALLET_1,
+    "agent-1",
+    "agent-1.lx2b3c00",
+    "46e7512f3758bd771ef70ecb6decf6c6082e66f549adab4b11e61b781a3b7a60",
+    "6mJyArDJSY45intpz1CYCv8Q6eK35qCkn2x6RPdPC8ft",
+  ],
+  [
+    "alice",
+    WALLET_2,
+    "agent-1",
+    "agent-1.lx2b3c00",
+    "4ef5aefd2756560ba908bf877051a26d609d88e7d3d42b301ba58e1fd34eddf8",
+    "GgfpRQSXLbddJJJgfbVfdBdU1MUgmcTwJfUbcRJishPY",
+  ],
+];
+
+describe("a swap run's taker", () => {
+  it.each(TAKER_VECTORS)(
+    "known answer: (%s, %s, %s, %s)",
+    async (owner, wallet, agent, slot, seedHex, address) => {
+      expect(Buffer.from(takerSeed(SECRET, owner, wallet, agent, slot)).toString("hex")).toBe(seedHex);
+      const info = Buffer.concat(
+        ["token-agent-service/swap-taker/v1", owner, wallet, agent, slot].flatMap((part) => {
+          const bytes = Buffer.from(part, "utf8");
+          return [Buffer.from([bytes.length >> 8, bytes.length & 0xff]), bytes];
+        }),
+      );
+      expect(takerInfo(owner, wallet, agent, slot)).toEqual(info);
+      expect(hkdfByHand(SECRET, "token-agent-service", info).toString("hex")).toBe(seedHex);
+      const pair = await createKeyPairFromPrivateKeyBytes(Buffer.from(seedHex, "hex"));
+      expect(await getAddressFromPublicKey(pair.publicKey)).toBe(address);
+      expect(createDelegateKeys({ secret: SECRET }).takerOf(owner, wallet, agent, slot).address).toBe(
+        address,
+      );
+    },
+  );
+
+  it("is never the (owner, wallet) delegate, and differs per slot, agent, owner and wallet", () => {
+    const keys = createDelegateKeys({ secret: SECRET });
+    const takers = TAKER_VECTORS.map((v) => v[5]);
+    expect(new Set(takers).size).toBe(takers.length);
+    expect(takers).not.toContain(keys.addressOf("alice", WALLET_1));
+    // The same inputs, the same taker: a retry after a crash signs with the key it signed with.
+    expect(keys.takerOf("alice", WALLET_1, "agent-1", "agent-1.lx2b3c00").address).toBe(takers[0]);
+    expect(takerInfo("ab", "c", "d", "e")).not.toEqual(takerInfo("a", "bc", "d", "e"));
   });
 });
 
