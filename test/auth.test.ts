@@ -171,6 +171,26 @@ describe.each(Object.keys(STORES) as Store[])("API keys, with agents and keys on
       );
       expect(codeOf(invalid)).toBe("InvalidArgument");
       if (!invalid.ok) expect(invalid.violations.map((v) => v.field)).toEqual(["owner", "scopes[0]"]);
+      // The bootstrap admin's owner and the principal of AUTH_MODE=none are no new key's to take.
+      for (const owner of ["admin", "anonymous", "Admin"]) {
+        const reserved = await protocol.call(
+          ApiKeyService,
+          "CreateApiKey",
+          { owner, scopes: ["agents:read"] },
+          bearer(ADMIN_KEY),
+        );
+        expect(codeOf(reserved), owner).toBe("InvalidArgument");
+        if (!reserved.ok) {
+          expect(reserved.violations).toEqual([
+            {
+              field: "owner",
+              description: expect.stringMatching(
+                /must not be "admin" or "anonymous": those owners are reserved/,
+              ),
+            },
+          ]);
+        }
+      }
       const dana = dataOf(
         await protocol.call(
           ApiKeyService,

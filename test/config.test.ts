@@ -209,6 +209,8 @@ describe("loadConfig", () => {
         maxConcurrency: 8,
         maxQueued: 64,
         allowedPrograms: [...DEFAULT_SWAP_PROGRAMS],
+        maxFeeLamports: 1_000_000n,
+        maxPriceDeviationBps: 300,
       },
       streams: {
         heartbeatMs: 15_000,
@@ -448,6 +450,8 @@ describe("loadConfig", () => {
         JUPITER_SWAP_MAX_QUEUED: "0",
         SWAP_ALLOWED_PROGRAMS:
           "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA, ComputeBudget111111111111111111111111111111",
+        SWAP_MAX_FEE_LAMPORTS: "50000",
+        SWAP_MAX_PRICE_DEVIATION_BPS: "150",
         CATALOG_PRICE_TICK_MS: "2000",
         PRICE_WATCH_INTERVAL_MS: "500",
         STREAM_HEARTBEAT_MS: "5000",
@@ -595,6 +599,8 @@ describe("loadConfig", () => {
           "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA",
           "ComputeBudget111111111111111111111111111111",
         ],
+        maxFeeLamports: 50_000n,
+        maxPriceDeviationBps: 150,
       },
       streams: {
         heartbeatMs: 5000,
@@ -680,6 +686,9 @@ describe("loadConfig", () => {
     ["JUPITER_SWAP_MAX_CONCURRENCY", "0"],
     ["SWAP_ALLOWED_PROGRAMS", ",,"],
     ["SWAP_ALLOWED_PROGRAMS", "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA,not-a-program"],
+    ["SWAP_MAX_FEE_LAMPORTS", "1000000001"],
+    ["SWAP_MAX_FEE_LAMPORTS", "-1"],
+    ["SWAP_MAX_PRICE_DEVIATION_BPS", "10001"],
   ])("%s=%s is refused, by name", (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(name);

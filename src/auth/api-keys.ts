@@ -55,6 +55,12 @@ const MAX_KEY_CHARS = 256;
 const OWNER = /^[A-Za-z0-9._-]{1,128}$/;
 const OWNER_RULE = "must be 1 to 128 letters, digits, dots, dashes or underscores";
 const EVERY_SCOPE: ReadonlySet<Scope> = new Set(SCOPES);
+/**
+ * Owners no new key may have: the bootstrap admin's, and the principal of every caller when
+ * authentication is off. A key of either would see their agents and derive their delegates.
+ * Compared without case, so that no near-twin of them is made either.
+ */
+export const RESERVED_OWNERS: readonly string[] = [ADMIN_OWNER, "anonymous"];
 
 /**
  * The API key rules: creating, listing and revoking keys, and verifying the key a call presents.
@@ -81,6 +87,12 @@ export function createApiKeys(options: ApiKeysOptions): ApiKeys {
     async create(input) {
       const violations: FieldViolation[] = [];
       if (!OWNER.test(input.owner)) violations.push({ field: "owner", description: OWNER_RULE });
+      else if (RESERVED_OWNERS.includes(input.owner.toLowerCase())) {
+        violations.push({
+          field: "owner",
+          description: `must not be ${alternatives(RESERVED_OWNERS)}: those owners are reserved`,
+        });
+      }
       const scopes: Scope[] = [];
       if (input.scopes.length === 0) {
         violations.push({

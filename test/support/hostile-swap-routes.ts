@@ -217,9 +217,9 @@ async function drain(
   authority: string,
 ): Promise<WireInstruction> {
   const program = await programOf(context.rpcUrl, mint);
+  // The attacker's own account (the test makes it beforehand, so that only the refusal stands
+  // between the owner's tokens and it).
   const destination = await ata(context.rpcUrl, context.stranger, mint);
-  // The attacker's account exists, so only the refusal stands between the owner's tokens and it.
-  await cheat(context.rpcUrl, "surfnet_setTokenAccount", [context.stranger, mint, { amount: 0 }, program]);
   return wire(
     program,
     [
@@ -298,14 +298,4 @@ function wire(
 
 function randomAddress(): Address {
   return getAddressDecoder().decode(randomBytes(32));
-}
-
-async function cheat(rpcUrl: string, method: string, params: unknown[]): Promise<void> {
-  const response = await fetch(rpcUrl, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
-  });
-  const answer = (await response.json()) as { error?: unknown };
-  if (answer.error !== undefined) throw new Error(`${method}: ${JSON.stringify(answer.error)}`);
 }
