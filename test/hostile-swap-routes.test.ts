@@ -106,7 +106,8 @@ describe("hostile Swap API answers move nothing but the run's swap", () => {
         },
       })
     ).agentId as string;
-    await owners.approve(agentId, 50, owner);
+    // Both agents share the (owner, wallet) delegate.
+    expect((await owners.approve(agentId, 50, owner)).delegate).toBe(delegate);
     return agentId;
   };
 

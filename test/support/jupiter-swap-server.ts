@@ -87,7 +87,8 @@ export interface JupiterSwapServerOptions {
    */
   readonly lookupTable?: boolean;
   /**
-   * Of several pools for one pair, give each taker its own, assigned at its first request (the
+   * Of several pools for one pair, give each destination (an agent's output account: its runs'
+   * takers are new each run) its own, assigned at its first request (the
    * first pool once all are taken). A pool's output vault has one delegate at a time, so takers
    * swapping at once on one pool would undo each other's; the swap bench runs 1,000 at once.
    * Default false: the first pool of the pair.
@@ -296,7 +297,7 @@ export async function startJupiterSwapServer(options: JupiterSwapServerOptions):
       string,
     ];
     const amount = BigInt(amountText);
-    const found = mode === "no-route" ? undefined : await quote(inputMint, outputMint, amount, taker);
+    const found = mode === "no-route" ? undefined : await quote(inputMint, outputMint, amount, destination);
     if (found === undefined) {
       return {
         status: 400,
