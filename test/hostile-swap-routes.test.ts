@@ -313,4 +313,22 @@ describe("hostile Swap API answers move nothing but the run's swap", () => {
       }
     },
   );
+
+  it("counts each refusal by its reason", async () => {
+    const metrics = await (await fetch(`${server.baseUrl}/metrics`)).text();
+    const count = (reason: string) =>
+      Number(
+        metrics
+          .split("\n")
+          .find((l) => l.startsWith(`swap_routes_refused_total{reason="${reason}"}`))
+          ?.split(" ")[1],
+      );
+    // Two attempts each: the transfer and the assign (system), the two drains (authority), the close.
+    expect(count("system")).toBeGreaterThanOrEqual(4);
+    expect(count("authority")).toBeGreaterThanOrEqual(4);
+    expect(count("close")).toBeGreaterThanOrEqual(2);
+    // Final at once: the missing table, the price (out-amount-one and the catalog case).
+    expect(count("lookup_table")).toBeGreaterThanOrEqual(1);
+    expect(count("price")).toBeGreaterThanOrEqual(2);
+  });
 });
