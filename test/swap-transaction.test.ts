@@ -7,11 +7,17 @@
  * test/swap-agent.test.ts and test/hostile-swap-routes.test.ts.
  */
 import { randomBytes } from "node:crypto";
-import { getBase64Encoder, getCompiledTransactionMessageDecoder, getTransactionDecoder } from "@solana/kit";
+import {
+  type Address,
+  getAddressEncoder,
+  getBase64Encoder,
+  getCompiledTransactionMessageDecoder,
+  getTransactionDecoder,
+} from "@solana/kit";
 import { ASSOCIATED_TOKEN_PROGRAM_ADDRESS, TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
 import { describe, expect, it } from "vitest";
 import { signingKeyFromSeed } from "../src/chain/ed25519-key.ts";
-import { vetRoute } from "../src/chain/swap-route.ts";
+import { endStateProblem, tokenFieldsOf, vetRoute } from "../src/chain/swap-route.ts";
 import {
   COMPUTE_BUDGET_PROGRAM,
   MEMO_PROGRAM,
@@ -286,5 +292,129 @@ describe("a swap's transaction", () => {
         expect(verdict.text).toMatch(text);
       }
     }
+  });
+
+  it("checks the end state of every account our keys or the wallet hold authority over", () => {
+    const keys = {
+      executor: address(),
+      delegate: address(),
+      wallet: address(),
+      taker: address(),
+      takerInput: address(),
+    };
+    const ownerInput = address();
+    const ownerOutput = address();
+    const other = address();
+    const pool = address();
+    /** A token account's 165 bytes, as SPL Token lays them out. */
+    const token = (fields: {
+      mint: string;
+      owner: string;
+      amount: bigint;
+      delegate?: string;
+      delegated?: bigint;
+    }) => {
+      const data = new Uint8Array(165);
+      const view = new DataView(data.buffer);
+      data.set(getAddressEncoder().encode(fields.mint as Address), 0);
+      data.set(getAddressEncoder().encode(fields.owner as Address), 32);
+      view.setBigUint64(64, fields.amount, true);
+      if (fields.delegate !== undefined) {
+        view.setUint32(72, 1, true);
+        data.set(getAddressEncoder().encode(fields.delegate as Address), 76);
+      }
+      data[108] = 1;
+      view.setBigUint64(121, fields.delegated ?? 0n, true);
+      return { lamports: 2_039_280n, program: TOKEN_PROGRAM_ADDRESS, data };
+    };
+    const system = (lamports: bigint) => ({
+      lamports,
+      program: "11111111111111111111111111111111",
+      data: new Uint8Array(),
+    });
+    const addresses = [keys.executor, ownerInput, ownerOutput, keys.takerInput, other, pool];
+    const before = [
+      system(10_000_000n),
+      token({
+        mint: USDC.mint,
+        owner: keys.wallet,
+        amount: 5_000_000n,
+        delegate: keys.delegate,
+        delegated: 3_000_000n,
+      }),
+      token({ mint: JUP.mint, owner: keys.wallet, amount: 0n }),
+      undefined,
+      token({ mint: JUP.mint, owner: keys.wallet, amount: 7n }),
+      token({ mint: JUP.mint, owner: address(), amount: 1_000n }),
+    ];
+    const swapped = [
+      system(10_000_000n - 20_000n),
+      token({
+        mint: USDC.mint,
+        owner: keys.wallet,
+        amount: 3_500_000n,
+        delegate: keys.delegate,
+        delegated: 1_500_000n,
+      }),
+      token({ mint: JUP.mint, owner: keys.wallet, amount: 900n }),
+      undefined,
+      before[4],
+      // The pool's own vault: the pool's affair.
+      token({
+        mint: JUP.mint,
+        owner: (before[5] && tokenFieldsOf(before[5])?.owner) as string,
+        amount: 100n,
+      }),
+    ];
+    const rules = {
+      keys,
+      ownerInput,
+      ownerOutput,
+      amount: 1_500_000n,
+      minimumOut: 800n,
+      outputMint: JUP.mint,
+      executorSpendBound: 1_015_000n,
+    };
+    expect(endStateProblem(addresses, before, swapped, rules)).toBeUndefined();
+    const changed = (i: number, to: (typeof swapped)[number]) => swapped.map((a, j) => (j === i ? to : a));
+    expect(endStateProblem(addresses, before, changed(0, system(10_000_000n - 2_000_000n)), rules)).toMatch(
+      /takes 2000000 lamports from the executor, more than the 1015000/,
+    );
+    expect(
+      endStateProblem(
+        addresses,
+        before,
+        changed(0, { ...system(9_990_000n), program: TOKEN_PROGRAM_ADDRESS }),
+        rules,
+      ),
+    ).toMatch(/changes the owner program or data of the executor's own account/);
+    expect(
+      endStateProblem(
+        addresses,
+        before,
+        changed(1, token({ mint: USDC.mint, owner: keys.wallet, amount: 0n, delegate: keys.delegate })),
+        rules,
+      ),
+    ).toMatch(/takes 5000000 base units from the owner's input account, not exactly 1500000/);
+    expect(
+      endStateProblem(
+        addresses,
+        before,
+        changed(2, token({ mint: JUP.mint, owner: keys.wallet, amount: 10n })),
+        rules,
+      ),
+    ).toMatch(/adds 10 base units to the owner's output account, less than the quote's minimum of 800/);
+    expect(endStateProblem(addresses, before, changed(3, system(2_039_280n)), rules)).toMatch(
+      /taker's input account open/,
+    );
+    // Another of the wallet's accounts, which the route was never to touch.
+    expect(
+      endStateProblem(
+        addresses,
+        before,
+        changed(4, token({ mint: JUP.mint, owner: keys.wallet, amount: 0n })),
+        rules,
+      ),
+    ).toMatch(/changes \w+, a token account the service's keys or the owner's wallet hold authority over/);
   });
 });
