@@ -3,8 +3,11 @@ import { SWAP_REFUSALS, type SwapRefusal } from "../scheduler/swap-executor.ts";
 
 /**
  * `swap_routes_refused_total{reason}`: swap routes refused before signing, by why (a program off
- * the allow-list, an authority-handing instruction, a foreign signer, a simulation that moved the
- * wrong amounts, a quote or minimum out outside the agent's band). A rise means the Swap API is
+ * the allow-list, the System program, an instruction that names the executor or the delegate or
+ * hands authority away, a foreign signer, a close of anything but the taker's account, an
+ * associated account operation, a lookup table not on chain, a simulated end state that is not
+ * exactly the swap, a quote or minimum out outside the agent's band, a price too far below the
+ * price source's). A rise means the Swap API is
  * answering something the service will not sign: an alert, not a retry loop to wait out.
  */
 export function registerSwapMetrics(registry: Registry): (reason: SwapRefusal) => void {
