@@ -29,7 +29,7 @@ import type { AnswerMutator, BuildAnswer } from "./hostile-swap-routes.ts";
  * The answer's instructions move real tokens when the caller's transaction lands, using only the
  * SPL Token program (on the executor's default allow-list):
  *   - swapInstruction: the taker's `transferChecked` of `amount` from its own account for the
- *     input mint (the delegate's account, which the executor fills first) into the input vault;
+ *     input mint (the run's taker's account, which the executor fills first) into the input vault;
  *   - cleanupInstruction: the output vault's `transferChecked` of `outAmount` to
  *     `destinationTokenAccount`, signed by the taker as the vault's delegate: before answering,
  *     the server makes the taker the output vault's delegate for exactly the quoted amount.
