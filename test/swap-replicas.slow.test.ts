@@ -60,15 +60,20 @@ it("three replicas swapping on one local chain: SIGKILL after a send, SIGKILL be
   const replicaChain = await startReplicaChain(directory, processes);
   const { rpcUrl, chain } = replicaChain;
 
-  // One pool per output token: about 2 of it per USDC, deep enough that 5 swaps barely move it.
+  // One pool per output token at the catalog's price (the service holds a quote to it, within
+  // SWAP_MAX_PRICE_DEVIATION_BPS), deep enough that 5 swaps barely move it: 1,000,000 USDC of each.
   const jupiter = await startJupiterSwapServer({
     rpcUrl,
-    pools: OUTPUTS.map((symbol) => ({
-      mintA: USDC,
-      mintB: mintOf(symbol),
-      reserveA: 1_000_000_000_000n,
-      reserveB: 2_000_000n * 10n ** BigInt(TOKENS.find((t) => t.symbol === symbol)?.decimals ?? 6),
-    })),
+    pools: OUTPUTS.map((symbol) => {
+      const token = TOKENS.find((t) => t.symbol === symbol);
+      const whole = BigInt(Math.round(1_000_000 / (token?.price ?? 1)));
+      return {
+        mintA: USDC,
+        mintB: mintOf(symbol),
+        reserveA: 1_000_000_000_000n,
+        reserveB: whole * 10n ** BigInt(token?.decimals ?? 6),
+      };
+    }),
   });
   closeJupiter = jupiter.close;
   // Wallets hold USDC and have approved their agent's delegate, (anonymous, wallet) here (set by
