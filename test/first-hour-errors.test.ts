@@ -63,6 +63,12 @@ describe("wrong methods answer 405 with Allow and a JSON error naming the method
         /^"GET" is not allowed on "\/agent\.v1\.AgentService\/CreateAgent": Connect calls are POST/,
       );
     }
+    // A Connect client gets the bare 405 its protocol specifies (the conformance suite checks it).
+    const client = await call("GET", "/agent.v1.AgentService/CreateAgent", undefined, {
+      "connect-protocol-version": "1",
+    });
+    expect(client.status).toBe(405);
+    expect(client.text).toBe("");
     // A side-effect-free procedure takes GET too (with ?message=&encoding=json), as Connect allows.
     const get = await call(
       "GET",
