@@ -88,8 +88,9 @@ export async function callService(baseUrl: string): Promise<Record<string, unkno
     const source = new EventSource(`${baseUrl}/v1/agents/events:watch?after=0`);
     // Agent events are named by their type (`event: agent.created`), so a page listens for a kind.
     source.addEventListener("agent.created", (event) => {
+      const message = event as MessageEvent;
       source.close();
-      resolve({ id: event.lastEventId, type: JSON.parse(event.data).data.type });
+      resolve({ id: message.lastEventId, type: JSON.parse(message.data).data.type });
     });
     source.onerror = () => {
       source.close();
