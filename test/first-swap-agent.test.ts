@@ -86,3 +86,32 @@ describe("examples/first-swap-agent.ts", () => {
     expect(accounts[0]?.account.data.parsed.info.delegate).toBeUndefined();
   }, 100_000);
 });
+
+describe("the examples against a server that requires keys", () => {
+  it("stop at the first call and say to set API_KEY", async () => {
+    const keyed = await startMain({ AUTH_MODE: "apikey", ADMIN_API_KEY: "k".repeat(40) });
+    try {
+      const chain = await keyed.waitForLog((l) => typeof l.solana_rpc === "string");
+      for (const example of ["examples/first-swap-agent.ts", "examples/first-transfer-agent.ts"]) {
+        const failed = await run(process.execPath, [example], {
+          cwd: ROOT,
+          env: {
+            PATH: process.env.PATH ?? "",
+            API_URL: `http://127.0.0.1:${keyed.port}`,
+            RPC_URL: chain.solana_rpc as string,
+          },
+          timeout: 30_000,
+        }).then(
+          () => undefined,
+          (error: { code: number; stderr: string }) => error,
+        );
+        expect(failed?.code, example).not.toBe(0);
+        expect(failed?.stderr, example).toMatch(
+          /POST \/v1\/agents: HTTP 401: this service requires a key: set API_KEY/,
+        );
+      }
+    } finally {
+      keyed.kill();
+    }
+  }, 60_000);
+});
