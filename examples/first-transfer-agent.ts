@@ -1,7 +1,9 @@
 /**
  * A first transfer agent, end to end, as its owner does it: a wallet made and funded on the
  * embedded local chain, an agent created over REST, the approval PrepareApproval answers signed
- * by the wallet and sent, and three runs that move USDC on the chain.
+ * by the wallet and sent, and three runs that move USDC on the chain. Then the agent is paused, so
+ * that it does not outlive its allowance (it would fail once the 10 USDC are spent), and the wallet
+ * revokes the approval itself (SPL Token `revoke`) before its key, which only this script holds, is gone.
  *
  *   SCHEDULE_TIME_SCALE=1200 npm start          # in one terminal: an hourly agent runs every 3 s
  *   AGENT=$(npx node examples/first-transfer-agent.ts)
@@ -9,22 +11,29 @@
  * Progress goes to stderr, the agent's id to stdout. Settings (all optional):
  *   API_URL  the service            (http://localhost:8080)
  *   RPC_URL  its chain's JSON-RPC   (http://127.0.0.1:8899, the embedded local chain)
- *   API_KEY  a key, when the service requires keys
+ *   API_KEY  a key, when the service requires keys (an HTTP 401 means: set API_KEY)
  *
- * Outside this repository the script needs only `npm install @solana/kit` and Node 24 (or a
- * TypeScript runner).
+ * Outside this repository the script needs `npm install @solana/kit @solana-program/token` and
+ * Node 24 (or `npx tsx`), in a project whose package.json has "type": "module".
  */
 import {
   type Address,
+  appendTransactionMessageInstruction,
   createSolanaRpc,
+  createTransactionMessage,
   generateKeyPairSigner,
   getBase64EncodedWireTransaction,
   getBase64Encoder,
   getTransactionDecoder,
   lamports,
+  pipe,
   type Signature,
+  setTransactionMessageFeePayerSigner,
+  setTransactionMessageLifetimeUsingBlockhash,
   signTransaction,
+  signTransactionMessageWithSigners,
 } from "@solana/kit";
+import { findAssociatedTokenPda, getRevokeInstruction, TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
 
 const API_URL = process.env.API_URL ?? "http://localhost:8080";
 const RPC_URL = process.env.RPC_URL ?? "http://127.0.0.1:8899";
@@ -49,6 +58,8 @@ async function api(method: string, path: string, body?: Json): Promise<Json> {
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   const json = (await res.json()) as Json;
+  if (res.status === 401)
+    throw new Error(`${method} ${path}: HTTP 401: this service requires a key: set API_KEY`);
   if (!res.ok) throw new Error(`${method} ${path}: HTTP ${res.status} ${json.code}: ${json.message}`);
   return json.data as Json;
 }
@@ -64,7 +75,7 @@ async function cheatcode(method: string, params: unknown[]): Promise<void> {
   if (json.error !== undefined) throw new Error(`${method}: ${json.error.message}`);
 }
 
-/** Waits until the chain has confirmed the signature (the local chain has no WebSocket to wait on). */
+/** Waits until the chain has confirmed the signature, by polling (a WebSocket subscription would do too). */
 async function confirmed(signature: Signature): Promise<void> {
   for (let i = 0; i < 100; i++) {
     const [status] = (await rpc.getSignatureStatuses([signature]).send()).value;
@@ -153,4 +164,31 @@ const [account] = (
 ).value;
 const received = account === undefined ? "0" : account.account.data.parsed.info.tokenAmount.uiAmountString;
 say(`6. ${friend.address} holds ${received} USDC on the chain`);
+
+// 7. Pause the agent: left running, it would spend the rest of its 10 USDC and then fail.
+const paused = await api("POST", `/v1/agents/${agentId}:pause`, {});
+say(`7. agent ${agentId} is ${paused.status} (ResumeAgent runs it again)`);
+
+// 8. Revoke: the wallet takes the delegate's authority back (SPL Token `revoke`), while this
+//    script still holds its key. After this, no agent of this wallet can move its USDC.
+const [walletUsdc] = await findAssociatedTokenPda({
+  owner: wallet.address,
+  mint: USDC,
+  tokenProgram: TOKEN_PROGRAM_ADDRESS,
+});
+const { value: lifetime } = await rpc.getLatestBlockhash().send();
+const revoke = await signTransactionMessageWithSigners(
+  pipe(
+    createTransactionMessage({ version: 0 }),
+    (m) => setTransactionMessageFeePayerSigner(wallet, m),
+    (m) => setTransactionMessageLifetimeUsingBlockhash(lifetime, m),
+    (m) =>
+      appendTransactionMessageInstruction(getRevokeInstruction({ source: walletUsdc, owner: wallet }), m),
+  ),
+);
+const revoked = await rpc
+  .sendTransaction(getBase64EncodedWireTransaction(revoke), { encoding: "base64" })
+  .send();
+await confirmed(revoked);
+say(`8. revoked: the wallet's USDC account has no delegate (${revoked})`);
 process.stdout.write(`${agentId}\n`);

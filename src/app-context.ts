@@ -135,6 +135,8 @@ export async function createAppContext(
     readonly swaps: SwapApi;
     /** Hears of swap routes refused before signing. */
     readonly onSwapRefused?: (reason: SwapRefusal) => void;
+    /** Where swap routes come from now, in owners' words (Agent.notice). */
+    readonly swapNotice?: () => string;
   },
   overrides: AppContextOverrides = {},
 ): Promise<AppContext> {
@@ -323,6 +325,7 @@ export async function createAppContext(
     }),
     newId: newAgentId,
     ...(overrides.now === undefined ? {} : { now: overrides.now }),
+    ...(parts.swapNotice === undefined ? {} : { swapNotice: parts.swapNotice }),
   });
   const isStoreReady = async () => {
     try {

@@ -291,6 +291,11 @@ export interface PricesConfig {
 export interface SwapsConfig {
   /** JUPITER_SWAP_URL: Jupiter's Swap API v2 base (GET {url}/build). */
   readonly jupiterSwapUrl: string;
+  /**
+   * JUPITER_SWAP_URL unset on the embedded chain (no SOLANA_RPC_URL): routes come from the local
+   * pools on that development chain, in-process, not from Jupiter. Never against a cluster.
+   */
+  readonly localRoutes?: boolean;
   /** Bound on one build request, answer included. */
   readonly timeoutMs: number;
   /** Largest build answer read, in bytes. */
@@ -443,7 +448,7 @@ export const CONFIG_VARIABLES = {
   PRICE_CACHE_ENTRIES: "10000",
   JUPITER_BREAKER_FAILURES: "5",
   JUPITER_BREAKER_OPEN_MS: "10000",
-  JUPITER_SWAP_URL: "https://api.jup.ag/swap/v2",
+  JUPITER_SWAP_URL: "",
   JUPITER_SWAP_TIMEOUT_MS: "5000",
   JUPITER_SWAP_MAX_RESPONSE_BYTES: "262144",
   JUPITER_SWAP_MAX_CONCURRENCY: "8",
@@ -815,8 +820,13 @@ function readTransfers(read: Read, int: Int, problems: string[], solana: SolanaC
 /** Programs SWAP_ALLOWED_PROGRAMS may name: a transaction calls a few dozen at most. */
 const MAX_SWAP_PROGRAMS = 64;
 
+/** Jupiter's Swap API, for JUPITER_SWAP_URL unset against a cluster. */
+export const JUPITER_SWAP_DEFAULT_URL = "https://api.jup.ag/swap/v2";
+
 function readSwaps(read: Read, int: Int, problems: string[]): SwapsConfig {
-  const url = read("JUPITER_SWAP_URL").replace(/\/+$/, "");
+  const given = read("JUPITER_SWAP_URL").replace(/\/+$/, "");
+  const localRoutes = given === "" && read("SOLANA_RPC_URL") === "";
+  const url = given === "" ? JUPITER_SWAP_DEFAULT_URL : given;
   if (!isHttpUrl(url)) problems.push("JUPITER_SWAP_URL must be an http:// or https:// URL");
   const listed = read("SWAP_ALLOWED_PROGRAMS");
   const programs = [
@@ -841,6 +851,7 @@ function readSwaps(read: Read, int: Int, problems: string[]): SwapsConfig {
   }
   return {
     jupiterSwapUrl: url,
+    localRoutes,
     timeoutMs: int("JUPITER_SWAP_TIMEOUT_MS", 10, 600_000),
     // A real answer is a few kilobytes (a transaction is at most 1,232 bytes, its tables a few more).
     maxResponseBytes: int("JUPITER_SWAP_MAX_RESPONSE_BYTES", 1024, 64 * 1024 * 1024),

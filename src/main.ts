@@ -2,7 +2,12 @@ import { Counter, type Registry } from "prom-client";
 import { ConfigError } from "./config.ts";
 import { createIdleHeapRelease, type IdleHeapRelease } from "./idle-heap-release.ts";
 import { createLogger, type Logger } from "./logger.ts";
-import { keepServingOnUnhandledRejection, loadConfigOrExit, stopOnSignals } from "./process-lifecycle.ts";
+import {
+  keepServingOnUnhandledRejection,
+  loadConfigOrExit,
+  stopOnSignals,
+  stopWithLauncher,
+} from "./process-lifecycle.ts";
 import type { TransferHooks } from "./scheduler/transfer-executor.ts";
 import { createService, LocalChainPortInUseError } from "./service.ts";
 
@@ -86,6 +91,8 @@ async function main(): Promise<void> {
       stopped: "stopped",
     },
   );
+  // `npm start &` then `kill <npm's pid>`: the service goes with npm, freeing its ports.
+  stopWithLauncher(logger);
 }
 
 /**

@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { type Config, ConfigError, loadConfig } from "./config.ts";
 import type { Logger } from "./logger.ts";
 import { createRateLimitedLog } from "./observability/rate-limited-log.ts";
@@ -55,4 +56,42 @@ export function keepServingOnUnhandledRejection(logger: Logger, onRejection: () 
     onRejection();
     log({ err: reason }, "unhandled promise rejection (a bug): the process keeps serving");
   });
+}
+
+/**
+ * Stops the process (as SIGTERM does) when whoever launched it through npm is gone: `npm start &`
+ * then `kill <npm's pid>` kills npm, and its child would otherwise keep serving, holding the HTTP
+ * and chain ports. npm runs the service through a shell, so the launcher is the parent and, when
+ * the parent is that shell, its own parent: a change of either (the orphan is adopted) means npm
+ * went away. Only under npm (npm_lifecycle_event set); a container's or a supervisor's process is
+ * left to its supervisor. Reads /proc where there is one (Linux); elsewhere watches the parent only.
+ */
+export function stopWithLauncher(
+  logger: Logger,
+  options: { readonly intervalMs?: number; readonly env?: NodeJS.ProcessEnv } = {},
+): { stop(): void } {
+  const env = options.env ?? process.env;
+  if (env.npm_lifecycle_event === undefined) return { stop() {} };
+  const parent = process.ppid;
+  const grandparent = parentOf(parent);
+  const timer = setInterval(() => {
+    if (process.ppid === parent && parentOf(parent) === grandparent) return;
+    clearInterval(timer);
+    logger.warn({ parent }, "npm, which started this process, is gone: stopping as on SIGTERM");
+    process.kill(process.pid, "SIGTERM");
+  }, options.intervalMs ?? 1000);
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
+}
+
+/** The parent pid of `pid` from /proc (Linux), or undefined where that cannot be read. */
+function parentOf(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so read after the last ")".
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return Number(fields[1]);
+  } catch {
+    return undefined;
+  }
 }

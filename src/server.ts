@@ -16,6 +16,7 @@ import { createMetricsEndpoint } from "./http/metrics-endpoint.ts";
 import { createProbeHandler } from "./http/probes.ts";
 import { createStalledWrites } from "./http/stalled-writes.ts";
 import { answerUnknownRoute } from "./http/unknown-route.ts";
+import { createWrongMethodHandler } from "./http/wrong-method.ts";
 import { createLeanUnary } from "./lean/lean-unary.ts";
 import { droppedLogLines } from "./logger.ts";
 import { createMetrics } from "./observability/metrics.ts";
@@ -155,6 +156,9 @@ export function build(context: AppContext, options: BuildOptions = {}): Server {
   /** Paths of RPCs whose answer is a stream: connect-node's writes of them get a deadline. */
   const serverStreamingPaths = new Set<string>();
   const stalledWrites = createStalledWrites({ timeoutMs: config.streams.writeTimeoutMs });
+  /** Each Connect procedure path and the HTTP methods it takes (POST; GET too for side-effect-free ones). */
+  const procedureMethods = new Map<string, readonly string[]>();
+  const wrongMethod = createWrongMethodHandler(() => procedureMethods);
   /** REST paths from the contract's google.api.http rules, served by the same Connect handlers. */
   let rest: ReturnType<typeof createRestHandler> = () => false;
   // Outermost first. Logging and metrics see every call as its caller does, so they sit outside
@@ -210,6 +214,7 @@ export function build(context: AppContext, options: BuildOptions = {}): Server {
         const kind = handler.method.methodKind;
         if (kind === "client_streaming" || kind === "bidi_streaming") streamingPaths.add(handler.requestPath);
         if (kind === "server_streaming") serverStreamingPaths.add(handler.requestPath);
+        procedureMethods.set(handler.requestPath, handler.allowedMethods);
       }
       rest = createRestHandler({
         handlers: router.handlers,
@@ -242,6 +247,7 @@ export function build(context: AppContext, options: BuildOptions = {}): Server {
   const dual = createDualProtocolServer({
     handler(req, res) {
       if (cors(req, res)) return;
+      if (wrongMethod(req, res)) return;
       // The lean path clamps the deadline of the calls it takes itself.
       if (
         config.leanUnary &&

@@ -33,6 +33,7 @@ import { createJupiterApi } from "./token/jupiter-api.ts";
 import { createJupiterPriceSource } from "./token/jupiter-price-source.ts";
 import { createJupiterSwapApi } from "./token/jupiter-swap-api.ts";
 import { createJupiterTokenList } from "./token/jupiter-token-list.ts";
+import { jupiterRouteNotice, localRouteNotice, type SwapRouteNotice } from "./token/swap-route-notice.ts";
 import type { PriceSource, TokenList } from "./token/token-source.ts";
 import { createJsonUpstream } from "./upstream/json-upstream.ts";
 import type { Resolve } from "./webhooks/http-webhook-sender.ts";
@@ -85,22 +86,15 @@ export async function createService(
   const { transfers, localChain } = made;
   const chain = overrides.chain ?? made.chain;
   let context: AppContext;
+  let swapRoutes: SwapRouteNotice;
   const webhookMetrics = registerWebhookMetrics(registry);
   try {
     const executorKey = await executorKeyOf(config, logger, localChain);
     const delegates = await delegateKeysOf(config, logger);
     const upstreamMetrics = registerUpstreamMetrics(registry);
     const { prices, tokenList } = createPriceSources(config, logger, catalog, upstreamMetrics);
-    const swaps = createJupiterSwapApi({
-      baseUrl: config.swaps.jupiterSwapUrl,
-      ...(config.prices.jupiterApiKey === undefined ? {} : { apiKey: config.prices.jupiterApiKey }),
-      timeoutMs: config.swaps.timeoutMs,
-      maxBytes: config.swaps.maxResponseBytes,
-      maxConcurrency: config.swaps.maxConcurrency,
-      maxQueued: config.swaps.maxQueued,
-      onCall: upstreamMetrics.onCall("jupiter_swap"),
-      onCircuit: upstreamMetrics.onCircuit("jupiter_swap"),
-    });
+    swapRoutes = await createSwapRoutes(config, logger, catalog, localChain, upstreamMetrics);
+    const swaps = swapRoutes.api;
     context = await createAppContext(
       config,
       logger,
@@ -113,6 +107,7 @@ export async function createService(
         prices,
         tokenList,
         swaps,
+        swapNotice: swapRoutes.notice,
         onSwapRefused: registerSwapMetrics(registry),
         onWebhookUrlRefused: webhookMetrics.refusedAtRegistration,
       },
@@ -193,6 +188,7 @@ export async function createService(
     async listen() {
       const address = await server.listen();
       context.executorBalance?.start();
+      void swapRoutes.probe();
       scheduler?.start();
       webhooks?.start();
       pruneEvents();
@@ -279,6 +275,43 @@ async function createChain(
     accountTtlMs: ACCOUNT_TTL_MS,
   });
   return { chain, transfers, localChain };
+}
+
+/**
+ * Where swap runs get their routes: Jupiter's Swap API at JUPITER_SWAP_URL, or, on the embedded
+ * chain with JUPITER_SWAP_URL unset, the chain's local pools served in-process (never against a
+ * cluster). Either way the executor gets the same port and the same checked answers.
+ */
+async function createSwapRoutes(
+  config: Config,
+  logger: Logger,
+  catalog: Catalog,
+  localChain: RunningLocalChain | undefined,
+  upstreamMetrics: UpstreamMetrics,
+): Promise<SwapRouteNotice> {
+  if (config.swaps.localRoutes === true && localChain !== undefined) {
+    const [{ createLocalSwapApi }, { localPools }] = await Promise.all([
+      import("./local-chain/local-swap-api.ts"),
+      import("./local-chain/local-pools.ts"),
+    ]);
+    const pools = await localPools(catalog);
+    logger.info(
+      { pools: pools.length },
+      "swap routes come from local pools on the embedded development chain, not Jupiter (set JUPITER_SWAP_URL to use a Swap API)",
+    );
+    return localRouteNotice(createLocalSwapApi({ transport: localChain.transport, pools }));
+  }
+  const api = createJupiterSwapApi({
+    baseUrl: config.swaps.jupiterSwapUrl,
+    ...(config.prices.jupiterApiKey === undefined ? {} : { apiKey: config.prices.jupiterApiKey }),
+    timeoutMs: config.swaps.timeoutMs,
+    maxBytes: config.swaps.maxResponseBytes,
+    maxConcurrency: config.swaps.maxConcurrency,
+    maxQueued: config.swaps.maxQueued,
+    onCall: upstreamMetrics.onCall("jupiter_swap"),
+    onCircuit: upstreamMetrics.onCircuit("jupiter_swap"),
+  });
+  return jupiterRouteNotice(api, config.swaps.jupiterSwapUrl);
 }
 
 /** How long a 429 without Retry-After leaves Jupiter alone. */

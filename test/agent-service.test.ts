@@ -143,7 +143,10 @@ interface Page {
 
 async function createOk(call: Call, type: string, config: Json, headers?: Record<string, string>) {
   const data = dataOf(await call("CreateAgent", { type, config }, headers)) as unknown as Created;
-  expect(Object.keys(data).sort()).toEqual(["agentId", "createdAt", "status"]);
+  // A swap agent's answer also says where its routes come from (notice).
+  expect(Object.keys(data).sort()).toEqual(
+    type === "swap" ? ["agentId", "createdAt", "notice", "status"] : ["agentId", "createdAt", "status"],
+  );
   return data;
 }
 
@@ -183,7 +186,7 @@ const POSITIVE = "greater than 0";
 const CATALOG = "catalog";
 const SCHEDULE = '"hourly" or "daily" or "weekly" or "monthly"';
 const SLIPPAGE = "integer from 1 to 5000";
-const LIMIT = "between 1 and 100";
+const LIMIT = "must be an integer from 1 to 100 (0 or omitted means 10)";
 
 // --- the case table ---------------------------------------------------------------------------
 
@@ -453,7 +456,10 @@ const cases: Case[] = [
       name: `create: swap amount ${JSON.stringify(amount)} (not a number)`,
       method: "CreateAgent",
       request: create("swap", swap({ amount })),
-      expect: invalid(v("config.amount", POSITIVE)),
+      // A quoted number is told apart: it needs quotes removed, not another value.
+      expect: invalid(
+        v("config.amount", typeof amount === "string" ? "must be a JSON number such as 1.5" : POSITIVE),
+      ),
     }),
   ),
   ...[Number.POSITIVE_INFINITY, Number.NaN].map(
@@ -801,6 +807,10 @@ describe.each(STORES)("AgentService on the $name", (store) => {
         pendingReason: expect.stringMatching(
           /^waiting for an approval: the wallet \w+ must approve the delegate \w+ for at least/,
         ),
+        // A swap agent says where its routes come from (here, the server's Swap API).
+        ...(c.type === "swap"
+          ? { notice: expect.stringMatching(/^swap routes come from|^no Swap API/) }
+          : {}),
       });
       expect(detail).not.toHaveProperty("lastRunAt");
       expect(new Date(detail.nextRunAt).getTime()).toBe(expectedNextRun(createdAt, c.schedule).getTime());

@@ -204,6 +204,8 @@ describe("loadConfig", () => {
       },
       swaps: {
         jupiterSwapUrl: "https://api.jup.ag/swap/v2",
+        // Unset on the embedded chain: the chain's local pools route swaps, not Jupiter.
+        localRoutes: true,
         timeoutMs: 5000,
         maxResponseBytes: 262_144,
         maxConcurrency: 8,
@@ -591,6 +593,7 @@ describe("loadConfig", () => {
       },
       swaps: {
         jupiterSwapUrl: "http://127.0.0.1:9000/swap/v2",
+        localRoutes: false,
         timeoutMs: 700,
         maxResponseBytes: 2048,
         maxConcurrency: 3,

@@ -7,12 +7,13 @@
 import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { createSolanaRpc, type Signature } from "@solana/kit";
+import { type Address, createSolanaRpc, type Signature } from "@solana/kit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type MainProcess, startMain } from "./support/main-process.ts";
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
+const USDC = "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v" as Address;
 
 let service: MainProcess & { port: number };
 let rpcUrl: string;
@@ -34,7 +35,16 @@ describe("examples/first-transfer-agent.ts", () => {
     const agentId = stdout.trim();
     expect(agentId).toMatch(/^[A-Za-z0-9_-]{22}$/);
     // Each step said what it did, the pending agent why it waits.
-    for (const step of ["1. wallet", "2. funded", "3. agent", "4. approved delegate", "5. run 3", "6. "])
+    for (const step of [
+      "1. wallet",
+      "2. funded",
+      "3. agent",
+      "4. approved delegate",
+      "5. run 3",
+      "6. ",
+      "7. agent",
+      "8. revoked",
+    ])
       expect(stderr).toContain(step);
     expect(stderr).toMatch(/is pending: waiting for an approval/);
     expect(stderr).toMatch(/holds 4\.5 USDC on the chain/);
@@ -49,5 +59,23 @@ describe("examples/first-transfer-agent.ts", () => {
     const { value } = await createSolanaRpc(rpcUrl).getSignatureStatuses(signatures).send();
     for (const status of value) expect(status?.err).toBeNull();
     expect(succeeded.every((r) => r.result.amountUnits === "1500000")).toBe(true);
+
+    // It does not outlive its allowance: paused, it is still paused (not failed) a while later,
+    // and the wallet's USDC account has no delegate.
+    expect(stderr).toMatch(/7\. agent \S+ is paused/);
+    await new Promise((resolve) => setTimeout(resolve, 4 * 3_000));
+    const agent = (await (await fetch(`${apiUrl}/v1/agents/${agentId}`)).json()) as {
+      data: { status: string };
+    };
+    expect(agent.data.status).toBe("paused");
+    const later = (await (await fetch(`${apiUrl}/v1/agents/${agentId}/runs?limit=100`)).json()) as {
+      data: { runs: unknown[] };
+    };
+    expect(later.data.runs.length).toBe(runs.data.runs.length);
+    const wallet = /1\. wallet (\w+)/.exec(stderr)?.[1] as Address;
+    const { value: accounts } = await createSolanaRpc(rpcUrl)
+      .getTokenAccountsByOwner(wallet, { mint: USDC }, { encoding: "jsonParsed" })
+      .send();
+    expect(accounts[0]?.account.data.parsed.info.delegate).toBeUndefined();
   }, 90_000);
 });

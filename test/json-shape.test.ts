@@ -65,7 +65,8 @@ describe("token JSON", () => {
   });
 
   it("prices: nothing matching is an empty array, not a missing member", async () => {
-    const { json } = await post("token.v1.TokenService/GetTokenPrices", { symbol: "NOPE" });
+    // SOL's mint filtered by another symbol: nothing matches (an unknown symbol is not_found).
+    const { json } = await post("token.v1.TokenService/GetTokenPrices", { mint: sol.mint, symbol: "USDC" });
     expect(json).toStrictEqual({ success: true, data: [] });
   });
 

@@ -370,6 +370,8 @@ describe("streams over REST as Server-Sent Events", () => {
     const data = events.filter((e) => e.data !== undefined).map((e) => JSON.parse(e.data as string));
     expect(data[0]).toMatchObject({ success: true, heartbeat: false, data: [{ mint: SOL, symbol: "SOL" }] });
     expect(events.some((e) => e.comment === "heartbeat")).toBe(true);
+    // Price messages have no type: plain "message" events, for onmessage.
+    expect(events.filter((e) => e.data !== undefined).every((e) => e.event === undefined)).toBe(true);
   });
 
   it("gives each agent event its cursor as id, and resumes after Last-Event-ID", async () => {
@@ -382,6 +384,8 @@ describe("streams over REST as Server-Sent Events", () => {
     const events = await readEvents(response, (e) => e.filter((x) => x.id !== undefined).length >= 2);
     const withIds = events.filter((e) => e.id !== undefined);
     expect(withIds.map((e) => e.id)).toEqual(["3", "4"]);
+    // Named by its type, for EventSource.addEventListener("run.started", ...).
+    expect(withIds.map((e) => e.event)).toEqual(["run.started", "run.succeeded"]);
     expect(JSON.parse(withIds[0]?.data as string)).toMatchObject({
       success: true,
       data: { cursor: "3", type: "run.started", agentId: "agent-0", run: { runId: "run-2" } },

@@ -102,10 +102,10 @@ const cases: Case[] = [
     expect: ok([priceJson(bonk)]),
   },
   {
-    name: "prices: unknown symbol is an empty list",
+    name: "prices: unknown symbol is not_found, as an unknown mint's metadata is",
     method: "GetTokenPrices",
     request: { symbol: "NOPE" },
-    expect: ok([]),
+    expect: notFound,
   },
   {
     name: "prices: a valid mint without a price is an unpriced entry, not dropped",
@@ -214,7 +214,7 @@ const cases: Case[] = [
     name: "transactions: negative limit",
     method: "GetTokenTransactions",
     request: { mint: usdc.mint, limit: -1 },
-    expect: invalid({ field: "limit", mentions: "between 1 and 100" }),
+    expect: invalid({ field: "limit", mentions: "must be an integer from 1 to 100 (0 or omitted means 10)" }),
   },
   {
     name: "transactions: before returns what follows the cursor",

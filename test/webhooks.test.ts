@@ -501,7 +501,7 @@ describe("WebhookService rules", () => {
     expect(both[0]).toMatch(/^eventTypes must each be one of "agent.created" or .*\(got "agent.exploded"\)$/);
     expect(both[1]).toBe("description must be at most 256 characters");
     expect(await invalid("ListWebhookEndpoints", { limit: 101 })).toEqual([
-      "limit must be between 1 and 100 (0 or omitted means 10) but is 101",
+      "limit must be an integer from 1 to 100 (0 or omitted means 10) but is 101",
     ]);
     expect(await invalid("ListWebhookDeliveries", { endpointId: "ep_x", status: "lost" })).toEqual([
       'status must be "pending" or "delivered" or "failed" or "canceled"',

@@ -100,6 +100,8 @@ export interface AgentCommands {
   ): Promise<ApprovalPlan>;
   /** What a pending agent waits for, in its owner's words; undefined for any other. */
   pendingReason(agent: AgentRecord): string | undefined;
+  /** Where the agent's runs go, when its owner should know (a swap agent's routes); else undefined. */
+  notice?(agent: { readonly type: string }): string | undefined;
 }
 
 /** The most runs of a schedule that fall in one UTC day. */
@@ -133,6 +135,8 @@ export function createAgentCommands(options: {
   /** Schedule time (SCHEDULE_TIME_SCALE): slots are computed in it. */
   clock: ScheduleClock;
   now?: () => Date;
+  /** Where swap routes come from now, said on every swap agent (Agent.notice). */
+  swapNotice?: () => string;
 }): AgentCommands {
   const { store, runs, lookupSymbol, newId, clock } = options;
   const now = options.now ?? (() => new Date());
@@ -295,6 +299,10 @@ export function createAgentCommands(options: {
     },
 
     executor: () => options.approvals.feePayer,
+
+    notice(agent) {
+      return agent.type === "swap" ? options.swapNotice?.() : undefined;
+    },
 
     pendingReason(agent) {
       if (agent.status !== "pending" || !options.approvals.required) return undefined;

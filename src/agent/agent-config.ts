@@ -42,8 +42,12 @@ interface RuleContext {
 type FieldRule = (value: JsonValue | undefined, context: RuleContext) => Promise<string | undefined>;
 
 const address: FieldRule = async (v) => (typeof v === "string" && isAddress(v) ? undefined : ADDRESS_RULE);
-const positive: FieldRule = async (v) =>
-  typeof v === "number" && Number.isFinite(v) && v > 0 ? undefined : "must be a finite number greater than 0";
+const positive: FieldRule = async (v) => {
+  if (typeof v === "number" && Number.isFinite(v) && v > 0) return undefined;
+  // "1.5" in quotes is a different mistake from -1, and needs a different fix.
+  if (typeof v === "string") return 'must be a JSON number such as 1.5 and not a string such as "1.5"';
+  return "must be a finite number greater than 0";
+};
 const symbol: FieldRule = async (v, { lookupSymbol }) =>
   typeof v === "string" && (await lookupSymbol(v)) !== undefined
     ? undefined

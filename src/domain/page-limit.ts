@@ -20,7 +20,9 @@ export function pageLimit(limit: number, violations: FieldViolation[], field = "
   if (!Number.isInteger(limit) || limit < 0 || limit > MAX_PAGE_LIMIT) {
     violations.push({
       field,
-      description: `must be between 1 and ${MAX_PAGE_LIMIT} (0 or omitted means ${DEFAULT_PAGE_LIMIT}) but is ${limit}`,
+      // One wording of the rule, whether the value is not an integer at all or out of bounds (no
+      // comma: grpc-js leaves a reserved character percent-encoded in the message).
+      description: `${PAGE_LIMIT_RULE} but is ${limit}`,
     });
   }
   return limit;

@@ -23,7 +23,23 @@ export function createCorsHandler(options: {
   const exposeHeaders = [...cors.exposedHeaders, ...APP_RESPONSE_HEADERS].join(", ");
   return (req, res) => {
     const origin = req.headers.origin;
-    if (origin === undefined || origins.size === 0) return false;
+    if (origin === undefined) return false;
+    if (origins.size === 0) {
+      if (req.method !== "OPTIONS" || req.headers["access-control-request-method"] === undefined)
+        return false;
+      // A browser's preflight to a server that allows no other origin: the browser refuses the
+      // call either way, but whoever looks at the answer learns what to set.
+      const body = JSON.stringify({
+        code: "permission_denied",
+        message:
+          "cross-origin calls are not enabled on this server: set CORS_ORIGINS to the origins browsers may call from (for example CORS_ORIGINS=http://localhost:5173, or * for any)",
+      });
+      res.statusCode = 403;
+      res.setHeader("content-type", "application/json");
+      res.setHeader("content-length", String(Buffer.byteLength(body)));
+      res.end(body);
+      return true;
+    }
     const allowed = any || origins.has(origin);
     if (allowed) {
       res.setHeader("Access-Control-Allow-Origin", any ? "*" : origin);

@@ -19,6 +19,7 @@ import {
 } from "@connectrpc/connect/protocol";
 import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 import { clampDeadlineHeaders } from "../rpc/deadline.ts";
+import { unknownKeyMessage } from "../rpc/decode-errors.ts";
 import { type BinaryEncoder, createBinaryEncoder } from "./binary-encoder.ts";
 import { readBody } from "./body-reader.ts";
 import { createUnaryInvoker, type UnaryInvoker, type UnaryMethodImpl } from "./invoke-unary.ts";
@@ -78,6 +79,8 @@ interface Codec {
   readonly sideEffectFree: boolean;
   /** The message of invalid_argument for input that is not a message of the input type. */
   readonly undecodable: string;
+  /** The request's type, for naming a misspelt key's fields. */
+  readonly input: DescMessage;
 }
 
 /** A unary method with what its calls need. */
@@ -132,6 +135,7 @@ export function createLeanUnary(options: LeanUnaryOptions): LeanUnary {
         jsonEncoder: createJsonEncoder(spec.method.output, jsonOptions),
         sideEffectFree: spec.method.idempotency === MethodOptions_IdempotencyLevel.NO_SIDE_EFFECTS,
         undecodable: `the request could not be decoded as a ${spec.method.input.typeName} message`,
+        input: spec.method.input,
       };
       const path = `/${spec.method.parent.typeName}/${spec.method.name}`;
       if (spec.kind === "unary") {
@@ -242,6 +246,8 @@ export function createLeanUnary(options: LeanUnaryOptions): LeanUnary {
       if (route.format.protocol !== "connect" && !text.isWellFormed()) {
         return new ConnectError(route.target.undecodable, Code.InvalidArgument);
       }
+      const clearer = unknownKeyMessage(text, route.target.input);
+      if (clearer !== undefined) return new ConnectError(clearer, Code.InvalidArgument);
     }
     return e;
   }

@@ -36,6 +36,7 @@ import type { ChainState } from "./chain-state.ts";
 import { createLedger } from "./ledger.ts";
 import { createLocalChain, createSvm } from "./local-chain.ts";
 import { type LocalKey, localKey } from "./local-keys.ts";
+import { localPools, seedLocalPools } from "./local-pools.ts";
 
 const NATIVE_MINT = "So11111111111111111111111111111111111111112";
 const METAPLEX_PROGRAM = address("metaqbxxUerdq28cj1RbAWkYQm3ybzjb6a8bt518x1s");
@@ -44,7 +45,7 @@ const LAMPORTS_PER_SOL = 1_000_000_000n;
 /** How far back the seeded history reaches, in slots: a day at Solana's 400 ms. */
 export const HISTORY_SLOTS = 216_000;
 /** Bumped whenever what the genesis holds changes, so cached genesis files are made anew. */
-export const GENESIS_VERSION = 2;
+export const GENESIS_VERSION = 3;
 const TRANSFERS_PER_MINT = 150;
 const BURNS_PER_MINT = 3;
 const SWAPS_PER_PAIR = 4;
@@ -286,6 +287,8 @@ export async function createGenesis(options: { catalog: Catalog; slotMs: number 
       );
     }
   }
+  // The swap pools the embedded chain's local routes quote (local-pools.ts).
+  seedLocalPools(chain, await localPools(options.catalog));
   seedSlot = HISTORY_SLOTS;
   chain.tick();
   return { accounts: chain.savedAccounts(), clock: clock.state(), ledger: chain.ledger.entries() };

@@ -27,7 +27,7 @@ const FIRST_MESSAGE_WAIT_MS = 250;
  * goes to the method's Connect handler as a Connect streaming JSON call, so authentication,
  * limits, logs and metrics apply as on every other protocol, and each message it sends becomes
  * one event: `data:` its JSON on one line, `id:` its `data.cursor` when it carries one (so a
- * browser's EventSource resumes with Last-Event-ID). Heartbeats become comment lines, which
+ * browser's EventSource resumes with Last-Event-ID), `event:` its `data.type` when it has one. Heartbeats become comment lines, which
  * EventSource ignores and proxies see as traffic. An error that ends the stream becomes
  * `event: error` with Connect's error JSON as its data.
  *
@@ -113,6 +113,9 @@ export async function serveEventStream(
   }
 }
 
+/** An event name as the service makes them (agent.created, run.succeeded): nothing to escape. */
+const EVENT_NAME = /^[a-z][a-z0-9_.-]{0,63}$/;
+
 /** The text of one event: a message, a heartbeat comment, or the error that ended the stream. */
 function eventOf(flags: number, data: Uint8Array): string {
   if ((flags & END_STREAM) !== 0) {
@@ -120,11 +123,15 @@ function eventOf(flags: number, data: Uint8Array): string {
     return error === undefined ? "" : `event: error\ndata: ${JSON.stringify(error)}\n\n`;
   }
   const json = new TextDecoder().decode(data);
-  const parsed = JSON.parse(json) as { heartbeat?: boolean; data?: { cursor?: string } };
+  const parsed = JSON.parse(json) as { heartbeat?: boolean; data?: { cursor?: string; type?: unknown } };
   if (parsed.heartbeat === true) return ": heartbeat\n\n";
   const cursor = parsed.data?.cursor;
+  // An agent event is named by its type (`event: run.succeeded`), so that a browser can listen for
+  // one kind with EventSource.addEventListener; price messages have no type and stay "message".
+  const type = parsed.data?.type;
+  const name = typeof type === "string" && EVENT_NAME.test(type) ? `event: ${type}\n` : "";
   // JSON on one line: JSON.stringify writes no raw newline, so one data line holds the message.
-  return `${typeof cursor === "string" ? `id: ${cursor}\n` : ""}data: ${json}\n\n`;
+  return `${typeof cursor === "string" ? `id: ${cursor}\n` : ""}${name}data: ${json}\n\n`;
 }
 
 /** The error of Connect's end-of-stream message, if it carries one. */

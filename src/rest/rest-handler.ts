@@ -72,9 +72,14 @@ export function createRestHandler(options: {
     const queryAt = url.indexOf("?");
     const path = queryAt < 0 ? url : url.slice(0, queryAt);
     const allowed: string[] = [];
+    let matched: number | undefined;
     for (const route of routes) {
+      // Once a path has matched, a less specific template does not get it for another method:
+      // GET /v1/agents/ID:pause is POST's path, not GetAgent's of an agent "ID:pause".
+      if (matched !== undefined && specificity(route.binding) < matched) break;
       const values = route.binding.path.match(path);
       if (values === undefined) continue;
+      matched = specificity(route.binding);
       if (route.binding.httpMethod !== req.method) {
         allowed.push(route.binding.httpMethod);
         continue;
@@ -93,7 +98,10 @@ export function createRestHandler(options: {
     res.setHeader("allow", allowed.join(", "));
     answerError(
       res,
-      new ConnectError(`this path answers ${allowed.join(" or ")} only`, Code.Unimplemented),
+      new ConnectError(
+        `${quote(req.method ?? "")} is not allowed on this path: it answers ${allowed.join(" or ")} only`,
+        Code.Unimplemented,
+      ),
       405,
     );
     return true;

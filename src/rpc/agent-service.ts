@@ -45,7 +45,12 @@ export function createAgentService(options: {
       });
       return create(CreateAgentResponseSchema, {
         success: true,
-        data: { agentId: agent.agentId, status: agent.status, createdAt: timestampFromDate(agent.createdAt) },
+        data: {
+          agentId: agent.agentId,
+          status: agent.status,
+          createdAt: timestampFromDate(agent.createdAt),
+          ...noticeOf(commands.notice?.(agent)),
+        },
       });
     },
 
@@ -70,7 +75,7 @@ export function createAgentService(options: {
       const agent = await commands.get(ctx.values.get(principalKey), req.agentId, { signal: ctx.signal });
       return create(GetAgentResponseSchema, {
         success: true,
-        data: agentDetail(agent, commands.pendingReason(agent)),
+        data: agentDetail(agent, commands.pendingReason(agent), commands.notice?.(agent)),
       });
     },
 
@@ -224,7 +229,9 @@ function isObject(value: JsonValue | undefined): value is JsonObject {
 const DELEGATION =
   "Delegates are per owner and wallet: this address only pays fees. The key that moves a wallet's tokens is derived for one (owner, wallet) pair; PrepareApproval names it, and an approval serves that owner's agents alone.";
 
-function agentDetail(agent: AgentRecord, pendingReason?: string) {
+const noticeOf = (notice: string | undefined) => (notice === undefined ? {} : { notice });
+
+function agentDetail(agent: AgentRecord, pendingReason?: string, notice?: string) {
   return create(AgentSchema, {
     agentId: agent.agentId,
     type: agent.type,
@@ -235,5 +242,6 @@ function agentDetail(agent: AgentRecord, pendingReason?: string) {
     ...(agent.nextRunAt === undefined ? {} : { nextRunAt: timestampFromDate(agent.nextRunAt) }),
     ...(agent.failureReason === undefined ? {} : { failureReason: agent.failureReason }),
     ...(pendingReason === undefined ? {} : { pendingReason }),
+    ...noticeOf(notice),
   });
 }

@@ -1,3 +1,4 @@
+import type { DescMessage } from "@bufbuild/protobuf";
 import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
 import { quote } from "../domain/errors.ts";
 
@@ -20,6 +21,23 @@ const DECODE_FAILURES = [
  * short and names the field. It is still a request refused before the service, so it is counted.
  */
 const JSON_DECODE_FAILURE = "cannot decode ";
+
+/** protobuf-es' words for a JSON key the message has no field for. */
+const UNKNOWN_KEY = /^cannot decode message ([\w.]{1,200}) from JSON: key "([^"\\]{1,64})" is unknown$/;
+
+/**
+ * protobuf-es' message for a misspelt key of the request (`{"typ":"transfer"}`) names its decoder
+ * ("cannot decode message agent.v1.CreateAgentRequest from JSON: key "typ" is unknown"). A caller
+ * needs the key, and the fields it could have meant: this says that, or undefined for any other.
+ */
+export function unknownKeyMessage(text: string, input: DescMessage): string | undefined {
+  const found = UNKNOWN_KEY.exec(text);
+  if (found === null) return undefined;
+  const [, typeName, key] = found as unknown as [string, string, string];
+  const fields =
+    typeName === input.typeName ? `: its fields are ${input.fields.map((f) => f.jsonName).join(", ")}` : "";
+  return `${quote(key)} is not a field of ${typeName.slice(typeName.lastIndexOf(".") + 1)}${fields}`;
+}
 
 const INTERNAL = "13";
 const INVALID_ARGUMENT = "3";
@@ -63,7 +81,7 @@ export function withDecodeErrorsAsInvalidArgument(
       contentType.startsWith("application/json") &&
       !res.header?.has("content-encoding")
     ) {
-      return connectUnary(res, res.body, message, onRejected);
+      return connectUnary(res, res.body, message, onRejected, handler.method.input);
     }
     if (contentType.startsWith("application/grpc-web"))
       return { ...res, body: grpcWebBody(res.body, message, onRejected) };
@@ -152,6 +170,7 @@ async function connectUnary(
   body: AsyncIterable<Uint8Array>,
   message: string,
   onRejected: RejectionSink,
+  input: DescMessage,
 ): Promise<UniversalServerResponse> {
   const chunks: Uint8Array[] = [];
   for await (const chunk of body) chunks.push(chunk);
@@ -164,7 +183,11 @@ async function connectUnary(
   }
   if (error.code === "invalid_argument" && error.message?.startsWith(JSON_DECODE_FAILURE)) {
     onRejected("decode_error");
-    return { ...res, body: once(bytes) };
+    const clearer = unknownKeyMessage(error.message, input);
+    if (clearer === undefined) return { ...res, body: once(bytes) };
+    const fixed = Buffer.from(JSON.stringify({ code: "invalid_argument", message: clearer }));
+    res.header?.set("content-length", String(fixed.byteLength));
+    return { ...res, body: once(fixed) };
   }
   if (error.code !== "internal" || !isDecodeFailure(error.message ?? ""))
     return { ...res, body: once(bytes) };

@@ -395,7 +395,8 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
         `the swap route was refused: its minimum out (${route.minimumOut}) is not within its quote (${route.outAmount})`,
       );
     }
-    const priceOf = (out: bigint) => uiAmount(out, output.decimals) / uiAmount(units, input.decimals);
+    const priceOf = (out: bigint) =>
+      shownPrice(uiAmount(out, output.decimals) / uiAmount(units, input.decimals));
     const quoted = priceOf(route.outAmount);
     const band = { minPrice: config.minPrice ?? null, maxPrice: config.maxPrice ?? null };
     const below = config.minPrice !== undefined && quoted < config.minPrice;
@@ -478,7 +479,7 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
       inAmountUnits: inUnits.toString(),
       outAmount,
       outAmountUnits: outUnits.toString(),
-      price: inAmount === 0 ? 0 : outAmount / inAmount,
+      price: inAmount === 0 ? 0 : shownPrice(outAmount / inAmount),
       slippageBps: config.slippageBps,
       ...(swap.usdValue === undefined ? {} : { usdValue: swap.usdValue }),
       taker: swap.taker,
@@ -570,4 +571,12 @@ const minBig = (a: bigint, b: bigint) => (a < b ? a : b);
 /** Lamports that keep an account of `bytes` rent-exempt (Solana's default rent: 3,480 lamports a byte-year, two years, 128 bytes of header). */
 function rentExempt(bytes: bigint): bigint {
   return (128n + bytes) * 3_480n * 2n;
+}
+
+/**
+ * A price as runs show it: 12 significant digits, so a quotient of two decimals reads as one
+ * (1.99399, not 1.9939900000000002). A double holds 15-17; the 12 kept are far past any quote's.
+ */
+function shownPrice(price: number): number {
+  return Number(price.toPrecision(12));
 }

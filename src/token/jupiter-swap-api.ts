@@ -115,6 +115,25 @@ const NO_ROUTE_CODES = new Set([
 ]);
 const NO_ROUTE_TEXT = /no routes? found|could not find any route/i;
 
+/**
+ * The /build query of `request` (the same for every route source that answers the contract), and
+ * how to read an answer: a route source other than Jupiter's HTTP API (the embedded chain's local
+ * pools) answers the same JSON and goes through the same checks, so the executor sees no difference.
+ */
+export const swapBuildQuery = (request: SwapBuildRequest): string => buildQuery(request);
+export const isNoRouteAnswer = (body: unknown): boolean => isNoRoute(body);
+export function swapBuildFromAnswer(answer: unknown, request: SwapBuildRequest, source: string): SwapBuild {
+  try {
+    return parseBuild(answer, request);
+  } catch (error) {
+    if (!(error instanceof Malformed)) throw error;
+    throw new SwapApiUnavailableError(
+      "bad_response",
+      `${source} answered a build that is not the documented shape (${error.message})`,
+    );
+  }
+}
+
 export function createJupiterSwapApi(options: JupiterSwapApiOptions): SwapApi {
   const upstream = createJsonUpstream({
     name: "Jupiter's Swap API",

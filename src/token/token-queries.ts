@@ -1,6 +1,6 @@
 import { isAddress } from "@solana/addresses";
 import { ADDRESS_RULE, isTransactionSignature, SIGNATURE_RULE } from "../domain/address-rule.ts";
-import { type FieldViolation, InvalidArgumentError, NotFoundError } from "../domain/errors.ts";
+import { type FieldViolation, InvalidArgumentError, NotFoundError, quote } from "../domain/errors.ts";
 import { pageLimit } from "../domain/page-limit.ts";
 import type {
   PriceSource,
@@ -73,6 +73,10 @@ export function createTokenQueries(options: {
       if (asked.length === 0) {
         if (symbol === "") return priceSource.pricesOf(priceSource.watchlist);
         const withSymbol = await tokenList.mintsWithSymbol(symbol);
+        // An unknown symbol is as unknown as an unknown mint, not an empty answer a typo hides in.
+        if (withSymbol.length === 0) {
+          throw new NotFoundError(`no token has the symbol ${quote(symbol)}`);
+        }
         return priceSource.pricesOf(withSymbol.slice(0, MAX_PRICE_MINTS));
       }
       const prices = await priceSource.pricesOf(asked);

@@ -86,10 +86,12 @@ export async function callService(baseUrl: string): Promise<Record<string, unkno
   // Server-Sent Events as a browser reads them: EventSource, cross-origin.
   const sse = await new Promise<{ id: string; type: string }>((resolve, reject) => {
     const source = new EventSource(`${baseUrl}/v1/agents/events:watch?after=0`);
-    source.onmessage = (event) => {
+    // Agent events are named by their type (`event: agent.created`), so a page listens for a kind.
+    source.addEventListener("agent.created", (event) => {
+      const message = event as MessageEvent;
       source.close();
-      resolve({ id: event.lastEventId, type: JSON.parse(event.data).data.type });
-    };
+      resolve({ id: message.lastEventId, type: JSON.parse(message.data).data.type });
+    });
     source.onerror = () => {
       source.close();
       reject(new Error("the event stream failed"));

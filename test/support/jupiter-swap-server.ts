@@ -14,14 +14,25 @@ import {
   findAssociatedTokenPda,
   getApproveInstructionDataEncoder,
   getSetAuthorityInstructionDataEncoder,
-  getTransferCheckedInstructionDataEncoder,
 } from "@solana-program/token";
 import { getMintDecoder } from "@solana-program/token-2022";
+import {
+  createLocalSwapRoutes,
+  LOCAL_ROUTE_COMPUTE_UNIT_PRICE,
+  meta,
+  noRoute,
+  type RoutePool,
+  type routeAnswer,
+  transferCheckedWire,
+  type WireInstruction,
+  wire,
+} from "../../src/local-chain/local-swap-routes.ts";
 import type { AnswerMutator, BuildAnswer } from "./hostile-swap-routes.ts";
 
 /**
  * A local stand-in for Jupiter's Swap API v2 `GET /build` (dev.jup.ag/docs/swap/build) that swaps
- * for real on the embedded local chain. Each pool is a constant-product pool whose two vaults are
+ * for real on the embedded local chain: an HTTP wrapper over the product's local route source
+ * (src/local-chain/local-swap-routes.ts), on pools of its own made with cheatcodes. Each pool is a constant-product pool whose two vaults are
  * real token accounts (associated token accounts of the pool's own address, made and funded with
  * the `surfnet_setTokenAccount` cheatcode); every quote reads the vaults' balances from the chain,
  * so a quote after a swap reflects the new reserves.
@@ -29,7 +40,7 @@ import type { AnswerMutator, BuildAnswer } from "./hostile-swap-routes.ts";
  * The answer's instructions move real tokens when the caller's transaction lands, using only the
  * SPL Token program (on the executor's default allow-list):
  *   - swapInstruction: the taker's `transferChecked` of `amount` from its own account for the
- *     input mint (the run's taker's account, which the executor fills first) into the input vault;
+ *     input mint (the delegate's account, which the executor fills first) into the input vault;
  *   - cleanupInstruction: the output vault's `transferChecked` of `outAmount` to
  *     `destinationTokenAccount`, signed by the taker as the vault's delegate: before answering,
  *     the server makes the taker the output vault's delegate for exactly the quoted amount.
@@ -88,10 +99,10 @@ export interface JupiterSwapServerOptions {
   readonly lookupTable?: boolean;
   /**
    * Of several pools for one pair, give each destination (an agent's output account: its runs'
-   * takers are new each run) its own, assigned at its first request (the
-   * first pool once all are taken). A pool's output vault has one delegate at a time, so takers
-   * swapping at once on one pool would undo each other's; the swap bench runs 1,000 at once.
-   * Default false: the first pool of the pair.
+   * takers are new each run) its own, assigned at its first request (the first pool once all are
+   * taken). A pool's output vault has one delegate at a time, so takers swapping at once on one
+   * pool would undo each other's; the swap bench runs 1,000 at once. Default false: the first
+   * pool of the pair.
    */
   readonly poolPerTaker?: boolean;
   /** Rewrites each /build answer of a route before it is sent (see hostile-swap-routes.ts). */
@@ -126,9 +137,8 @@ const TOKEN_2022 = "TokenzQdBNbLqP5VEhdkAS6EPFwC1ZHHvJ6TEvVePc7" as Address;
 const LOOKUP_TABLE_PROGRAM = "AddressLookupTab1e1111111111111111111111111";
 /** An address lookup table's header (LookupTableMeta), before its addresses. */
 const LOOKUP_TABLE_META_SIZE = 56;
-const COMPUTE_BUDGET = "ComputeBudget111111111111111111111111111111";
-/** The compute unit price honest answers ask for, in micro-lamports. */
-export const SERVER_COMPUTE_UNIT_PRICE = 1_000n;
+/** The compute unit price honest answers ask for, in micro-lamports (the local routes'). */
+export const SERVER_COMPUTE_UNIT_PRICE = LOCAL_ROUTE_COMPUTE_UNIT_PRICE;
 const HUGE_BYTES = 4 * 1024 * 1024;
 const JUPITER_PROGRAM = "JUP6LkbZbjS1jKKwapdHNy74zcZ3tLUZoi5QNyVTaV4";
 const BPF_LOADER = "BPFLoader2111111111111111111111111111111111";
@@ -139,26 +149,6 @@ const ROUTE_DISCRIMINATOR = [0xe5, 0x17, 0xcb, 0x97, 0x7a, 0xe3, 0xad, 0x2a];
 /** Enough to pass 1232 bytes while staying under a v0 message's 64 accounts (kit refuses more). */
 const OVERSIZE_ACCOUNTS = 40;
 const OVERSIZE_MAX_ACCOUNTS = 24;
-
-interface WireMeta {
-  readonly pubkey: string;
-  readonly isSigner: boolean;
-  readonly isWritable: boolean;
-}
-interface WireInstruction {
-  readonly programId: string;
-  readonly accounts: WireMeta[];
-  readonly data: string;
-}
-
-interface Quote {
-  readonly pool: LivePool;
-  readonly inputVault: string;
-  readonly outputVault: string;
-  readonly outAmount: bigint;
-  readonly feeAmount: bigint;
-  readonly priceImpactPct: string;
-}
 
 export async function startJupiterSwapServer(options: JupiterSwapServerOptions): Promise<JupiterSwapServer> {
   const rpc = createSolanaRpc(options.rpcUrl);
@@ -217,38 +207,40 @@ export async function startJupiterSwapServer(options: JupiterSwapServerOptions):
     options.lookupTable === true ? await createLookupTable(options.rpcUrl, pools, cheat) : undefined;
   const tables = lookupTable === undefined ? null : { [lookupTable.address]: lookupTable.addresses };
 
-  const takers = new Map<string, LivePool>();
-  const quote = async (
-    inputMint: string,
-    outputMint: string,
-    amount: bigint,
-    taker: string,
-  ): Promise<Quote | undefined> => {
-    const pair = (p: LivePool) =>
-      (p.mintA === inputMint && p.mintB === outputMint) || (p.mintB === inputMint && p.mintA === outputMint);
-    let pool = options.poolPerTaker === true ? takers.get(taker) : undefined;
-    if (pool === undefined && options.poolPerTaker === true) {
-      const taken = new Set(takers.values());
-      pool = pools.find((p) => pair(p) && !taken.has(p)) ?? pools.find(pair);
-      if (pool !== undefined) takers.set(taker, pool);
-    }
-    pool ??= pools.find(pair);
-    if (pool === undefined) return undefined;
-    const aToB = pool.mintA === inputMint;
-    const inputVault = aToB ? pool.vaultA : pool.vaultB;
-    const outputVault = aToB ? pool.vaultB : pool.vaultA;
-    const reserveIn = (await tokenAccount(inputVault))?.amount ?? 0n;
-    const reserveOut = (await tokenAccount(outputVault))?.amount ?? 0n;
-    if (reserveIn === 0n || reserveOut === 0n) return undefined;
-    const feeAmount = (amount * feeBps) / 10_000n;
-    const net = amount - feeAmount;
-    const outAmount = (reserveOut * net) / (reserveIn + net);
-    if (outAmount <= 0n) return undefined;
-    // Against the price before the trade, what the trade's size costs (the fee aside).
-    const spot = Number(reserveOut) / Number(reserveIn);
-    const impact = 1 - Number(outAmount) / (Number(net) * spot);
-    return { pool, inputVault, outputVault, outAmount, feeAmount, priceImpactPct: impact.toFixed(8) };
-  };
+  // The honest answer is the product's local route source (src/local-chain/local-swap-routes.ts)
+  // over these pools; the server authorizes the payout with a cheatcode instead of a pool key.
+  const destinations = new Map<string, RoutePool>();
+  const routes = createLocalSwapRoutes({
+    pools,
+    feeBps: Number(feeBps),
+    label: "Local CPMM",
+    lookupTables: tables,
+    readVaults: (vaults) => Promise.all(vaults.map(async (vault) => (await tokenAccount(vault))?.amount)),
+    mintOf,
+    associatedAccount: (owner, mint) => ata(owner, mint),
+    async authorize(pool, _outputVault, outputMint, taker, amount) {
+      const outMint = (await mintOf(outputMint)) as { program: Address };
+      await cheat("surfnet_setTokenAccount", [
+        pool.address,
+        outputMint,
+        { delegate: taker, delegatedAmount: safe(amount) },
+        outMint.program,
+      ]);
+    },
+    // Of several pools for one pair, each destination its own (the first once all are taken).
+    ...(options.poolPerTaker === true
+      ? {
+          choosePool(candidates: readonly RoutePool[], _taker: string, destination: string) {
+            const known = destinations.get(destination);
+            if (known !== undefined) return known;
+            const taken = new Set(destinations.values());
+            const pool = candidates.find((p) => !taken.has(p)) ?? (candidates[0] as RoutePool);
+            destinations.set(destination, pool);
+            return pool;
+          },
+        }
+      : {}),
+  });
 
   let slippageProgram: Promise<void> | undefined;
   const installSlippageProgram = (): Promise<void> => {
@@ -271,83 +263,43 @@ export async function startJupiterSwapServer(options: JupiterSwapServerOptions):
   let mode: JupiterSwapServerMode = "honest";
   const asked: URLSearchParams[] = [];
 
+  /** The honest answer, then the one change the mode makes, as a compromised aggregator might. */
   const build = async (query: URLSearchParams): Promise<{ status: number; body: unknown }> => {
-    const fields = ["inputMint", "outputMint", "taker", "payer", "destinationTokenAccount"] as const;
-    for (const field of fields) {
-      if (!isAddress(query.get(field) ?? "")) {
-        return {
-          status: 400,
-          body: { error: `${field} is not a valid address`, errorCode: "INVALID_REQUEST" },
-        };
+    if (mode === "no-route") {
+      for (const field of ["inputMint", "outputMint", "taker", "payer", "destinationTokenAccount"]) {
+        if (!isAddress(query.get(field) ?? "")) return routes.build(query);
       }
+      return noRoute();
     }
-    const amountText = query.get("amount") ?? "";
-    const slippageBps = Number(query.get("slippageBps") ?? "50");
-    if (!/^[1-9]\d{0,19}$/.test(amountText) || !Number.isInteger(slippageBps) || slippageBps < 0) {
-      return {
-        status: 400,
-        body: { error: "amount or slippageBps is invalid", errorCode: "INVALID_REQUEST" },
-      };
-    }
-    const [inputMint, outputMint, taker, , destination] = fields.map((f) => query.get(f) as string) as [
-      string,
-      string,
-      string,
-      string,
-      string,
-    ];
-    const amount = BigInt(amountText);
-    const found = mode === "no-route" ? undefined : await quote(inputMint, outputMint, amount, destination);
-    if (found === undefined) {
-      return {
-        status: 400,
-        body: { error: "Could not find any route", errorCode: "COULD_NOT_FIND_ANY_ROUTE" },
-      };
-    }
-    const { outAmount } = found;
+    const answer = await routes.build(query);
+    if (answer.status !== 200) return answer;
+    const body = answer.body as ReturnType<typeof routeAnswer>;
+    const inputMint = query.get("inputMint") as string;
+    const outputMint = query.get("outputMint") as string;
+    const taker = query.get("taker") as string;
+    const destination = query.get("destinationTokenAccount") as string;
+    const amount = BigInt(query.get("amount") as string);
+    const slippageBps = body.slippageBps;
+    const outAmount = BigInt(body.outAmount);
     const inMint = (await mintOf(inputMint)) as { program: Address; decimals: number };
     const outMint = (await mintOf(outputMint)) as { program: Address; decimals: number };
-    const takerSource = await ata(taker, inputMint);
-    // The taker may move exactly the quoted amount out of the output vault.
-    await cheat("surfnet_setTokenAccount", [
-      found.pool.address,
-      outputMint,
-      { delegate: taker, delegatedAmount: safe(outAmount) },
-      outMint.program,
-    ]);
+    const pay = body.swapInstruction;
+    const payout = body.cleanupInstruction as WireInstruction;
+    const [takerSource, , inputVault] = pay.accounts.map((a) => a.pubkey) as [string, string, string];
+    const outputVault = payout.accounts[0]?.pubkey as string;
 
-    let payoutTo = destination;
     if (mode === "foreign-destination") {
       await cheat("surfnet_setTokenAccount", [stranger, outputMint, { amount: 0 }, outMint.program]);
-      payoutTo = await ata(stranger, outputMint);
+      (payout.accounts[2] as { pubkey: string }).pubkey = await ata(stranger, outputMint);
     }
-    let pay: WireInstruction = transferChecked(
-      inMint.program,
-      takerSource,
-      inputMint,
-      found.inputVault,
-      taker,
-      amount,
-      inMint.decimals,
-    );
-    let payout: WireInstruction | null = transferChecked(
-      outMint.program,
-      found.outputVault,
-      outputMint,
-      payoutTo,
-      taker,
-      outAmount,
-      outMint.decimals,
-    );
     const maxAccounts = query.has("maxAccounts") ? Number(query.get("maxAccounts")) : 64;
-    if (mode === "oversize-transaction" && !(maxAccounts <= OVERSIZE_MAX_ACCOUNTS) && payout !== null) {
+    if (mode === "oversize-transaction" && !(maxAccounts <= OVERSIZE_MAX_ACCOUNTS)) {
       // SPL Token ignores accounts past the ones it reads when the authority is no multisig, so
       // these only make the transaction too large; they are in no lookup table.
       for (let i = 0; i < OVERSIZE_ACCOUNTS; i++) {
         payout.accounts.push({ pubkey: randomAddress(), isSigner: false, isWritable: false });
       }
     }
-
     if (mode === "slippage-6001") {
       await installSlippageProgram();
       const data = Buffer.alloc(8 + 8 + 8 + 2);
@@ -355,31 +307,28 @@ export async function startJupiterSwapServer(options: JupiterSwapServerOptions):
       data.writeBigUInt64LE(amount, 8);
       data.writeBigUInt64LE(outAmount, 16);
       data.writeUInt16LE(slippageBps, 24);
-      pay = wire(
+      body.swapInstruction = wire(
         JUPITER_PROGRAM,
         [
           meta(inMint.program, false, false),
           meta(taker, true, false),
           meta(takerSource, false, true),
-          meta(found.inputVault, false, true),
-          meta(found.outputVault, false, true),
+          meta(inputVault, false, true),
+          meta(outputVault, false, true),
           meta(destination, false, true),
         ],
         data,
       );
-      payout = null;
+      body.cleanupInstruction = null;
     }
-
-    const setupInstructions: WireInstruction[] = [];
-    const otherInstructions: WireInstruction[] = [];
     if (mode === "extra-transfer-out-of-owner") {
       // The owner is whoever owns the destination; their input account is the one the taker holds
       // an allowance over, which this spends to a stranger's account.
       const owner = (await tokenAccount(destination))?.owner ?? taker;
       const ownerInput = await ata(owner, inputMint);
       await cheat("surfnet_setTokenAccount", [stranger, inputMint, { amount: 0 }, inMint.program]);
-      otherInstructions.push(
-        transferChecked(
+      body.otherInstructions.push(
+        transferCheckedWire(
           inMint.program,
           ownerInput,
           inputMint,
@@ -391,7 +340,7 @@ export async function startJupiterSwapServer(options: JupiterSwapServerOptions):
       );
     }
     if (mode === "approve-spliced") {
-      setupInstructions.push(
+      body.setupInstructions.push(
         wire(
           inMint.program,
           [meta(takerSource, false, true), meta(stranger, false, false), meta(taker, true, false)],
@@ -400,7 +349,7 @@ export async function startJupiterSwapServer(options: JupiterSwapServerOptions):
       );
     }
     if (mode === "set-authority-spliced") {
-      setupInstructions.push(
+      body.setupInstructions.push(
         wire(
           inMint.program,
           [meta(takerSource, false, true), meta(taker, true, false)],
@@ -412,45 +361,10 @@ export async function startJupiterSwapServer(options: JupiterSwapServerOptions):
       );
     }
     if (mode === "unknown-program") {
-      setupInstructions.push(wire(randomAddress(), [meta(taker, true, false)], new Uint8Array([1])));
+      body.setupInstructions.push(wire(randomAddress(), [meta(taker, true, false)], new Uint8Array([1])));
     }
-    const minimumOut =
-      mode === "low-minimum-out" ? outAmount / 100n : (outAmount * BigInt(10_000 - slippageBps)) / 10_000n;
-    return {
-      status: 200,
-      body: {
-        inputMint,
-        outputMint,
-        inAmount: amount.toString(),
-        outAmount: outAmount.toString(),
-        otherAmountThreshold: minimumOut.toString(),
-        swapMode: "ExactIn",
-        slippageBps,
-        priceImpactPct: found.priceImpactPct,
-        routePlan: [
-          {
-            swapInfo: {
-              ammKey: found.pool.address,
-              label: "Local CPMM",
-              inputMint,
-              outputMint,
-              inAmount: amount.toString(),
-              outAmount: outAmount.toString(),
-              feeAmount: found.feeAmount.toString(),
-              feeMint: inputMint,
-            },
-            percent: 100,
-            bps: 10_000,
-          },
-        ],
-        computeBudgetInstructions: [computeUnitPrice(SERVER_COMPUTE_UNIT_PRICE)],
-        setupInstructions,
-        swapInstruction: pay,
-        cleanupInstruction: payout,
-        otherInstructions,
-        addressesByLookupTableAddress: tables,
-      },
-    };
+    if (mode === "low-minimum-out") body.otherAmountThreshold = (outAmount / 100n).toString();
+    return { status: 200, body };
   };
 
   /** The answer, through `mutate` when there is a route to rewrite. */
@@ -610,48 +524,6 @@ function streamHuge(res: http.ServerResponse, body: unknown): void {
     if (!res.destroyed) res.end('"}');
   };
   pump();
-}
-
-function meta(pubkey: string, isSigner: boolean, isWritable: boolean): WireMeta {
-  return { pubkey, isSigner, isWritable };
-}
-
-function wire(
-  programId: string,
-  accounts: WireMeta[],
-  data: Uint8Array | ArrayLike<number>,
-): WireInstruction {
-  return { programId, accounts, data: Buffer.from(data as Uint8Array).toString("base64") };
-}
-
-/** SPL Token's (or Token-2022's) transferChecked: source, mint, destination, authority (signer). */
-function transferChecked(
-  program: string,
-  source: string,
-  mint: string,
-  destination: string,
-  authority: string,
-  amount: bigint,
-  decimals: number,
-): WireInstruction {
-  return wire(
-    program,
-    [
-      meta(source, false, true),
-      meta(mint, false, false),
-      meta(destination, false, true),
-      meta(authority, true, false),
-    ],
-    getTransferCheckedInstructionDataEncoder().encode({ amount, decimals }),
-  );
-}
-
-/** Compute Budget's SetComputeUnitPrice: tag 3, then micro-lamports as a u64 little-endian. */
-function computeUnitPrice(microLamports: bigint): WireInstruction {
-  const data = Buffer.alloc(9);
-  data[0] = 3;
-  data.writeBigUInt64LE(microLamports, 1);
-  return wire(COMPUTE_BUDGET, [], data);
 }
 
 /** The cheatcodes read amounts as JSON numbers: the pools keep to amounts a double holds exactly. */
