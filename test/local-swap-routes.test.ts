@@ -2,8 +2,8 @@
  * Swap agents on the embedded chain with JUPITER_SWAP_URL unset: routes come from the chain's own
  * local pools, served in-process through the same /build contract and checks as Jupiter's. A
  * funded wallet approves a swap agent, which swaps three times; the wallet's balances move by
- * exactly the amounts and the quoted outputs, and every transaction is signed by the executor and
- * the delegate alone. GetAgent and CreateAgent say these are local pools, not Jupiter. And the
+ * exactly the amounts and the quoted outputs, and every transaction is signed by the executor, the
+ * delegate and the run's taker alone. GetAgent and CreateAgent say these are local pools, not Jupiter. And the
  * route source itself answers for any taker, signed by the taker alone, with token instructions only.
  */
 import { randomBytes } from "node:crypto";
@@ -92,7 +92,11 @@ describe("local swap routes on the embedded chain (JUPITER_SWAP_URL unset)", () 
       expect(result).toMatchObject({ kind: "swap", simulated: false, inAmountUnits: "1500000" });
       expect(result.routeLabels).toEqual([LOCAL_ROUTE_LABEL]);
       out += BigInt(result.outAmountUnits as string);
-      await expectLandedAsRecorded(chain, result, { executor, delegate: approval.delegate as string });
+      await expectLandedAsRecorded(chain, result, {
+        executor,
+        delegate: approval.delegate as string,
+        taker: result.taker as string,
+      });
     }
     // About 1/0.8734 JUP per USDC, less the 0.3% fee: the catalog's price.
     expect(Number(out) / 1e6 / 4.5).toBeGreaterThan(1.13);
@@ -101,7 +105,7 @@ describe("local swap routes on the embedded chain (JUPITER_SWAP_URL unset)", () 
     expect(await owners.balance(await ata(owner.address, JUP))).toBe(out);
     const active = await owners.ok("GET", `/v1/agents/${agentId}`);
     expect(active.notice).toMatch(/not Jupiter/);
-  });
+  }, 120_000);
 
   it("answers /build for any taker, signed by that taker alone, with SPL Token instructions only", async () => {
     const routes = createEmbeddedSwapRoutes({

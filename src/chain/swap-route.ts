@@ -247,8 +247,18 @@ export function endStateProblem(
         return `takes ${spent} base units from the owner's input account, not exactly ${rules.amount}`;
       }
       const allowanceSpent = tokenWas.delegatedAmount - tokenIs.delegatedAmount;
+      // SPL Token clears the delegate when a transfer spends its whole allowance: a run that
+      // spends the last of it leaves the account with no delegate, which is no change of authority.
+      const allowanceEnded =
+        tokenWas.delegate !== undefined &&
+        tokenIs.delegate === undefined &&
+        tokenIs.delegatedAmount === 0n &&
+        allowanceSpent === rules.amount;
+      const authoritiesKept = allowanceEnded
+        ? sameAuthorities({ ...tokenWas, delegate: undefined }, tokenIs)
+        : sameAuthorities(tokenWas, tokenIs);
       if (
-        !sameAuthorities(tokenWas, tokenIs) ||
+        !authoritiesKept ||
         tokenWas.mint !== tokenIs.mint ||
         (allowanceSpent !== rules.amount && allowanceSpent !== 0n)
       ) {

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import {
   type Address,
   address,
@@ -141,6 +142,9 @@ export function createEmbeddedSwapRoutes(options: {
             ),
             m,
           ),
+        // A nonce: a retry of the same run asks again for the same taker and amount, within the
+        // same blockhash, and the very same transaction would be refused as already processed.
+        (m) => appendTransactionMessageInstruction(authorizationNonce(), m),
       );
       const compiled = compileTransaction(message);
       const signed = {
@@ -156,6 +160,14 @@ export function createEmbeddedSwapRoutes(options: {
       await landed(rpc, signature);
     },
   });
+}
+
+/** SPL Memo (v2) carrying random text, so no two authorizations are the same transaction. */
+function authorizationNonce() {
+  return {
+    programAddress: address("MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr"),
+    data: new TextEncoder().encode(`local pool authorization ${randomBytes(8).toString("hex")}`),
+  };
 }
 
 /** Waits until the authorization is on the chain; a failed or lost one fails the build. */
