@@ -94,6 +94,8 @@ const DEFAULT_AIRDROP_LIMIT: RateLimitConfig = {
 };
 const DEFAULT_MAX_REQUEST_BYTES = 1024 * 1024;
 const MAX_BATCH = 100;
+/** Subscriptions of the whole chain when nothing configures it (LOCAL_SOLANA_PUBSUB_MAX_SUBSCRIPTIONS). */
+const DEFAULT_MAX_SUBSCRIPTIONS = Number(CONFIG_VARIABLES.LOCAL_SOLANA_PUBSUB_MAX_SUBSCRIPTIONS);
 
 /**
  * Starts the embedded local chain: its state from `statePath` if that file exists, else from the
@@ -167,6 +169,7 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
     paramCounts: LOCAL_CHAIN_PARAM_COUNTS,
     maxBatch: MAX_BATCH,
     maxAnswerBytes: limits.maxAnswerBytes,
+    maxRequestMs: limits.maxRequestMs,
     ...(options.onRequest === undefined ? {} : { onRequest: options.onRequest }),
     ...(options.onUnexpected === undefined ? {} : { onUnexpected: options.onUnexpected }),
   });
@@ -189,6 +192,7 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
             methods: pubsubMethods({
               subscriptions,
               maxSubscriptionsPerConnection: pubsubLimits.maxSubscriptionsPerConnection,
+              maxSubscriptions: pubsubLimits.maxSubscriptions ?? DEFAULT_MAX_SUBSCRIPTIONS,
               onRefused: (reason) => options.onRejected?.(`pubsub_${reason}`),
             }),
             paramCounts: PUBSUB_PARAM_COUNTS,

