@@ -27,6 +27,7 @@ import type { PubSubServer } from "./pubsub-server.ts";
 import { createPubSubSubscriptions } from "./pubsub-subscriptions.ts";
 import { createRpcMethods, LOCAL_CHAIN_PARAM_COUNTS } from "./rpc-methods.ts";
 import { createStateSaver, type SaveOutcome } from "./state-saver.ts";
+import { createTokenAccountIndex } from "./token-account-index.ts";
 
 export interface StartLocalChainOptions {
   readonly catalog: Catalog;
@@ -158,10 +159,12 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
   chain.tick();
   // A saved ledger longer than the window (a smaller LOCAL_SOLANA_HISTORY now) is cut at once.
   ledger.prune(clock.slot - BLOCKHASH_VALID_BLOCKS);
+  const tokenIndex = createTokenAccountIndex({ chain, events });
   const methods = createRpcMethods({
     chain,
     cheatcodes: options.cheatcodes ?? true,
     airdropLimit: options.airdropLimit ?? DEFAULT_AIRDROP_LIMIT,
+    tokenIndex,
   });
   const limits = { ...DEFAULT_LOCAL_CHAIN_PORT_LIMITS, ...options.limits };
   const handler = createJsonRpcHandler({
@@ -219,6 +222,7 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
     async close() {
       await ports?.close();
       subscriptions.close();
+      tokenIndex.close();
       await saver?.close();
     },
   };

@@ -1,4 +1,4 @@
-import { getAddressEncoder, type ReadonlyUint8Array } from "@solana/kit";
+import { type Address, getAddressEncoder, type ReadonlyUint8Array } from "@solana/kit";
 import { TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
 import { accountJson, dataSliceOf, encodingOf, parsedTokenData } from "./account-encoding.ts";
 import { invalidParam, invalidParams } from "./json-rpc-error.ts";
@@ -12,6 +12,7 @@ import {
   requireParams,
   withContext,
 } from "./rpc-params.ts";
+import { readOnce, type TokenAccountIndex } from "./token-account-index.ts";
 import { readMint, readTokenAccount, TOKEN_PROGRAMS, type TokenAccountState } from "./token-accounts.ts";
 
 const NATIVE_MINT = "So11111111111111111111111111111111111111112";
@@ -25,6 +26,21 @@ export function compareBytes(a: ReadonlyUint8Array, b: ReadonlyUint8Array): numb
 }
 
 /**
+ * Sorts by address bytes, as Agave's sortResults does: each address encoded once, not twice per
+ * comparison (3,000 accounts made 70,000 encodings).
+ */
+export function sortByAddress<T extends { address: string }>(
+  found: T[],
+  addresses: { encode(address: Address): ReadonlyUint8Array },
+): void {
+  const keys = new Map<string, ReadonlyUint8Array>();
+  for (const { address } of found) keys.set(address, addresses.encode(address as Address));
+  found.sort((a, b) =>
+    compareBytes(keys.get(a.address) as ReadonlyUint8Array, keys.get(b.address) as ReadonlyUint8Array),
+  );
+}
+
+/**
  * getTokenAccountsByOwner and getTokenAccountsByDelegate: the token accounts whose `role` (as
  * `pick` reads it from the account) is the first param, among a mint's or a token program's,
  * with Agave's filter rules and refusals. `role` names the param in refusals.
@@ -33,8 +49,8 @@ export function tokenAccountsBy(
   chain: LocalChain,
   role: "owner" | "delegate",
   pick: (token: TokenAccountState) => string | undefined,
+  tokenIndex?: TokenAccountIndex,
 ): RpcMethod {
-  const read = (address: string) => chain.account(address);
   const addresses = getAddressEncoder();
   return (params, answer) => {
     requireParams(params, 2);
@@ -73,17 +89,19 @@ export function tokenAccountsBy(
     const encoding = encodingOf(config, "binary");
     const slice = dataSliceOf(config);
     const slot = contextSlotOf(chain, config);
-    const found = chain
-      .programAccounts(program)
-      .filter(({ account }) => {
+    // The index holds the accounts of the owner (or delegate): those are all this can answer with.
+    const found = (tokenIndex?.accounts(program, role, wanted) ?? chain.programAccounts(program)).filter(
+      ({ account }) => {
         const token = readTokenAccount(account);
         return (
           token !== undefined &&
           pick(token) === wanted &&
           (wantedMint === undefined || token.mint === wantedMint)
         );
-      })
-      .sort((a, b) => compareBytes(addresses.encode(a.address), addresses.encode(b.address)));
+      },
+    );
+    sortByAddress(found, addresses);
+    const read = readOnce(chain.account);
     const accounts: { pubkey: string; account: Record<string, unknown> }[] = [];
     for (const { address, account } of found) {
       // jsonParsed drops what it cannot parse (a token account whose mint is gone), as Agave does.
