@@ -129,6 +129,28 @@ describe("a busy chain port", () => {
     expect((answers[0] as { result: unknown[] }).result).toHaveLength(ACCOUNTS);
   }, 120_000);
 
+  it("a batch of 100 scans answers within its time, the requests past it refused saying what to narrow", async () => {
+    const url = server.localChain?.url as string;
+    const probing = probe(server.baseUrl);
+    const text = await postText(
+      url,
+      Array.from({ length: 100 }, (_, i) => tokenScan(i)),
+    );
+    const { worstMs, times } = await probing.stop();
+    const answers = JSON.parse(text) as {
+      id: number;
+      result?: unknown;
+      error?: { code: number; message: string };
+    }[];
+    expect(worstMs, `probe times: ${times.filter((t) => t > 50).join(", ")}`).toBeLessThan(WORST_MS);
+    expect(answers.map((a) => a.id)).toEqual(Array.from({ length: 100 }, (_, i) => i));
+    const timedOut = answers.filter((a) => a.error?.message.includes("LOCAL_SOLANA_MAX_REQUEST_MS"));
+    // 100 scans of 3,000 accounts take far longer than 2 s: the last ones are refused unrun.
+    expect(timedOut.length).toBeGreaterThan(0);
+    expect(answers.at(-1)?.error).toMatchObject({ code: -32012 });
+    expect(answers.at(-1)?.error?.message).toMatch(/at most 2000 ms .*memcmp filter on the mint/);
+  }, 120_000);
+
   it(`10,000 identical jsonParsed programSubscribe and one token write hold no answer past ${WORST_MS} ms`, async () => {
     const pubsubUrl = server.localChain?.pubsub?.url as string;
     const sockets: WebSocket[] = [];
@@ -178,4 +200,51 @@ describe("a busy chain port", () => {
       for (const socket of sockets) socket.terminate();
     }
   }, 180_000);
+});
+
+describe("a chain whose worker dies", () => {
+  it("answers unavailable for chain calls while the rest serves, and comes back with its saved state", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "chain-worker-"));
+    const statePath = join(dir, "chain.bin");
+    // No retries: a chain call meets the dead worker, not the restarted one.
+    const server = await startServer({ env: { LOCAL_SOLANA_STATE: statePath, SOLANA_RPC_MAX_RETRIES: "0" } });
+    try {
+      const local = server.localChain;
+      if (local === undefined) throw new Error("no embedded chain");
+      const url = local.url as string;
+      const chain = createChainClient(url);
+      const wallet = randomAddress();
+      const before = (await stat(statePath)).mtimeMs;
+      expect(await chain.raw("surfnet_setAccount", [wallet, { lamports: 1_234_567 }])).not.toHaveProperty(
+        "error",
+      );
+      // The state is saved a moment after a change.
+      const until = Date.now() + 10_000;
+      while ((await stat(statePath)).mtimeMs === before && Date.now() < until) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      const transactions = `${server.baseUrl}/v1/tokens/${USDC}/transactions`;
+      expect((await fetch(transactions)).status).toBe(200);
+
+      await local.crash();
+      expect(local.available).toBe(false);
+      const down = await fetch(transactions);
+      expect(down.status).toBe(503);
+      expect(JSON.stringify(await down.json())).toMatch(/unavailable/);
+      expect((await fetch(`${server.baseUrl}/v1/tokens/prices`)).status).toBe(200);
+      expect((await fetch(`${server.baseUrl}/healthz`)).status).toBe(200);
+      expect(server.logs.find((l) => String(l.msg).includes("worker stopped"))).toMatchObject({
+        level: 50,
+        err: { message: expect.stringContaining("told to crash") },
+      });
+
+      await local.ready();
+      expect(local.url).toBe(url);
+      expect((await chain.rpc.getBalance(wallet as Address).send()).value).toBe(1_234_567n);
+      expect((await fetch(transactions)).status).toBe(200);
+    } finally {
+      await server.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });

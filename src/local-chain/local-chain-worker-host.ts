@@ -35,8 +35,11 @@ export interface EmbeddedLocalChain {
   airdrop(address: string, lamports: bigint): Promise<unknown>;
   /** Resolves once the worker serves (at once when it does). */
   ready(): Promise<void>;
-  /** Ends the worker as a crash would (tests of the restart). */
-  crash(): Promise<void>;
+  /**
+   * Kills the worker (tests of the restart): "error" makes it die of an uncaught error, as a bug
+   * in the chain would; "terminate" ends its thread from outside.
+   */
+  crash(how?: "error" | "terminate"): Promise<void>;
   /** Stops the worker: its ports close and its state is saved a last time. */
   close(): Promise<void>;
 }
@@ -250,8 +253,13 @@ export async function startLocalChainWorker(options: LocalChainWorkerOptions): P
     },
     airdrop: (address, lamports) => ask((id) => ({ type: "airdrop", id, address, lamports }), undefined),
     ready: () => (available ? Promise.resolve() : new Promise<void>((resolve) => readyWaiters.push(resolve))),
-    async crash() {
-      await worker?.terminate();
+    async crash(how = "error") {
+      const current = worker;
+      if (current === undefined) return;
+      const gone = new Promise((resolve) => current.once("exit", resolve));
+      if (how === "terminate") void current.terminate();
+      else current.postMessage({ type: "crash" } satisfies ToLocalChainWorker);
+      await gone;
     },
     async close() {
       closing = true;

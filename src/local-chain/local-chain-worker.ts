@@ -22,7 +22,9 @@ export type LocalChainWorkerData = Omit<
 export type ToLocalChainWorker =
   | { readonly type: "request"; readonly id: number; readonly payload: unknown }
   | { readonly type: "airdrop"; readonly id: number; readonly address: string; readonly lamports: bigint }
-  | { readonly type: "close" };
+  | { readonly type: "close" }
+  /** Tests of the restart: the worker dies of an uncaught error, as a bug in the chain would kill it. */
+  | { readonly type: "crash" };
 
 /** To the host. */
 export type FromLocalChainWorker =
@@ -123,6 +125,11 @@ async function serve(): Promise<void> {
         });
         return;
       }
+      case "crash":
+        setImmediate(() => {
+          throw new Error("the local chain's worker was told to crash (a test of its restart)");
+        });
+        return;
       case "close":
         void running.close().finally(() => {
           post({ type: "closed" });
