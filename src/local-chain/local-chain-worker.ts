@@ -1,4 +1,5 @@
 import { parentPort, workerData } from "node:worker_threads";
+import { createIdleHeapRelease } from "../idle-heap-release.ts";
 import { loadCatalog } from "../token/catalog.ts";
 import { answerAsKit } from "./local-transport.ts";
 import { type RunningLocalChain, type StartLocalChainOptions, startLocalChain } from "./start-local-chain.ts";
@@ -139,6 +140,14 @@ async function serve(): Promise<void> {
     }
   });
   post({ type: "ready", url: running.url, pubsubUrl: running.pubsub?.url });
+  // The chain's heap is its own: it gives back what start-up and bursts left, as the service's
+  // does (see idle-heap-release.ts; the collector is there when the process runs with --expose-gc).
+  const gc = globalThis.gc;
+  if (gc !== undefined) {
+    createIdleHeapRelease({
+      collect: () => gc({ type: "major", execution: "sync", flavor: "last-resort" }),
+    }).start();
+  }
 }
 
 await serve();

@@ -1,4 +1,4 @@
-import { getAddressEncoder, getBase58Decoder, getBase58Encoder } from "@solana/kit";
+import { getBase58Decoder, getBase58Encoder } from "@solana/kit";
 import { accountJson, dataSliceOf, encodingOf } from "./account-encoding.ts";
 import { bareCommitment } from "./account-methods.ts";
 import { invalidParam, invalidParams, paramError } from "./json-rpc-error.ts";
@@ -54,7 +54,6 @@ export function programAccountsMethods(
   chain: LocalChain,
   tokenIndex?: TokenAccountIndex,
 ): Record<string, RpcMethod> {
-  const addresses = getAddressEncoder();
   const base58 = getBase58Decoder();
 
   /**
@@ -89,7 +88,7 @@ export function programAccountsMethods(
       const found = (indexed(program, filters) ?? chain.programAccounts(program)).filter(({ account }) =>
         filters.every((matches) => matches(account)),
       );
-      if (sortResults) sortByAddress(found, addresses);
+      if (sortResults) sortByAddress(found);
       const read = readOnce(chain.account);
       const value = found.map(({ address, account }) => ({
         pubkey: address,

@@ -27,6 +27,8 @@ export interface TokenAccountIndex {
 }
 
 interface Entry {
+  /** The account as its last write left it: a query reads it here, not from LiteSVM again. */
+  readonly account: RawAccount;
   readonly program: string;
   readonly mint: string;
   readonly owner: string;
@@ -36,7 +38,9 @@ interface Entry {
 /**
  * Indexes every token account of both token programs once (the genesis or the saved state), then
  * follows the chain's events: each transaction's writable accounts and each account a cheatcode
- * set are read again and moved in the index. A write costs one account read per written address.
+ * set are read again and moved in the index. A write costs one account read per written address;
+ * the index holds each token account as read (about 1 KB with its decoded state), so a query
+ * neither reads LiteSVM nor decodes an account the index already decoded.
  */
 export function createTokenAccountIndex(options: {
   readonly chain: LocalChain;
@@ -71,6 +75,7 @@ export function createTokenAccountIndex(options: {
       token === undefined || account === undefined
         ? undefined
         : {
+            account,
             program: account.programAddress,
             mint: token.mint,
             owner: token.owner,
@@ -84,6 +89,7 @@ export function createTokenAccountIndex(options: {
       old.owner === entry.owner &&
       old.delegate === entry.delegate
     ) {
+      entries.set(address, entry);
       return;
     }
     if (old !== undefined) {
@@ -115,9 +121,8 @@ export function createTokenAccountIndex(options: {
     accounts(program, field, key) {
       const found: { address: Address; account: RawAccount }[] = [];
       for (const address of by[field].get(keyOf(program, key)) ?? []) {
-        const account = chain.account(address);
-        if (account !== undefined && account.programAddress === program)
-          found.push({ address: address as Address, account });
+        const entry = entries.get(address);
+        if (entry !== undefined) found.push({ address: address as Address, account: entry.account });
       }
       return found;
     },

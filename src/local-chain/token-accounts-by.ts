@@ -1,4 +1,4 @@
-import { type Address, getAddressEncoder, type ReadonlyUint8Array } from "@solana/kit";
+import type { ReadonlyUint8Array } from "@solana/kit";
 import { TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
 import { accountJson, dataSliceOf, encodingOf, parsedTokenData } from "./account-encoding.ts";
 import { invalidParam, invalidParams } from "./json-rpc-error.ts";
@@ -26,18 +26,27 @@ export function compareBytes(a: ReadonlyUint8Array, b: ReadonlyUint8Array): numb
 }
 
 /**
- * Sorts by address bytes, as Agave's sortResults does: each address encoded once, not twice per
- * comparison (3,000 accounts made 70,000 encodings).
+ * Sorts by address bytes, as Agave's sortResults does, without decoding an address: base58's
+ * alphabet is in ASCII order, so two addresses compare as their numbers do, by the length of
+ * their digits past the leading "1"s (zero bytes) and then as text. Decoding both addresses at
+ * each comparison was a third of a 3,000-account scan.
  */
-export function sortByAddress<T extends { address: string }>(
-  found: T[],
-  addresses: { encode(address: Address): ReadonlyUint8Array },
-): void {
-  const keys = new Map<string, ReadonlyUint8Array>();
-  for (const { address } of found) keys.set(address, addresses.encode(address as Address));
-  found.sort((a, b) =>
-    compareBytes(keys.get(a.address) as ReadonlyUint8Array, keys.get(b.address) as ReadonlyUint8Array),
-  );
+export function sortByAddress<T extends { address: string }>(found: T[]): void {
+  found.sort((a, b) => compareAddresses(a.address, b.address));
+}
+
+/** The byte order of two base58 addresses (compareBytes of their bytes), read from their text. */
+export function compareAddresses(a: string, b: string): number {
+  let i = 0;
+  let j = 0;
+  while (i < a.length && a[i] === "1") i++;
+  while (j < b.length && b[j] === "1") j++;
+  const digits = a.length - i - (b.length - j);
+  if (digits !== 0) return digits;
+  for (; i < a.length; i++, j++) {
+    if (a[i] !== b[j]) return (a[i] as string) < (b[j] as string) ? -1 : 1;
+  }
+  return 0;
 }
 
 /**
@@ -51,7 +60,6 @@ export function tokenAccountsBy(
   pick: (token: TokenAccountState) => string | undefined,
   tokenIndex?: TokenAccountIndex,
 ): RpcMethod {
-  const addresses = getAddressEncoder();
   return (params, answer) => {
     requireParams(params, 2);
     const wanted = pubkeyParam(params[0], role);
@@ -100,7 +108,7 @@ export function tokenAccountsBy(
         );
       },
     );
-    sortByAddress(found, addresses);
+    sortByAddress(found);
     const read = readOnce(chain.account);
     const accounts: { pubkey: string; account: Record<string, unknown> }[] = [];
     for (const { address, account } of found) {
