@@ -14,6 +14,7 @@ import { type Address, getBase58Decoder } from "@solana/kit";
 import { TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
+import { type RunningLocalChain, startLocalChain } from "../src/local-chain/start-local-chain.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
 import { createChainClient } from "./support/chain-client.ts";
 import { type RunningServer, startServer } from "./support/start-server.ts";
@@ -270,4 +271,34 @@ describe("a chain whose worker dies", () => {
       await rm(dir, { recursive: true, force: true });
     }
   }, 120_000);
+});
+
+describe("the chain port's browser edge", () => {
+  let local: RunningLocalChain;
+  beforeAll(async () => {
+    local = await startLocalChain({ catalog: loadCatalog(), port: 0, statePath: undefined, slotMs: 400 });
+  });
+  afterAll(() => local?.close());
+
+  const preflight = (headers: Record<string, string>) =>
+    fetch(local.url as string, {
+      method: "OPTIONS",
+      headers: {
+        origin: "https://dapp.example",
+        "access-control-request-method": "POST",
+        ...headers,
+      },
+    });
+
+  it("allows a public page to reach this machine only when its browser asks (Private Network Access)", async () => {
+    const asked = await preflight({ "access-control-request-private-network": "true" });
+    expect(asked.status).toBe(200);
+    expect(asked.headers.get("access-control-allow-private-network")).toBe("true");
+    expect(asked.headers.get("access-control-allow-origin")).toBe("*");
+    const unasked = await preflight({});
+    expect(unasked.status).toBe(200);
+    expect(unasked.headers.get("access-control-allow-private-network")).toBeNull();
+    const notTrue = await preflight({ "access-control-request-private-network": "false" });
+    expect(notTrue.headers.get("access-control-allow-private-network")).toBeNull();
+  });
 });
