@@ -114,7 +114,9 @@ export async function startLocalChainWorker(options: LocalChainWorkerOptions): P
             resolve();
             return;
           case "failed":
+            // It could not start (its port taken, say): end it, and the exit rejects with this.
             lastError = errorOf(message.error);
+            void current.terminate();
             return;
           case "response":
           case "airdropped": {
