@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { Worker } from "node:worker_threads";
 import { type Address, getBase58Decoder } from "@solana/kit";
 import { TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import WebSocket from "ws";
 import { type RunningLocalChain, startLocalChain } from "../src/local-chain/start-local-chain.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
@@ -249,6 +249,17 @@ describe("a chain whose worker dies", () => {
       }
       const transactions = `${server.baseUrl}/v1/tokens/${USDC}/transactions`;
       expect((await fetch(transactions)).status).toBe(200);
+
+      // The chain counts its requests on its thread; the counts reach the service's /metrics.
+      await vi.waitFor(
+        async () => {
+          const text = await (await fetch(`${server.baseUrl}/metrics`)).text();
+          expect(text).toMatch(
+            /local_chain_rpc_requests_total\{method="surfnet_setAccount",outcome="ok"\} [1-9]/,
+          );
+        },
+        { timeout: 5000 },
+      );
 
       await local.crash();
       expect(local.available).toBe(false);

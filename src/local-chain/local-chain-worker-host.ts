@@ -132,8 +132,9 @@ export async function startLocalChainWorker(options: LocalChainWorkerOptions): P
               message.fields === undefined ? undefined : withErrors(message.fields),
             );
             return;
-          case "request-metric":
-            options.onRequest?.(message.method, message.outcome, message.code);
+          case "request-metrics":
+            for (const { method, outcome, code } of message.requests)
+              options.onRequest?.(method, outcome, code);
             return;
           case "rejected-metric":
             options.onRejected?.(message.reason);

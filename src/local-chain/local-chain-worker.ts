@@ -39,15 +39,20 @@ export type FromLocalChainWorker =
       readonly message: string;
       readonly fields?: Record<string, unknown>;
     }
-  | {
-      readonly type: "request-metric";
-      readonly method: string;
-      readonly outcome: "ok" | "error";
-      readonly code?: number;
-    }
+  /** Requests answered since the last such message: one message a while, however many requests. */
+  | { readonly type: "request-metrics"; readonly requests: readonly RequestMetric[] }
   | { readonly type: "rejected-metric"; readonly reason: string }
   | { readonly type: "saved-metric"; readonly ok: boolean; readonly seconds: number }
   | { readonly type: "closed" };
+
+export interface RequestMetric {
+  readonly method: string;
+  readonly outcome: "ok" | "error";
+  readonly code?: number;
+}
+
+/** How often the chain's request counts go to the service's thread. */
+const METRICS_FLUSH_MS = 250;
 
 /** An error as it crosses threads: what a log line shows of it (its own fields may not clone). */
 export interface PlainError {
@@ -82,6 +87,15 @@ async function serve(): Promise<void> {
   if (port === null) throw new Error("local-chain-worker.ts runs as a worker thread only");
   const post = (message: FromLocalChainWorker) => port.postMessage(message);
   const options = workerData as LocalChainWorkerData;
+  // Counted here and sent in bulk: a flood of cheap requests on the chain's port must not become a
+  // flood of messages for the service's thread to handle one by one.
+  let requests: RequestMetric[] = [];
+  const flush = () => {
+    if (requests.length === 0) return;
+    post({ type: "request-metrics", requests });
+    requests = [];
+  };
+  setInterval(flush, METRICS_FLUSH_MS).unref();
   let running: RunningLocalChain;
   try {
     running = await startLocalChain({
@@ -91,8 +105,9 @@ async function serve(): Promise<void> {
         const plain = plainFields(fields);
         post({ type: "log", level, message, ...(plain === undefined ? {} : { fields: plain }) });
       },
-      onRequest: (method, outcome, code) =>
-        post({ type: "request-metric", method, outcome, ...(code === undefined ? {} : { code }) }),
+      onRequest: (method, outcome, code) => {
+        requests.push(code === undefined ? { method, outcome } : { method, outcome, code });
+      },
       onRejected: (reason) => post({ type: "rejected-metric", reason }),
       onSaved: (outcome) => post({ type: "saved-metric", ok: outcome.ok, seconds: outcome.seconds }),
       onUnexpected: (error, method) =>
@@ -133,6 +148,7 @@ async function serve(): Promise<void> {
         return;
       case "close":
         void running.close().finally(() => {
+          flush();
           post({ type: "closed" });
           port.close();
         });
