@@ -13,7 +13,6 @@ import { Worker } from "node:worker_threads";
 import { type Address, getBase58Decoder } from "@solana/kit";
 import { TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import WebSocket from "ws";
 import { type RunningLocalChain, startLocalChain } from "../src/local-chain/start-local-chain.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
 import { createChainClient } from "./support/chain-client.ts";
@@ -176,38 +175,9 @@ describe("a busy chain port", () => {
   }, 120_000);
 
   it(`10,000 identical jsonParsed programSubscribe and one token write hold no answer past ${WORST_MS} ms`, async () => {
-    const pubsubUrl = server.localChain?.pubsub?.url as string;
-    const sockets: WebSocket[] = [];
-    let notifications = 0;
-    let subscribed = 0;
+    const subscribers = subscribersInAnotherThread(server.localChain?.pubsub?.url as string, TOKEN_PROGRAM);
     try {
-      for (let c = 0; c < 10; c++) {
-        const socket = new WebSocket(pubsubUrl);
-        sockets.push(socket);
-        await new Promise((resolve, reject) => {
-          socket.once("open", resolve);
-          socket.once("error", reject);
-        });
-        // Counted, not parsed: the test's own work must not be what stalls the service it shares a process with.
-        socket.on("message", (data: Buffer) => {
-          if (data.includes('"programNotification"')) notifications++;
-          else if (data.includes('"result"')) subscribed++;
-        });
-        for (let s = 0; s < 1000; s++) {
-          socket.send(
-            JSON.stringify({
-              jsonrpc: "2.0",
-              id: s,
-              method: "programSubscribe",
-              params: [TOKEN_PROGRAM, { encoding: "jsonParsed", commitment: "processed" }],
-            }),
-          );
-        }
-      }
-      const until = Date.now() + 60_000;
-      while (subscribed < 10_000 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
-      expect(subscribed).toBe(10_000);
-
+      expect(await subscribers.subscribed).toBe(10_000);
       const probing = probe(server.baseUrl);
       await post(server.localChain?.url as string, {
         jsonrpc: "2.0",
@@ -215,16 +185,68 @@ describe("a busy chain port", () => {
         method: "surfnet_setTokenAccount",
         params: [randomAddress(), USDC, { amount: 5 }],
       });
-      const deadline = Date.now() + 60_000;
-      while (notifications < 10_000 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-      const { worstMs } = await probing.stop();
-      expect(notifications).toBe(10_000);
-      expect(worstMs).toBeLessThan(WORST_MS);
+      const notified = await subscribers.notified;
+      const { worstMs, times } = await probing.stop();
+      expect(notified).toBe(10_000);
+      expect(worstMs, `probe times: ${times.filter((t) => t > 50).join(", ")}`).toBeLessThan(WORST_MS);
     } finally {
-      for (const socket of sockets) socket.terminate();
+      await subscribers.stop();
     }
   }, 180_000);
 });
+
+/**
+ * 10 WebSocket connections with 1,000 identical `programSubscribe(program, jsonParsed, processed)`
+ * each, on a thread of their own, as clients in another process: the 13 MB of notifications one
+ * write sends them are theirs to read, not the service's thread's. `subscribed` resolves with the
+ * subscriptions confirmed; `notified` with the notifications once 10,000 came (or 60 s passed).
+ */
+function subscribersInAnotherThread(
+  url: string,
+  program: string,
+): { subscribed: Promise<number>; notified: Promise<number>; stop(): Promise<number> } {
+  const thread = new Worker(
+    `const { parentPort, workerData } = require("node:worker_threads");
+     const WebSocket = require("ws");
+     let subscribed = 0;
+     let notified = 0;
+     const sockets = [];
+     for (let c = 0; c < 10; c++) {
+       const socket = new WebSocket(workerData.url);
+       sockets.push(socket);
+       socket.on("message", (data) => {
+         if (data.includes('"programNotification"')) {
+           if (++notified === 10000) parentPort.postMessage({ notified });
+         } else if (data.includes('"result"')) {
+           if (++subscribed === 10000) parentPort.postMessage({ subscribed });
+         }
+       });
+       socket.on("open", () => {
+         for (let s = 0; s < 1000; s++) {
+           socket.send(JSON.stringify({ jsonrpc: "2.0", id: s, method: "programSubscribe",
+             params: [workerData.program, { encoding: "jsonParsed", commitment: "processed" }] }));
+         }
+       });
+     }
+     setTimeout(() => parentPort.postMessage({ subscribed, notified }), 60000).unref();
+     parentPort.on("message", () => { for (const socket of sockets) socket.terminate(); parentPort.close(); });`,
+    { eval: true, workerData: { url, program } },
+  );
+  const subscribed = new Promise<number>((resolve) =>
+    thread.on("message", (m: { subscribed?: number }) => m.subscribed !== undefined && resolve(m.subscribed)),
+  );
+  const notified = new Promise<number>((resolve) =>
+    thread.on("message", (m: { notified?: number }) => m.notified !== undefined && resolve(m.notified)),
+  );
+  return {
+    subscribed,
+    notified,
+    stop: () => {
+      thread.postMessage("stop");
+      return thread.terminate();
+    },
+  };
+}
 
 describe("a chain whose worker dies", () => {
   it("answers unavailable for chain calls while the rest serves, and comes back with its saved state", async () => {
