@@ -14,7 +14,7 @@
  *   node scripts/build.ts --if-stale  (only when src/, gen/ or the build settings changed)
  *
  * Entry points: dist/src/main.js (the service), dist/src/local-chain.js (the chain alone),
- * dist/src/prepare-genesis.js. Code loaded on first use (the MongoDB stores, the token programs,
+ * dist/src/local-chain-worker.js (the embedded chain's thread), dist/src/prepare-genesis.js. Code loaded on first use (the MongoDB stores, the token programs,
  * the embedded chain) stays in chunks of its own, loaded as late as it is from the sources.
  */
 import { cpSync, existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -88,6 +88,8 @@ await build({
   entryPoints: {
     main: "src/main.ts",
     "local-chain": "src/local-chain/main.ts",
+    // The embedded chain's worker thread (src/local-chain/local-chain-worker-host.ts starts it).
+    "local-chain-worker": "src/local-chain/local-chain-worker.ts",
     "prepare-genesis": "src/local-chain/prepare-genesis.ts",
   },
   outdir: out,

@@ -138,6 +138,11 @@ export interface LocalChainPubSubLimits {
   readonly maxConnections: number;
   /** Subscriptions one connection may hold; more are refused with -32603. */
   readonly maxSubscriptionsPerConnection: number;
+  /**
+   * Subscriptions all connections together may hold; more are refused as Agave refuses past its
+   * own cap (LOCAL_SOLANA_PUBSUB_MAX_SUBSCRIPTIONS; absent: its default).
+   */
+  readonly maxSubscriptions?: number;
   /** Largest message a client may send; a larger one closes its connection (1009). */
   readonly maxMessageBytes: number;
   /** Bytes written to one client that it has not taken yet; past them the client is cut off. */
@@ -147,6 +152,8 @@ export interface LocalChainPubSubLimits {
 export interface LocalChainPortLimits {
   /** Bytes of one answer, a request's or a whole batch's; past it the request answers -32012. */
   readonly maxAnswerBytes: number;
+  /** Time one request, or a whole batch, may run on the chain's thread; past it the rest answers -32012. */
+  readonly maxRequestMs: number;
   /** Time an answer may take to be written out to a client that does not read; then it is cut off. */
   readonly writeTimeoutMs: number;
   /** Open connections; more are closed on arrival. */
@@ -413,6 +420,7 @@ export const CONFIG_VARIABLES = {
   LOCAL_SOLANA_STATE: "",
   LOCAL_SOLANA_SLOT_MS: "400",
   LOCAL_SOLANA_MAX_ANSWER_BYTES: "8388608",
+  LOCAL_SOLANA_MAX_REQUEST_MS: "2000",
   LOCAL_SOLANA_WRITE_TIMEOUT_MS: "10000",
   LOCAL_SOLANA_MAX_CONNECTIONS: "64",
   LOCAL_SOLANA_MAX_IN_FLIGHT_PER_CONNECTION: "8",
@@ -424,6 +432,7 @@ export const CONFIG_VARIABLES = {
   LOCAL_SOLANA_ALLOWED_HOSTS: "",
   LOCAL_SOLANA_PUBSUB_MAX_CONNECTIONS: "256",
   LOCAL_SOLANA_PUBSUB_MAX_SUBSCRIPTIONS_PER_CONNECTION: "1000",
+  LOCAL_SOLANA_PUBSUB_MAX_SUBSCRIPTIONS: "10000",
   LOCAL_SOLANA_PUBSUB_MAX_MESSAGE_BYTES: "65536",
   LOCAL_SOLANA_PUBSUB_MAX_BUFFERED_BYTES: "1048576",
   TRANSFER_EXECUTOR: "chain",
@@ -488,6 +497,7 @@ export const CONFIG_VARIABLES = {
 /** The local chain port's limits when nothing configures them (tests, tools that start a chain). */
 export const DEFAULT_LOCAL_CHAIN_PORT_LIMITS: LocalChainPortLimits = {
   maxAnswerBytes: Number(CONFIG_VARIABLES.LOCAL_SOLANA_MAX_ANSWER_BYTES),
+  maxRequestMs: Number(CONFIG_VARIABLES.LOCAL_SOLANA_MAX_REQUEST_MS),
   writeTimeoutMs: Number(CONFIG_VARIABLES.LOCAL_SOLANA_WRITE_TIMEOUT_MS),
   maxConnections: Number(CONFIG_VARIABLES.LOCAL_SOLANA_MAX_CONNECTIONS),
   maxInFlightPerConnection: Number(CONFIG_VARIABLES.LOCAL_SOLANA_MAX_IN_FLIGHT_PER_CONNECTION),
@@ -500,6 +510,7 @@ export const DEFAULT_LOCAL_CHAIN_PUBSUB_LIMITS: LocalChainPubSubLimits = {
   maxSubscriptionsPerConnection: Number(
     CONFIG_VARIABLES.LOCAL_SOLANA_PUBSUB_MAX_SUBSCRIPTIONS_PER_CONNECTION,
   ),
+  maxSubscriptions: Number(CONFIG_VARIABLES.LOCAL_SOLANA_PUBSUB_MAX_SUBSCRIPTIONS),
   maxMessageBytes: Number(CONFIG_VARIABLES.LOCAL_SOLANA_PUBSUB_MAX_MESSAGE_BYTES),
   maxBufferedBytes: Number(CONFIG_VARIABLES.LOCAL_SOLANA_PUBSUB_MAX_BUFFERED_BYTES),
 };
@@ -750,6 +761,7 @@ function readSolana(read: Read, int: Int, bool: Bool, problems: string[], produc
       limits: {
         // At least room for a batch of refusals; at most what V8 can hold as one string.
         maxAnswerBytes: int("LOCAL_SOLANA_MAX_ANSWER_BYTES", 65_536, 256 * 1024 * 1024),
+        maxRequestMs: int("LOCAL_SOLANA_MAX_REQUEST_MS", 10, 600_000),
         writeTimeoutMs: int("LOCAL_SOLANA_WRITE_TIMEOUT_MS", 10, 600_000),
         maxConnections: int("LOCAL_SOLANA_MAX_CONNECTIONS", 1, 100_000),
         maxInFlightPerConnection: int("LOCAL_SOLANA_MAX_IN_FLIGHT_PER_CONNECTION", 1, 1000),
@@ -771,6 +783,7 @@ function readSolana(read: Read, int: Int, bool: Bool, problems: string[], produc
           1,
           1_000_000,
         ),
+        maxSubscriptions: int("LOCAL_SOLANA_PUBSUB_MAX_SUBSCRIPTIONS", 1, 10_000_000),
         // At least room for a transaction's signatureSubscribe; at most Agave's own frame bound.
         maxMessageBytes: int("LOCAL_SOLANA_PUBSUB_MAX_MESSAGE_BYTES", 1024, 16 * 1024 * 1024),
         maxBufferedBytes: int("LOCAL_SOLANA_PUBSUB_MAX_BUFFERED_BYTES", 65_536, 1024 * 1024 * 1024),

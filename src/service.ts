@@ -14,7 +14,7 @@ import { createLazyTransferChain } from "./chain/lazy-transfer-chain.ts";
 import { createResilientTransport } from "./chain/resilient-transport.ts";
 import { createSharedTransferChain } from "./chain/shared-transfer-chain.ts";
 import { type Config, redactRpcUrl } from "./config.ts";
-import type { RunningLocalChain } from "./local-chain/start-local-chain.ts";
+import type { EmbeddedLocalChain } from "./local-chain/local-chain-worker-host.ts";
 import type { Logger } from "./logger.ts";
 import { registerChainMetrics, registerLocalChainMetrics } from "./observability/chain-metrics.ts";
 import { registerExecutorMetrics } from "./observability/executor-metrics.ts";
@@ -45,7 +45,7 @@ export interface Service {
   readonly context: AppContext;
   readonly server: Server;
   /** The embedded local chain, when this process runs it (no SOLANA_RPC_URL). */
-  readonly localChain: RunningLocalChain | undefined;
+  readonly localChain: EmbeddedLocalChain | undefined;
   readonly scheduler: Scheduler | undefined;
   /** Webhook deliveries from the outbox (WEBHOOKS_ENABLED). */
   readonly webhooks: WebhookLoop | undefined;
@@ -82,7 +82,7 @@ export async function createService(
 ): Promise<Service> {
   const registry = new Registry();
   const catalog = loadCatalog();
-  const made = await createChain(config, logger, catalog, registry);
+  const made = await createChain(config, logger, registry);
   const { transfers, localChain } = made;
   const chain = overrides.chain ?? made.chain;
   let context: AppContext;
@@ -228,12 +228,11 @@ const EVENT_PRUNE_INTERVAL_MS = 10 * 60_000;
 async function createChain(
   config: Config,
   logger: Logger,
-  catalog: Catalog,
   registry: Registry,
-): Promise<{ chain: Chain; transfers: TransferChain; localChain: RunningLocalChain | undefined }> {
+): Promise<{ chain: Chain; transfers: TransferChain; localChain: EmbeddedLocalChain | undefined }> {
   const solana = config.solana;
   let transport: RpcTransport;
-  let localChain: RunningLocalChain | undefined;
+  let localChain: EmbeddedLocalChain | undefined;
   if (solana.rpcUrl !== undefined) {
     transport = createHttpTransport({
       url: solana.rpcUrl,
@@ -245,7 +244,7 @@ async function createChain(
       "token data comes from the Solana cluster at SOLANA_RPC_URL",
     );
   } else {
-    localChain = await startEmbeddedChain(config, logger, catalog, registry);
+    localChain = await startEmbeddedChain(config, logger, registry);
     transport = localChain.transport;
   }
   // One transport for reads and writes: one bound on what the service asks of the cluster.
@@ -398,7 +397,7 @@ const EMBEDDED_EXECUTOR_LAMPORTS = 1_000n * 1_000_000_000n;
 async function executorKeyOf(
   config: Config,
   logger: Logger,
-  localChain: RunningLocalChain | undefined,
+  localChain: EmbeddedLocalChain | undefined,
 ): Promise<SigningKey> {
   const path = config.transfers.keypairPath;
   if (path !== undefined) {
@@ -408,18 +407,17 @@ async function executorKeyOf(
   }
   const key = generateExecutorKey();
   if (localChain !== undefined) {
-    const signature = localChain.chain.airdrop(key.address, EMBEDDED_EXECUTOR_LAMPORTS);
     // An airdrop the faucet cannot pay never lands (an emptied faucet in a saved state, say): the
     // log says what happened, not what was meant to.
-    const status = localChain.chain.status(signature);
-    if (status !== null && status.err === null) {
+    const err = await localChain.airdrop(key.address, EMBEDDED_EXECUTOR_LAMPORTS);
+    if (err === null) {
       logger.info(
         { executor: key.address, lamports: EMBEDDED_EXECUTOR_LAMPORTS },
         "the executor's key was made for this run and funded by the embedded chain (set EXECUTOR_KEYPAIR to keep one)",
       );
     } else {
       logger.error(
-        { executor: key.address, err: status?.err ?? "the airdrop did not land" },
+        { executor: key.address, err },
         `the executor's key was made for this run, and the embedded chain's faucet could not fund it: runs cannot pay their fees until ${key.address} is funded (requestAirdrop, or surfnet_setAccount)`,
       );
     }
@@ -455,19 +453,18 @@ async function delegateKeysOf(config: Config, logger: Logger): Promise<DelegateK
 async function startEmbeddedChain(
   config: Config,
   logger: Logger,
-  catalog: Catalog,
   registry: Registry,
-): Promise<RunningLocalChain> {
-  const [{ startLocalChain }, { LOCAL_CHAIN_METHODS }] = await Promise.all([
-    import("./local-chain/start-local-chain.ts"),
+): Promise<EmbeddedLocalChain> {
+  const [{ startLocalChainWorker }, { LOCAL_CHAIN_METHODS }] = await Promise.all([
+    import("./local-chain/local-chain-worker-host.ts"),
     import("./local-chain/rpc-methods.ts"),
   ]);
   const local = config.solana.local;
   const metrics = registerLocalChainMetrics(registry, LOCAL_CHAIN_METHODS);
-  let running: RunningLocalChain;
+  let running: EmbeddedLocalChain;
   try {
-    running = await startLocalChain({
-      catalog,
+    // The chain runs in a worker thread of its own: nothing its clients ask holds this event loop.
+    running = await startLocalChainWorker({
       port: local.port,
       statePath: local.statePath,
       slotMs: local.slotMs,
@@ -477,12 +474,11 @@ async function startEmbeddedChain(
       history: local.history,
       airdropLimit: local.airdropLimit,
       allowedHosts: local.allowedHosts,
+      timeoutMs: config.solana.timeoutMs,
       log: (level, message, fields) => logger[level](fields ?? {}, message),
       onRequest: metrics.onRequest,
       onRejected: metrics.onRejected,
       onSaved: metrics.onSaved,
-      onUnexpected: (error, method) =>
-        logger.error({ err: error, method }, "local chain: a JSON-RPC method failed"),
     });
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "EADDRINUSE") {

@@ -158,6 +158,7 @@ describe("loadConfig", () => {
           slotMs: 400,
           limits: {
             maxAnswerBytes: 8_388_608,
+            maxRequestMs: 2000,
             writeTimeoutMs: 10_000,
             maxConnections: 64,
             maxInFlightPerConnection: 8,
@@ -170,6 +171,7 @@ describe("loadConfig", () => {
           pubsub: {
             maxConnections: 256,
             maxSubscriptionsPerConnection: 1000,
+            maxSubscriptions: 10_000,
             maxMessageBytes: 65_536,
             maxBufferedBytes: 1_048_576,
           },
@@ -410,6 +412,7 @@ describe("loadConfig", () => {
         LOCAL_SOLANA_STATE: "/var/lib/chain.bin",
         LOCAL_SOLANA_SLOT_MS: "50",
         LOCAL_SOLANA_MAX_ANSWER_BYTES: "1048576",
+        LOCAL_SOLANA_MAX_REQUEST_MS: "750",
         LOCAL_SOLANA_WRITE_TIMEOUT_MS: "2500",
         LOCAL_SOLANA_MAX_CONNECTIONS: "16",
         LOCAL_SOLANA_MAX_IN_FLIGHT_PER_CONNECTION: "2",
@@ -421,6 +424,7 @@ describe("loadConfig", () => {
         LOCAL_SOLANA_ALLOWED_HOSTS: "devbox.local,chain.test",
         LOCAL_SOLANA_PUBSUB_MAX_CONNECTIONS: "12",
         LOCAL_SOLANA_PUBSUB_MAX_SUBSCRIPTIONS_PER_CONNECTION: "34",
+        LOCAL_SOLANA_PUBSUB_MAX_SUBSCRIPTIONS: "3400",
         LOCAL_SOLANA_PUBSUB_MAX_MESSAGE_BYTES: "4096",
         LOCAL_SOLANA_PUBSUB_MAX_BUFFERED_BYTES: "131072",
         TRANSFER_EXECUTOR: "Simulated",
@@ -547,6 +551,7 @@ describe("loadConfig", () => {
           slotMs: 50,
           limits: {
             maxAnswerBytes: 1_048_576,
+            maxRequestMs: 750,
             writeTimeoutMs: 2500,
             maxConnections: 16,
             maxInFlightPerConnection: 2,
@@ -559,6 +564,7 @@ describe("loadConfig", () => {
           pubsub: {
             maxConnections: 12,
             maxSubscriptionsPerConnection: 34,
+            maxSubscriptions: 3400,
             maxMessageBytes: 4096,
             maxBufferedBytes: 131_072,
           },

@@ -14,6 +14,7 @@ import {
   usizeParam,
   withContext,
 } from "./rpc-params.ts";
+import type { TokenAccountIndex } from "./token-account-index.ts";
 import { readMint, readTokenAccount, TOKEN_PROGRAMS, uiTokenAmount } from "./token-accounts.ts";
 import { tokenAccountsBy } from "./token-accounts-by.ts";
 
@@ -37,7 +38,7 @@ export function bareCommitment(value: unknown): Commitment {
 const MAX_MULTIPLE_ACCOUNTS = 100;
 
 /** The account reads: balances, accounts in every encoding, token balances and supplies, rent. */
-export function accountMethods(chain: LocalChain): Record<string, RpcMethod> {
+export function accountMethods(chain: LocalChain, tokenIndex?: TokenAccountIndex): Record<string, RpcMethod> {
   /** The commitment's slot, checked against minContextSlot. */
   const contextSlot = (config: Record<string, unknown>) => contextSlotOf(chain, config);
   const read = (address: string) => chain.account(address);
@@ -109,7 +110,7 @@ export function accountMethods(chain: LocalChain): Record<string, RpcMethod> {
       return withContext(slot, uiTokenAmount(mint.supply, mint.decimals));
     },
 
-    getTokenAccountsByOwner: tokenAccountsBy(chain, "owner", (token) => token.owner),
+    getTokenAccountsByOwner: tokenAccountsBy(chain, "owner", (token) => token.owner, tokenIndex),
 
     getMinimumBalanceForRentExemption(params) {
       requireParams(params, 1);

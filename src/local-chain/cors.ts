@@ -29,6 +29,11 @@ export function preflightHeaders(req: http.IncomingMessage): http.OutgoingHttpHe
   return {
     "access-control-allow-methods": "OPTIONS, POST",
     ...(asked === undefined || asked === "" ? {} : { "access-control-allow-headers": asked }),
+    // Private Network Access: a public page reaches this machine's port only when its browser
+    // asks for it, and only then is it told yes; unasked, the header is not volunteered.
+    ...(req.headers["access-control-request-private-network"] === "true"
+      ? { "access-control-allow-private-network": "true" }
+      : {}),
     "access-control-max-age": String(PREFLIGHT_MAX_AGE_SECONDS),
   };
 }

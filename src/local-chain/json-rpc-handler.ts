@@ -1,5 +1,12 @@
+import { setImmediate as yieldToLoop } from "node:timers/promises";
 import { parseJsonExactIntegers, stringifyJsonBigInts } from "../chain/json-bigints.ts";
-import { type AnswerBudget, answerTooLarge, createAnswerBudget } from "./answer-budget.ts";
+import {
+  type AnswerBudget,
+  answerTooLarge,
+  createAnswerBudget,
+  requestTooLong,
+  type TimeBudget,
+} from "./answer-budget.ts";
 import {
   INTERNAL_ERROR,
   INVALID_REQUEST,
@@ -42,6 +49,12 @@ export interface JsonRpcHandlerOptions {
    * get what is left.
    */
   readonly maxAnswerBytes: number;
+  /**
+   * Time one request, or a whole batch, may run (LOCAL_SOLANA_MAX_REQUEST_MS): methods stop as
+   * they charge their answer past it, and a batch's requests after it answer -32012 unrun.
+   * Undefined: no bound.
+   */
+  readonly maxRequestMs?: number;
   /** Told about every request: its method (or why it had none) and its outcome. */
   readonly onRequest?: (method: string, outcome: "ok" | "error", code?: number) => void;
   /** Told about errors no method meant to raise (they answer -32603 "Internal error"). */
@@ -82,7 +95,9 @@ interface Outcome {
  * and the in-process transport, so both answer byte for byte alike.
  */
 export function createJsonRpcHandler(options: JsonRpcHandlerOptions): JsonRpcHandler {
-  const { methods, maxBatch, maxAnswerBytes } = options;
+  const { methods, maxBatch, maxAnswerBytes, maxRequestMs } = options;
+  const timeFrom = (started: number): TimeBudget | undefined =>
+    maxRequestMs === undefined ? undefined : { deadline: started + maxRequestMs, maxRequestMs };
   const paramCounts = options.paramCounts ?? {};
   const onRequest = options.onRequest ?? (() => {});
   const onUnexpected = options.onUnexpected ?? (() => {});
@@ -179,8 +194,21 @@ export function createJsonRpcHandler(options: JsonRpcHandlerOptions): JsonRpcHan
    * One request's answer as text ("" when none is due), within `room` bytes: past them the
    * answer is the too-large error. Its outcome is counted here, once.
    */
-  const written = async (request: unknown, room: number, caller: RpcCaller): Promise<string> => {
-    let outcome = await settled(request, createAnswerBudget({ bytes: room, maxAnswerBytes }), caller);
+  const written = async (
+    request: unknown,
+    room: number,
+    caller: RpcCaller,
+    time: TimeBudget | undefined,
+  ): Promise<string> => {
+    let outcome: Outcome;
+    if (time !== undefined && performance.now() > time.deadline) {
+      // The batch's time is spent: the rest is refused unrun, with what to narrow.
+      const id = idOf(request);
+      const refused = refusal(labelOf(request), id ?? null, requestTooLong(time.maxRequestMs));
+      outcome = id === undefined ? { ...refused, response: undefined } : refused;
+    } else {
+      outcome = await settled(request, createAnswerBudget({ bytes: room, maxAnswerBytes, time }), caller);
+    }
     let text = "";
     if (outcome.response !== undefined) {
       try {
@@ -207,7 +235,8 @@ export function createJsonRpcHandler(options: JsonRpcHandlerOptions): JsonRpcHan
       onRequest("invalid", "error", PARSE_ERROR);
       return stringifyJsonBigInts(failure(null, new JsonRpcError(PARSE_ERROR, "Parse error")));
     }
-    if (!Array.isArray(parsed)) return written(parsed, maxAnswerBytes, caller);
+    const time = timeFrom(performance.now());
+    if (!Array.isArray(parsed)) return written(parsed, maxAnswerBytes, caller, time);
     if (parsed.length === 0 || parsed.length > maxBatch) {
       onRequest("invalid", "error", INVALID_REQUEST);
       const message =
@@ -221,8 +250,10 @@ export function createJsonRpcHandler(options: JsonRpcHandlerOptions): JsonRpcHan
     // size leaves the room to the requests after it.
     let room = maxAnswerBytes - 2;
     const texts: string[] = [];
-    for (const request of parsed) {
-      const text = await written(request, room, caller);
+    for (const [index, request] of parsed.entries()) {
+      // Between requests the chain's thread serves its other clients (and PubSub) a turn.
+      if (index > 0) await yieldToLoop();
+      const text = await written(request, room, caller, time);
       if (text === "") continue;
       texts.push(text);
       room -= Buffer.byteLength(text) + 1;
@@ -234,7 +265,7 @@ export function createJsonRpcHandler(options: JsonRpcHandlerOptions): JsonRpcHan
     async handleValue(request, caller = IN_PROCESS) {
       const outcome = await settled(
         request,
-        createAnswerBudget({ bytes: maxAnswerBytes, maxAnswerBytes }),
+        createAnswerBudget({ bytes: maxAnswerBytes, maxAnswerBytes, time: timeFrom(performance.now()) }),
         caller,
       );
       count(outcome);

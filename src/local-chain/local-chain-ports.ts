@@ -24,7 +24,7 @@ export async function startLocalChainPorts(options: {
   readonly pubsubHandler: JsonRpcHandler;
   readonly subscriptions: PubSubSubscriptions;
   readonly maxRequestBytes: number;
-  readonly limits: Omit<LocalChainPortLimits, "maxAnswerBytes">;
+  readonly limits: Omit<LocalChainPortLimits, "maxAnswerBytes" | "maxRequestMs">;
   readonly pubsubLimits: LocalChainPubSubLimits;
   readonly allowedHosts?: readonly string[];
   readonly onRejected?: (reason: string) => void;

@@ -14,7 +14,7 @@ export interface LocalChainServerOptions {
   /** Largest request body read; a larger one is refused with 413. */
   readonly maxRequestBytes: number;
   /** Connections, requests in flight, unsent bytes and the write timeout (the handler bounds answers). */
-  readonly limits: Omit<LocalChainPortLimits, "maxAnswerBytes">;
+  readonly limits: Omit<LocalChainPortLimits, "maxAnswerBytes" | "maxRequestMs">;
   /**
    * Told about requests turned away before JSON-RPC saw them (`host`, `too_large`, `method`,
    * `content_type`, `in_flight_limit`, `unsent_limit`), connections refused (`connection_limit`)

@@ -14,9 +14,18 @@ import type { JsonRpcHandler } from "./json-rpc-handler.ts";
 export function createLocalTransport(handler: JsonRpcHandler): RpcTransport {
   return (async ({ payload, signal }) => {
     signal?.throwIfAborted();
-    const response = await handler.handleValue(asServerReadsIt(payload));
-    return asKitReadsIt(response ?? null);
+    return answerAsKit(handler, payload);
   }) as RpcTransport;
+}
+
+/**
+ * One request as kit sends it, answered as kit reads it: what the transport above does, and what
+ * the chain's worker thread does with each request the service posts to it (local-chain-worker.ts),
+ * so that the conversions run on the chain's thread, not the service's.
+ */
+export async function answerAsKit(handler: JsonRpcHandler, payload: unknown): Promise<unknown> {
+  const response = await handler.handleValue(asServerReadsIt(payload));
+  return asKitReadsIt(response ?? null);
 }
 
 /** A value as JSON text would carry it to the server: safe integers as numbers. */

@@ -1,4 +1,4 @@
-import { getAddressEncoder, getBase58Encoder } from "@solana/kit";
+import { getBase58Decoder, getBase58Encoder } from "@solana/kit";
 import { accountJson, dataSliceOf, encodingOf } from "./account-encoding.ts";
 import { bareCommitment } from "./account-methods.ts";
 import { invalidParam, invalidParams, paramError } from "./json-rpc-error.ts";
@@ -15,6 +15,7 @@ import {
   usizeParam,
   withContext,
 } from "./rpc-params.ts";
+import { readOnce, type TokenAccountIndex } from "./token-account-index.ts";
 import {
   type RawAccount,
   readMint,
@@ -22,7 +23,7 @@ import {
   TOKEN_PROGRAMS,
   uiTokenAmount,
 } from "./token-accounts.ts";
-import { compareBytes, delegateOf, tokenAccountsBy } from "./token-accounts-by.ts";
+import { delegateOf, sortByAddress, tokenAccountsBy } from "./token-accounts-by.ts";
 
 /** Agave's bounds on getProgramAccounts' filters (MAX_GET_PROGRAM_ACCOUNT_FILTERS, rpc-client-api's filter.rs). */
 const MAX_FILTERS = 4;
@@ -32,7 +33,16 @@ const MAX_DATA_BASE64_SIZE = 172;
 /** getTokenLargestAccounts answers the 20 largest (NUM_LARGEST_ACCOUNTS). */
 const NUM_LARGEST_ACCOUNTS = 20;
 
-type AccountFilter = (account: RawAccount) => boolean;
+/** A filter, with what the token index can use of it (a memcmp's bytes, a dataSize, tokenAccountState). */
+type AccountFilter = ((account: RawAccount) => boolean) & {
+  readonly memcmp?: { readonly offset: number; readonly bytes: Uint8Array };
+  readonly dataSize?: bigint;
+  readonly tokenAccountState?: true;
+};
+/** Where a token account holds its mint and its owner, the memcmps the token index answers. */
+const MINT_OFFSET = 0;
+const OWNER_OFFSET = 32;
+const TOKEN_ACCOUNT_SIZE = 165n;
 
 /**
  * Scans by program: getProgramAccounts (memcmp, dataSize and tokenAccountState filters,
@@ -40,9 +50,29 @@ type AccountFilter = (account: RawAccount) => boolean;
  * getTokenLargestAccounts and getTokenAccountsByDelegate. Answers are bounded by the answer
  * budget each account's data is charged to.
  */
-export function programAccountsMethods(chain: LocalChain): Record<string, RpcMethod> {
-  const read = (address: string) => chain.account(address);
-  const addresses = getAddressEncoder();
+export function programAccountsMethods(
+  chain: LocalChain,
+  tokenIndex?: TokenAccountIndex,
+): Record<string, RpcMethod> {
+  const base58 = getBase58Decoder();
+
+  /**
+   * The accounts a token program's scan can be answered from through the index: those of the
+   * memcmp's mint or owner, when the filters also keep to token accounts (dataSize 165 or
+   * tokenAccountState), so that what the index holds (token accounts) is all the scan could match.
+   */
+  const indexed = (program: string, filters: readonly AccountFilter[]) => {
+    if (tokenIndex === undefined || TOKEN_PROGRAMS[program] === undefined) return undefined;
+    if (!filters.some((f) => f.tokenAccountState === true || f.dataSize === TOKEN_ACCOUNT_SIZE))
+      return undefined;
+    for (const { memcmp } of filters) {
+      if (memcmp === undefined || memcmp.bytes.length !== 32) continue;
+      const field =
+        memcmp.offset === MINT_OFFSET ? "mint" : memcmp.offset === OWNER_OFFSET ? "owner" : undefined;
+      if (field !== undefined) return tokenIndex.accounts(program, field, base58.decode(memcmp.bytes));
+    }
+    return undefined;
+  };
 
   return {
     getProgramAccounts(params, answer) {
@@ -55,12 +85,11 @@ export function programAccountsMethods(chain: LocalChain): Record<string, RpcMet
       const sortResults = booleanOf(config, "sortResults", true);
       const filters = filtersOf(config.filters);
       const slot = contextSlotOf(chain, config);
-      const found = chain
-        .programAccounts(program)
-        .filter(({ account }) => filters.every((matches) => matches(account)));
-      if (sortResults) {
-        found.sort((a, b) => compareBytes(addresses.encode(a.address), addresses.encode(b.address)));
-      }
+      const found = (indexed(program, filters) ?? chain.programAccounts(program)).filter(({ account }) =>
+        filters.every((matches) => matches(account)),
+      );
+      if (sortResults) sortByAddress(found);
+      const read = readOnce(chain.account);
       const value = found.map(({ address, account }) => ({
         pubkey: address,
         account: accountJson(account, encoding, slice, read, answer),
@@ -78,7 +107,10 @@ export function programAccountsMethods(chain: LocalChain): Record<string, RpcMet
       const state = readMint(mintAccount);
       if (state === undefined) throw invalidParam("mint could not be unpacked");
       const holders: { address: string; amount: bigint }[] = [];
-      for (const { address, account } of chain.programAccounts(mintAccount.programAddress)) {
+      const candidates =
+        tokenIndex?.accounts(mintAccount.programAddress, "mint", mint) ??
+        chain.programAccounts(mintAccount.programAddress);
+      for (const { address, account } of candidates) {
         const token = readTokenAccount(account);
         if (token !== undefined && token.mint === mint) holders.push({ address, amount: token.amount });
       }
@@ -92,7 +124,7 @@ export function programAccountsMethods(chain: LocalChain): Record<string, RpcMet
       );
     },
 
-    getTokenAccountsByDelegate: tokenAccountsBy(chain, "delegate", delegateOf),
+    getTokenAccountsByDelegate: tokenAccountsBy(chain, "delegate", delegateOf, tokenIndex),
   };
 }
 
@@ -117,7 +149,7 @@ function filterOf(value: unknown): AccountFilter {
   switch (variant) {
     case "dataSize": {
       const size = u64Param(body);
-      return (account) => BigInt(account.data.length) === size;
+      return Object.assign((account: RawAccount) => BigInt(account.data.length) === size, { dataSize: size });
     }
     case "memcmp":
       return memcmpFilter(body);
@@ -130,7 +162,10 @@ function filterOf(value: unknown): AccountFilter {
   }
 }
 
-const tokenAccountState: AccountFilter = (account) => readTokenAccount(account) !== undefined;
+const tokenAccountState: AccountFilter = Object.assign(
+  (account: RawAccount) => readTokenAccount(account) !== undefined,
+  { tokenAccountState: true as const },
+);
 
 function memcmpFilter(value: unknown): AccountFilter {
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
@@ -161,10 +196,14 @@ function memcmpFilter(value: unknown): AccountFilter {
     throw invalidType(encoding, "a memcmp encoding");
   }
   if (wanted.length > MAX_DATA_SIZE) throw invalidParam("DataTooLarge");
-  return (account) => {
-    const data = account.data;
-    if (at + wanted.length > data.length) return false;
-    for (let i = 0; i < wanted.length; i++) if (data[at + i] !== wanted[i]) return false;
-    return true;
-  };
+  const expected = wanted;
+  return Object.assign(
+    (account: RawAccount) => {
+      const data = account.data;
+      if (at + expected.length > data.length) return false;
+      for (let i = 0; i < expected.length; i++) if (data[at + i] !== expected[i]) return false;
+      return true;
+    },
+    { memcmp: { offset: at, bytes: expected } },
+  );
 }

@@ -37,9 +37,12 @@ export const PUBSUB_PARAM_COUNTS: Readonly<Record<string, readonly [number, numb
 export function pubsubMethods(options: {
   readonly subscriptions: PubSubSubscriptions;
   readonly maxSubscriptionsPerConnection: number;
-  readonly onRefused?: (reason: "subscription_limit") => void;
+  /** Subscriptions of all connections together (LOCAL_SOLANA_PUBSUB_MAX_SUBSCRIPTIONS); absent: no bound. */
+  readonly maxSubscriptions?: number;
+  readonly onRefused?: (reason: "subscription_limit" | "node_subscription_limit") => void;
 }): Record<string, RpcMethod> {
   const { subscriptions, maxSubscriptionsPerConnection } = options;
+  const maxSubscriptions = options.maxSubscriptions ?? Number.POSITIVE_INFINITY;
   const refused = options.onRefused ?? (() => {});
   const sinkOf = (caller: RpcCaller) => (caller as PubSubCaller).sink;
   const subscribe = (caller: RpcCaller, params: SubscriptionParams) => {
@@ -49,6 +52,14 @@ export function pubsubMethods(options: {
       throw new JsonRpcError(
         INTERNAL_ERROR,
         `Internal Error: Subscription refused. Connection subscription limit reached (at most ${maxSubscriptionsPerConnection} subscriptions per connection: unsubscribe, or open another connection)`,
+      );
+    }
+    if (subscriptions.size >= maxSubscriptions) {
+      // Agave's words past its node's bound (max_active_subscriptions), and what to do about it.
+      refused("node_subscription_limit");
+      throw new JsonRpcError(
+        INTERNAL_ERROR,
+        `Internal Error: Subscription refused. Node subscription limit reached (at most ${maxSubscriptions} subscriptions on this chain, LOCAL_SOLANA_PUBSUB_MAX_SUBSCRIPTIONS: unsubscribe first)`,
       );
     }
     return subscriptions.subscribe(sink, params);

@@ -39,7 +39,14 @@ export type SubscriptionParams =
   | { readonly kind: "slot" }
   | { readonly kind: "root" };
 
-type Subscription = SubscriptionParams & { readonly id: number; readonly sink: NotificationSink };
+type Subscription = SubscriptionParams & {
+  readonly id: number;
+  readonly sink: NotificationSink;
+  /** A program subscription's filters as text: subscribers with the same filters are checked once per write. */
+  readonly filterKey?: string;
+};
+
+const noop = () => {};
 
 export interface PubSubSubscriptions {
   /** Adds a subscription of `sink`; returns its id (ids are unique across the chain, from 0, as Agave's). */
@@ -65,6 +72,12 @@ const BASE58_TOO_LARGE = "error: data too large for bs58 encoding";
  */
 const MAX_WAITING = 100_000;
 const MAX_WAITING_BYTES = 64 * 1024 * 1024;
+/**
+ * How long one turn of sending notifications may hold the chain's thread before it yields to the
+ * chain's other work (its RPC port, the next write): 10,000 subscribers of one program are told
+ * over many turns, not inside the write that woke them.
+ */
+const SEND_SLICE_MS = 5;
 /** What a closed account looks like in a notification (Agave sends the default account). */
 const CLOSED: RawAccount = {
   lamports: 0n,
@@ -108,6 +121,32 @@ export function createPubSubSubscriptions(options: {
   let waitingBytes = 0;
   let lastRoot = chain.slot("finalized");
   let ticker: NodeJS.Timeout | undefined;
+  /** Sends not yet made, in the order they arose (`sent` of them are done). */
+  let outbox: (() => void)[] = [];
+  let sent = 0;
+  let draining: NodeJS.Immediate | undefined;
+  const drain = () => {
+    draining = undefined;
+    const until = performance.now() + SEND_SLICE_MS;
+    let turn = 0;
+    while (sent < outbox.length) {
+      const send = outbox[sent] as () => void;
+      outbox[sent++] = noop;
+      send();
+      if (++turn % 64 === 0 && performance.now() > until) break;
+    }
+    if (sent < outbox.length) {
+      draining = setImmediate(drain);
+    } else {
+      outbox = [];
+      sent = 0;
+    }
+  };
+  /** Does `send` after the write that called for it, in order with every other send. */
+  const later = (send: () => void) => {
+    outbox.push(send);
+    draining ??= setImmediate(drain);
+  };
 
   const add = <K>(index: Map<K, Set<Subscription>>, key: K, sub: Subscription) => {
     const set = index.get(key) ?? new Set<Subscription>();
@@ -147,6 +186,9 @@ export function createPubSubSubscriptions(options: {
   };
 
   const notify = (sub: Subscription, method: string, result: string) => {
+    later(() => send(sub, method, result));
+  };
+  const send = (sub: Subscription, method: string, result: string) => {
     sub.sink.send(
       `{"jsonrpc":"2.0","method":"${method}","params":{"result":${result},"subscription":${sub.id}}}`,
     );
@@ -208,6 +250,9 @@ export function createPubSubSubscriptions(options: {
    * Tells an account or a program subscriber of an account as a write left it, once `slot` reaches
    * the subscriber's commitment: accountNotification and programNotification carry the same
    * encoded account (a program's wrapped with its address by `wrap`), waited for and dropped alike.
+   * The result is encoded when it is sent, once per encoding and data slice of this write
+   * (`results`): every subscriber asking alike shares it, as Agave's subscribers of one
+   * (filter, encoding, commitment) share one notification.
    */
   const notifyAccount = (
     sub: Subscription & { kind: "account" | "program" },
@@ -215,15 +260,23 @@ export function createPubSubSubscriptions(options: {
     state: RawAccount,
     method: "accountNotification" | "programNotification",
     wrap: (value: string) => string,
+    results: Map<string, string | undefined>,
   ) => {
     at(
       slot,
       sub.commitment,
-      () => {
-        if (!live(sub)) return;
-        const value = accountValue(sub, state);
-        if (value !== undefined) notify(sub, method, withSlot(slot, wrap(value)));
-      },
+      () =>
+        later(() => {
+          if (!live(sub)) return;
+          const key = `${sub.encoding}:${sub.slice?.offset}:${sub.slice?.length}`;
+          let result = results.get(key);
+          if (result === undefined && !results.has(key)) {
+            const value = accountValue(sub, state);
+            result = value === undefined ? undefined : withSlot(slot, wrap(value));
+            results.set(key, result);
+          }
+          if (result !== undefined) send(sub, method, result);
+        }),
       state.data.length,
     );
   };
@@ -238,20 +291,24 @@ export function createPubSubSubscriptions(options: {
     if (accountSubs === undefined && programSubs === undefined) return;
     // The account as this write left it: a finalized subscriber hears of this state, later.
     const state = account ?? CLOSED;
+    const accountResults = new Map<string, string | undefined>();
     for (const sub of accountSubs ?? []) {
       if (sub.kind !== "account") continue;
-      notifyAccount(sub, slot, state, "accountNotification", (value) => value);
+      notifyAccount(sub, slot, state, "accountNotification", (value) => value, accountResults);
     }
     if (account === undefined) return;
+    const programResults = new Map<string, string | undefined>();
+    const wrap = (value: string) => `{"pubkey":"${address}","account":${value}}`;
+    // Identical filters (10,000 wallets' `programSubscribe(Token)`) are checked once.
+    const passes = new Map<string | undefined, boolean>();
     for (const sub of programSubs ?? []) {
-      if (sub.kind !== "program" || !passesFilters(account.data as Uint8Array, sub.filters)) continue;
-      notifyAccount(
-        sub,
-        slot,
-        state,
-        "programNotification",
-        (value) => `{"pubkey":"${address}","account":${value}}`,
-      );
+      if (sub.kind !== "program") continue;
+      let pass = passes.get(sub.filterKey);
+      if (pass === undefined) {
+        pass = passesFilters(account.data as Uint8Array, sub.filters);
+        passes.set(sub.filterKey, pass);
+      }
+      if (pass) notifyAccount(sub, slot, state, "programNotification", wrap, programResults);
     }
   };
 
@@ -338,7 +395,12 @@ export function createPubSubSubscriptions(options: {
 
   return {
     subscribe(sink, params) {
-      const sub = { ...params, id: nextId++, sink } as Subscription;
+      const sub = {
+        ...params,
+        id: nextId++,
+        sink,
+        ...(params.kind === "program" ? { filterKey: filterKeyOf(params.filters) } : {}),
+      } as Subscription;
       byId.set(sub.id, sub);
       const own = bySink.get(sink) ?? new Set<number>();
       bySink.set(sink, own);
@@ -379,6 +441,18 @@ export function createPubSubSubscriptions(options: {
     close() {
       unlisten();
       stopTicking();
+      if (draining !== undefined) clearImmediate(draining);
+      outbox = [];
+      sent = 0;
     },
   };
+}
+
+/** Filters as text, the same for the same filters however they were written (base58 or base64). */
+function filterKeyOf(filters: readonly AccountFilter[]): string {
+  return filters
+    .map((f) =>
+      f.kind === "dataSize" ? `s${f.size}` : `m${f.offset}:${Buffer.from(f.bytes).toString("hex")}`,
+    )
+    .join(",");
 }

@@ -8,6 +8,7 @@ import type { RpcMethod } from "./json-rpc-handler.ts";
 import type { LocalChain } from "./local-chain.ts";
 import { nodeMethods } from "./node-methods.ts";
 import { programAccountsMethods } from "./program-accounts-methods.ts";
+import type { TokenAccountIndex } from "./token-account-index.ts";
 import { transactionMethods } from "./transaction-methods.ts";
 
 /**
@@ -20,14 +21,16 @@ export function createRpcMethods(options: {
   cheatcodes?: boolean;
   /** requestAirdrop per client address. */
   airdropLimit: RateLimitConfig;
+  /** The token accounts by mint, owner and delegate; absent: the token methods scan. */
+  tokenIndex?: TokenAccountIndex;
 }): Record<string, RpcMethod> {
-  const { chain } = options;
+  const { chain, tokenIndex } = options;
   const methods = {
     ...clusterMethods(chain),
-    ...accountMethods(chain),
+    ...accountMethods(chain, tokenIndex),
     ...epochMethods(chain),
     ...transactionMethods(chain, { airdropLimit: options.airdropLimit }),
-    ...programAccountsMethods(chain),
+    ...programAccountsMethods(chain, tokenIndex),
     ...blockMethods(chain),
     ...nodeMethods(chain),
     ...(options.cheatcodes === false ? {} : cheatcodeMethods(chain)),

@@ -27,6 +27,7 @@ import type { PubSubServer } from "./pubsub-server.ts";
 import { createPubSubSubscriptions } from "./pubsub-subscriptions.ts";
 import { createRpcMethods, LOCAL_CHAIN_PARAM_COUNTS } from "./rpc-methods.ts";
 import { createStateSaver, type SaveOutcome } from "./state-saver.ts";
+import { createTokenAccountIndex } from "./token-account-index.ts";
 
 export interface StartLocalChainOptions {
   readonly catalog: Catalog;
@@ -94,6 +95,8 @@ const DEFAULT_AIRDROP_LIMIT: RateLimitConfig = {
 };
 const DEFAULT_MAX_REQUEST_BYTES = 1024 * 1024;
 const MAX_BATCH = 100;
+/** Subscriptions of the whole chain when nothing configures it (LOCAL_SOLANA_PUBSUB_MAX_SUBSCRIPTIONS). */
+const DEFAULT_MAX_SUBSCRIPTIONS = Number(CONFIG_VARIABLES.LOCAL_SOLANA_PUBSUB_MAX_SUBSCRIPTIONS);
 
 /**
  * Starts the embedded local chain: its state from `statePath` if that file exists, else from the
@@ -156,10 +159,12 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
   chain.tick();
   // A saved ledger longer than the window (a smaller LOCAL_SOLANA_HISTORY now) is cut at once.
   ledger.prune(clock.slot - BLOCKHASH_VALID_BLOCKS);
+  const tokenIndex = createTokenAccountIndex({ chain, events });
   const methods = createRpcMethods({
     chain,
     cheatcodes: options.cheatcodes ?? true,
     airdropLimit: options.airdropLimit ?? DEFAULT_AIRDROP_LIMIT,
+    tokenIndex,
   });
   const limits = { ...DEFAULT_LOCAL_CHAIN_PORT_LIMITS, ...options.limits };
   const handler = createJsonRpcHandler({
@@ -167,6 +172,7 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
     paramCounts: LOCAL_CHAIN_PARAM_COUNTS,
     maxBatch: MAX_BATCH,
     maxAnswerBytes: limits.maxAnswerBytes,
+    maxRequestMs: limits.maxRequestMs,
     ...(options.onRequest === undefined ? {} : { onRequest: options.onRequest }),
     ...(options.onUnexpected === undefined ? {} : { onUnexpected: options.onUnexpected }),
   });
@@ -189,6 +195,7 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
             methods: pubsubMethods({
               subscriptions,
               maxSubscriptionsPerConnection: pubsubLimits.maxSubscriptionsPerConnection,
+              maxSubscriptions: pubsubLimits.maxSubscriptions ?? DEFAULT_MAX_SUBSCRIPTIONS,
               onRefused: (reason) => options.onRejected?.(`pubsub_${reason}`),
             }),
             paramCounts: PUBSUB_PARAM_COUNTS,
@@ -215,6 +222,7 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
     async close() {
       await ports?.close();
       subscriptions.close();
+      tokenIndex.close();
       await saver?.close();
     },
   };

@@ -1,4 +1,4 @@
-import { getAddressEncoder, type ReadonlyUint8Array } from "@solana/kit";
+import type { ReadonlyUint8Array } from "@solana/kit";
 import { TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
 import { accountJson, dataSliceOf, encodingOf, parsedTokenData } from "./account-encoding.ts";
 import { invalidParam, invalidParams } from "./json-rpc-error.ts";
@@ -12,6 +12,7 @@ import {
   requireParams,
   withContext,
 } from "./rpc-params.ts";
+import { readOnce, type TokenAccountIndex } from "./token-account-index.ts";
 import { readMint, readTokenAccount, TOKEN_PROGRAMS, type TokenAccountState } from "./token-accounts.ts";
 
 const NATIVE_MINT = "So11111111111111111111111111111111111111112";
@@ -25,6 +26,30 @@ export function compareBytes(a: ReadonlyUint8Array, b: ReadonlyUint8Array): numb
 }
 
 /**
+ * Sorts by address bytes, as Agave's sortResults does, without decoding an address: base58's
+ * alphabet is in ASCII order, so two addresses compare as their numbers do, by the length of
+ * their digits past the leading "1"s (zero bytes) and then as text. Decoding both addresses at
+ * each comparison was a third of a 3,000-account scan.
+ */
+export function sortByAddress<T extends { address: string }>(found: T[]): void {
+  found.sort((a, b) => compareAddresses(a.address, b.address));
+}
+
+/** The byte order of two base58 addresses (compareBytes of their bytes), read from their text. */
+export function compareAddresses(a: string, b: string): number {
+  let i = 0;
+  let j = 0;
+  while (i < a.length && a[i] === "1") i++;
+  while (j < b.length && b[j] === "1") j++;
+  const digits = a.length - i - (b.length - j);
+  if (digits !== 0) return digits;
+  for (; i < a.length; i++, j++) {
+    if (a[i] !== b[j]) return (a[i] as string) < (b[j] as string) ? -1 : 1;
+  }
+  return 0;
+}
+
+/**
  * getTokenAccountsByOwner and getTokenAccountsByDelegate: the token accounts whose `role` (as
  * `pick` reads it from the account) is the first param, among a mint's or a token program's,
  * with Agave's filter rules and refusals. `role` names the param in refusals.
@@ -33,9 +58,8 @@ export function tokenAccountsBy(
   chain: LocalChain,
   role: "owner" | "delegate",
   pick: (token: TokenAccountState) => string | undefined,
+  tokenIndex?: TokenAccountIndex,
 ): RpcMethod {
-  const read = (address: string) => chain.account(address);
-  const addresses = getAddressEncoder();
   return (params, answer) => {
     requireParams(params, 2);
     const wanted = pubkeyParam(params[0], role);
@@ -73,17 +97,19 @@ export function tokenAccountsBy(
     const encoding = encodingOf(config, "binary");
     const slice = dataSliceOf(config);
     const slot = contextSlotOf(chain, config);
-    const found = chain
-      .programAccounts(program)
-      .filter(({ account }) => {
+    // The index holds the accounts of the owner (or delegate): those are all this can answer with.
+    const found = (tokenIndex?.accounts(program, role, wanted) ?? chain.programAccounts(program)).filter(
+      ({ account }) => {
         const token = readTokenAccount(account);
         return (
           token !== undefined &&
           pick(token) === wanted &&
           (wantedMint === undefined || token.mint === wantedMint)
         );
-      })
-      .sort((a, b) => compareBytes(addresses.encode(a.address), addresses.encode(b.address)));
+      },
+    );
+    sortByAddress(found);
+    const read = readOnce(chain.account);
     const accounts: { pubkey: string; account: Record<string, unknown> }[] = [];
     for (const { address, account } of found) {
       // jsonParsed drops what it cannot parse (a token account whose mint is gone), as Agave does.

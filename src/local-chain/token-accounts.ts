@@ -61,7 +61,23 @@ export function readMint(account: RawAccount | undefined): MintState | undefined
 
 /** The token account in `account`, or undefined when it is not an initialized one. */
 export function readTokenAccount(account: RawAccount | undefined): TokenAccountState | undefined {
-  if (account === undefined || kindOf(account) !== "account") return undefined;
+  if (account === undefined) return undefined;
+  // The token index hands out the same account objects until they are written again: each is
+  // decoded once (base58 of its mint, owner and delegate was most of a token scan's time).
+  if (decoded.has(account)) return decoded.get(account);
+  const token = decodeTokenAccount(account);
+  decoded.set(account, token);
+  return token;
+}
+
+/**
+ * Token accounts as decoded, by the account object read: a memo of a pure function, held weakly
+ * (an account read and dropped takes its decoding with it).
+ */
+const decoded = new WeakMap<RawAccount, TokenAccountState | undefined>();
+
+function decodeTokenAccount(account: RawAccount): TokenAccountState | undefined {
+  if (kindOf(account) !== "account") return undefined;
   try {
     const token =
       account.programAddress === TOKEN_PROGRAM_ADDRESS

@@ -2,7 +2,7 @@ import type { Server as NetServer } from "node:net";
 import { Writable } from "node:stream";
 import type { AppContext } from "../../src/app-context.ts";
 import { loadConfig } from "../../src/config.ts";
-import type { RunningLocalChain } from "../../src/local-chain/start-local-chain.ts";
+import type { EmbeddedLocalChain } from "../../src/local-chain/local-chain-worker-host.ts";
 import { createLogger } from "../../src/logger.ts";
 import type { Server } from "../../src/server.ts";
 import { createService, type Service, type ServiceOverrides } from "../../src/service.ts";
@@ -12,7 +12,7 @@ export interface RunningServer {
   readonly port: number;
   readonly context: AppContext;
   /** The embedded local chain the server reads (when no SOLANA_RPC_URL is given): its url serves JSON-RPC. */
-  readonly localChain: RunningLocalChain | undefined;
+  readonly localChain: EmbeddedLocalChain | undefined;
   /** The server's listening socket, e.g. to watch its connections. */
   readonly listener: NetServer;
   /** What the server's streams hold now (leak checks). */
