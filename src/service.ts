@@ -285,7 +285,7 @@ async function createSwapRoutes(
   config: Config,
   logger: Logger,
   catalog: Catalog,
-  localChain: RunningLocalChain | undefined,
+  localChain: EmbeddedLocalChain | undefined,
   upstreamMetrics: UpstreamMetrics,
 ): Promise<SwapRouteNotice> {
   if (config.swaps.localRoutes === true && localChain !== undefined) {
