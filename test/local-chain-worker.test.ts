@@ -22,16 +22,6 @@ function randomAddress(): string {
   return getBase58Decoder().decode(randomBytes(32));
 }
 
-/** The answer's text: parsing megabytes of it is the test's work, done once the probe is over. */
-async function postText(url: string, body: unknown): Promise<string> {
-  const response = await fetch(url, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
-  return response.text();
-}
-
 describe("a chain whose worker dies", () => {
   it("answers unavailable for chain calls while the rest serves, and comes back with its saved state", async () => {
     const dir = await mkdtemp(join(tmpdir(), "chain-worker-"));
