@@ -8,6 +8,8 @@ export default defineConfig({
     exclude: ["test/**/*.slow.test.ts", "**/node_modules/**"],
     // Provides a MongoDB-compatible server (MONGODB_URI, or FerretDB built and started here).
     globalSetup: ["test/support/mongo-global-setup.ts", "test/support/local-chain-global-setup.ts"],
+    // Tests that use the shared server fail with its cause once it has ended.
+    setupFiles: ["test/support/mongo-down.ts"],
     // Servers and databases are real; give them time, and keep two cores from thrashing.
     testTimeout: 30_000,
     hookTimeout: 240_000,

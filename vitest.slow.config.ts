@@ -9,6 +9,8 @@ export default defineConfig({
   test: {
     include: ["test/**/*.slow.test.ts"],
     globalSetup: ["test/support/mongo-global-setup.ts", "test/support/local-chain-global-setup.ts"],
+    // Tests that use the shared server fail with its cause once it has ended.
+    setupFiles: ["test/support/mongo-down.ts"],
     testTimeout: 300_000,
     hookTimeout: 240_000,
     pool: "forks",

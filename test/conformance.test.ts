@@ -21,6 +21,16 @@ const RUN_TIMEOUT_MS = 240_000;
  * more than the cores pays off; beyond 8 the two cores of CI gain nothing.
  */
 const PARALLEL = 8;
+/**
+ * Server processes the runner starts at once (its default is 4). The runner gives a server 10 s
+ * to answer its handshake, a limit no flag changes, and a server's start is CPU-bound (module
+ * loading, the embedded chain's genesis): four of them starting together beside another test
+ * file on two cores took longer than that, and the cases of that server failed with "timed out
+ * waiting for result from server". Two at a time start in 2-4 s each here.
+ */
+const MAX_SERVERS = 2;
+/** Node's compile cache for the server processes: every server after the first skips compiling. */
+const COMPILE_CACHE = join(ROOT, ".tools/node-compile-cache");
 
 let runner: string;
 beforeAll(async () => {
@@ -73,6 +83,8 @@ function runSuite(binary: string): Promise<{ code: number | null; output: string
     `@${join(HERE, "known-flaky.txt")}`,
     "--parallel",
     String(PARALLEL),
+    "--max-servers",
+    String(MAX_SERVERS),
     "-v",
     "--",
     // The project's Node 24, whatever node is on PATH.
@@ -80,7 +92,12 @@ function runSuite(binary: string): Promise<{ code: number | null; output: string
     join(HERE, "server.ts"),
   ];
   return new Promise((resolve, reject) => {
-    const child = spawn(binary, args, { cwd: ROOT, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(binary, args, {
+      cwd: ROOT,
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, NODE_COMPILE_CACHE: COMPILE_CACHE },
+    });
     let output = "";
     child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
       output += chunk;

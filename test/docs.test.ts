@@ -23,7 +23,9 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { CONFIG_VARIABLES } from "../src/config.ts";
+import { isDocsServer } from "./support/docs-server-pid.ts";
 import { type CodeBlock, codeBlocksOf, commandsOf, shapeMismatches } from "./support/markdown-blocks.ts";
+import { freePortPair } from "./support/ports.ts";
 import { openShellSession, type ShellSession } from "./support/shell-session.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -60,7 +62,10 @@ let database: string;
 beforeAll(async () => {
   ensureCurl();
   state = mkdtempSync(join(tmpdir(), "docs-test-"));
-  [port = 0, chainPort = 0, receiverPort = 0] = await distinctFreePorts(3);
+  // The chain serves PubSub on its port + 1: that port must be free too.
+  chainPort = await freePortPair();
+  do [port = 0, receiverPort = 0] = await distinctFreePorts(2);
+  while ([port, receiverPort].some((p) => p === chainPort || p === chainPort + 1));
   database = `docs_${process.pid}_${Date.now()}`;
   // A scratch project next to "token-agent-service" (this repository), as docs/api.md has a
   // reader's own project; its node_modules are this repository's, which hold what it installs.
@@ -73,7 +78,9 @@ beforeAll(async () => {
 
 afterAll(() => {
   try {
-    process.kill(Number(readFileSync(join(state, "server.pid"), "utf8")), "SIGKILL");
+    // Only the server docs-server.ts started: its pid may have ended and been taken by another process.
+    const pid = Number(readFileSync(join(state, "server.pid"), "utf8"));
+    if (isDocsServer(pid)) process.kill(pid, "SIGKILL");
   } catch {}
   rmSync(state, { recursive: true, force: true });
 });

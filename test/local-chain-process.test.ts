@@ -13,7 +13,7 @@ import { loadCatalog } from "../src/token/catalog.ts";
 import { createChainClient } from "./support/chain-client.ts";
 import { writeDelegateSeed, writeExecutorKeypair } from "./support/executor-keypair.ts";
 import { LOCAL_CHAIN_MAIN, type MainProcess, spawnMain, startMain } from "./support/main-process.ts";
-import { freePort } from "./support/ports.ts";
+import { freePortPair } from "./support/ports.ts";
 
 const USDC = address(loadCatalog().tokens.find((t) => t.symbol === "USDC")?.mint as string);
 const directory = mkdtempSync(join(tmpdir(), "local-chain-"));
@@ -45,7 +45,7 @@ async function stop(process: MainProcess): Promise<void> {
 }
 
 beforeAll(async () => {
-  port = await freePort();
+  port = await freePortPair();
   chainProcess = await startChain();
 });
 

@@ -156,8 +156,16 @@ describe.each(STORES)("stream slots on the %s store", (_name, storeEnv) => {
         });
         expect(response.status).toBe(200);
         const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+        // Until the first event; a stream that ends first fails here. (Reading on after the end
+        // answers at once, forever: a loop that did not look at `done` starved every timer of
+        // the worker, this test's timeout among them, and held the run for good.)
+        const decoder = new TextDecoder();
         let text = "";
-        while (!text.includes("\nid: 1\n")) text += new TextDecoder().decode((await reader.read()).value);
+        while (!text.includes("\nid: 1\n")) {
+          const { done, value } = await reader.read();
+          if (done) throw new Error(`the event stream ended before its first event: ${text.slice(0, 500)}`);
+          text += decoder.decode(value, { stream: true });
+        }
       }),
     );
     expect(await streamsOpenGauge(server)).toBe(cap);

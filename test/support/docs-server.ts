@@ -14,6 +14,7 @@ import { closeSync, existsSync, openSync, readFileSync, writeFileSync } from "no
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CONFIG_VARIABLES } from "../../src/config.ts";
+import { isDocsServer } from "./docs-server-pid.ts";
 
 const MAIN = fileURLToPath(new URL("../../src/main.ts", import.meta.url));
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -30,7 +31,7 @@ for (const name of [...Object.keys(CONFIG_VARIABLES), "NODE_ENV"]) {
 }
 
 const running = existsSync(pidFile) ? Number(readFileSync(pidFile, "utf8")) : undefined;
-if (running !== undefined && alive(running)) {
+if (running !== undefined && isDocsServer(running)) {
   if (existsSync(settingsFile) && readFileSync(settingsFile, "utf8") === JSON.stringify(settings))
     process.exit(0);
   await stop(running);
@@ -77,6 +78,6 @@ function alive(pid: number): boolean {
 
 async function stop(pid: number): Promise<void> {
   process.kill(pid, "SIGTERM");
-  for (let i = 0; i < 200 && alive(pid); i++) await new Promise((resolve) => setTimeout(resolve, 50));
-  if (alive(pid)) process.kill(pid, "SIGKILL");
+  for (let i = 0; i < 200 && isDocsServer(pid); i++) await new Promise((resolve) => setTimeout(resolve, 50));
+  if (isDocsServer(pid)) process.kill(pid, "SIGKILL");
 }

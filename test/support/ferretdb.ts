@@ -31,6 +31,23 @@ export interface FerretdbServer {
   pause(): void;
   /** SIGCONT a paused process. */
   resume(): void;
+  /**
+   * Calls `listener` once if the process ends without stop(), kill() or restart() having asked
+   * for it (a crash, a signal from elsewhere, a Go panic), with how it ended and its last output.
+   */
+  onUnexpectedExit(listener: (exit: FerretdbExit) => void): void;
+}
+
+/** How a FerretDB process ended, for a message that names the cause. */
+export interface FerretdbExit {
+  readonly pid: number | undefined;
+  readonly port: number;
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+  /** When it ended. */
+  readonly at: Date;
+  /** The last STDERR_TAIL_CHARS characters it wrote to stdout and stderr. */
+  readonly output: string;
 }
 
 const PROJECT_ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -107,6 +124,16 @@ export async function startFerretdb(options: { asShipped?: boolean } = {}): Prom
 
   let stopped = false;
   let current: Running | undefined = running;
+  const exitListeners: ((exit: FerretdbExit) => void)[] = [];
+  // Each Running reports its own end; only the one still current, and not ended on purpose, is a surprise.
+  const watch = (proc: Running) => {
+    void proc.ended.then((exit) => {
+      if (current !== proc) return;
+      current = undefined;
+      for (const listener of exitListeners) listener({ ...exit, port });
+    });
+  };
+  watch(running);
   const uri = `mongodb://127.0.0.1:${port}/`;
   return {
     uri,
@@ -130,6 +157,9 @@ export async function startFerretdb(options: { asShipped?: boolean } = {}): Prom
     resume() {
       current?.signal("SIGCONT");
     },
+    onUnexpectedExit(listener) {
+      exitListeners.push(listener);
+    },
     async kill() {
       const proc = current;
       current = undefined;
@@ -144,6 +174,7 @@ export async function startFerretdb(options: { asShipped?: boolean } = {}): Prom
       for (let attempt = 1; ; attempt++) {
         try {
           current = await launch(binary, port, dataDir, flags);
+          watch(current);
           return;
         } catch (err) {
           if (attempt >= 10 || !(err instanceof PortInUseError)) throw err;
@@ -160,6 +191,8 @@ class PortInUseError extends Error {
 
 interface Running {
   readonly pid: number | undefined;
+  /** Resolves when the process has ended, however it ended. */
+  readonly ended: Promise<Omit<FerretdbExit, "port">>;
   terminate(signal: "SIGTERM" | "SIGKILL"): Promise<void>;
   signal(signal: "SIGSTOP" | "SIGCONT"): void;
 }
@@ -189,6 +222,10 @@ async function launch(
     if (child.exitCode !== null || child.signalCode !== null) resolve();
     else child.once("exit", () => resolve());
   });
+  // "close" comes after the pipes have given their last bytes, so the output is complete.
+  const ended = new Promise<Omit<FerretdbExit, "port">>((resolve) => {
+    child.once("close", (code, signal) => resolve({ pid: child.pid, code, signal, at: new Date(), output }));
+  });
   let spawnError: Error | undefined;
   child.once("error", (err) => {
     spawnError = err;
@@ -212,7 +249,7 @@ async function launch(
       const message = `FerretDB (${binary}) on port ${port} exited during startup (${how}); its output:\n${output}`;
       throw /address already in use/.test(output) ? new PortInUseError(message) : new Error(message);
     }
-    if (await accepts(port)) return { pid: child.pid, terminate, signal: (sig) => child.kill(sig) };
+    if (await accepts(port)) return { pid: child.pid, ended, terminate, signal: (sig) => child.kill(sig) };
     if (Date.now() > deadline) {
       await terminate("SIGKILL");
       throw new Error(

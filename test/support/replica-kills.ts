@@ -19,7 +19,6 @@ import { slotAt } from "../../src/scheduler/slots.ts";
 import { type ChainClient, createChainClient } from "./chain-client.ts";
 import { writeDelegateSeed, writeExecutorKeypair } from "./executor-keypair.ts";
 import { LOCAL_CHAIN_MAIN, type MainProcess, spawnMain, startMain } from "./main-process.ts";
-import { freePort } from "./ports.ts";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
 /** REPLICAS_DEBUG=1 prints progress while the survivors catch up. */
@@ -45,25 +44,20 @@ export interface ReplicaChain {
  * The chain process goes into `processes`, for the test's afterAll to kill.
  */
 export async function startReplicaChain(directory: string, processes: MainProcess[]): Promise<ReplicaChain> {
-  const chainPort = await freePort();
+  // Port 0: the chain takes a free port whose next port (PubSub) is free too, and says which in
+  // its log; a port chosen here beforehand could be taken, with its + 1, before the chain binds.
   const chainProcess = spawnMain(
-    { LOCAL_SOLANA_RPC_PORT: String(chainPort), LOCAL_SOLANA_SLOT_MS: "40", LOG_LEVEL: "warn" },
+    { LOCAL_SOLANA_RPC_PORT: "0", LOCAL_SOLANA_SLOT_MS: "40", LOG_LEVEL: "info" },
     LOCAL_CHAIN_MAIN,
   );
   processes.push(chainProcess);
-  const rpcUrl = `http://127.0.0.1:${chainPort}`;
+  // waitForLog's error carries the chain's stdout and stderr: why it did not come up.
+  const serving = await chainProcess.waitForLog(
+    (line) => typeof line.solana_rpc === "string" && /^local chain serving/.test(String(line.msg)),
+    60_000,
+  );
+  const rpcUrl = String(serving.solana_rpc);
   const chain = createChainClient(rpcUrl);
-  for (let i = 0; ; i++) {
-    if (
-      await fetch(`${rpcUrl}/health`).then(
-        (r) => r.ok,
-        () => false,
-      )
-    )
-      break;
-    expect(i, "the local chain answers within 30 s").toBeLessThan(300);
-    await sleep(100);
-  }
   const keypairPath = join(directory, "executor.json");
   const executor = writeExecutorKeypair(keypairPath);
   const seedPath = join(directory, "delegate.seed");

@@ -41,8 +41,16 @@ func main() {
 		log.Fatal(err)
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	// Say which signal ended it: the test run reports this output when the shared server ends.
+	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	go func() {
+		sig := <-signals
+		log.Printf("ferretdb: received %v (parent pid %d), shutting down", sig, os.Getppid())
+		stop()
+	}()
 
 	if *idIndex {
 		go keepIDIndexes(ctx, dataDir(*sqliteURL))
@@ -51,4 +59,5 @@ func main() {
 	if err := f.Run(ctx); err != nil {
 		log.Fatal(err)
 	}
+	log.Print("ferretdb: stopped")
 }
