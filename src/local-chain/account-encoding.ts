@@ -2,6 +2,7 @@ import { zstdCompressSync } from "node:zlib";
 import { getBase58Decoder } from "@solana/kit";
 import type { AnswerBudget } from "./answer-budget.ts";
 import { invalidParams, JsonRpcError } from "./json-rpc-error.ts";
+import type { ChainAccount } from "./local-chain.ts";
 import { invalidType, u64Param, usizeParam } from "./rpc-params.ts";
 import {
   type MintState,
@@ -16,7 +17,7 @@ import {
 export type AccountEncoding = "binary" | "base58" | "base64" | "base64+zstd" | "jsonParsed";
 
 /** rentEpoch of every rent-exempt account, as validators report it since rent collection ended. */
-const RENT_EXEMPT_EPOCH = (1n << 64n) - 1n;
+export const RENT_EXEMPT_EPOCH = (1n << 64n) - 1n;
 /** base58 is slow: Agave refuses it for data longer than this. */
 const MAX_BASE58_BYTES = 128;
 /** About what an account's JSON holds besides its data (lamports, owner, rentEpoch, ...). */
@@ -79,7 +80,7 @@ export function accountJson(
     lamports: account.lamports,
     owner: account.programAddress,
     executable: account.executable,
-    rentEpoch: RENT_EXEMPT_EPOCH,
+    rentEpoch: (account as ChainAccount).rentEpoch ?? RENT_EXEMPT_EPOCH,
     space: account.data.length,
   };
   if (encoding === "jsonParsed") {
