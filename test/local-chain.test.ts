@@ -126,6 +126,21 @@ describe("the local chain's clock", () => {
     expect((await chain.confirm(signature)).err).toBeNull();
   });
 
+  it("after 20 s idle, each finalized slot has its own blockhash, its block's (rpc.rs get_latest_blockhash, get_block)", async () => {
+    now += 50 * SLOT_MS;
+    const hashes: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const { context, value } = await chain.rpc.getLatestBlockhash({ commitment: "finalized" }).send();
+      const block = await chain.rpc
+        .getBlock(context.slot, { commitment: "finalized", transactionDetails: "none", rewards: false })
+        .send();
+      expect(block?.blockhash).toBe(value.blockhash);
+      hashes.push(value.blockhash);
+      now += SLOT_MS;
+    }
+    expect(new Set(hashes).size).toBe(5);
+  });
+
   it("charges the fee payer exactly the fee its meta records, also when the transaction fails", async () => {
     const before = (await chain.rpc.getBalance(payer.address).send()).value;
     const failed = await chain.send(

@@ -60,7 +60,7 @@ export function accountMethods(chain: LocalChain): Record<string, RpcMethod> {
       const account = chain.account(address);
       return withContext(
         slot,
-        account === undefined ? null : accountJson(account, encoding, slice, read, answer),
+        account === undefined ? null : accountJson(account, encoding, slice, read, answer, address),
       );
     },
 
@@ -77,7 +77,7 @@ export function accountMethods(chain: LocalChain): Record<string, RpcMethod> {
         slot,
         addresses.map((address) => {
           const account = chain.account(address);
-          return account === undefined ? null : accountJson(account, encoding, slice, read, answer);
+          return account === undefined ? null : accountJson(account, encoding, slice, read, answer, address);
         }),
       );
     },

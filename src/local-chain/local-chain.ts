@@ -8,7 +8,7 @@ import {
   getTransactionEncoder,
   type Transaction,
 } from "@solana/kit";
-import { Clock, FailedTransactionMetadata, LiteSVM, type TransactionMetadata } from "litesvm";
+import { Clock, EpochSchedule, FailedTransactionMetadata, LiteSVM, type TransactionMetadata } from "litesvm";
 import { stringifyJsonBigInts } from "../chain/json-bigints.ts";
 import { RENT_EXEMPT_EPOCH } from "./account-encoding.ts";
 import {
@@ -205,12 +205,18 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
    */
   const advanceTo = (slot: number) => {
     svm.expireBlockhash();
+    setRuntimeClock(slot);
+    clock.advance(slot, svm.latestBlockhash());
+  };
+  /** The Clock sysvar programs read (and getAccountInfo shows): the working slot and its time. */
+  const setRuntimeClock = (slot: number) => {
     const unix = BigInt(clock.timeOf(slot));
     const epoch = BigInt(slot) / SLOTS_PER_EPOCH;
     const epochStart = BigInt(clock.timeOf(Number(epoch * SLOTS_PER_EPOCH)));
     svm.setClock(new Clock(BigInt(slot), epochStart, epoch, epoch + 1n, unix));
-    clock.advance(slot, svm.latestBlockhash());
   };
+  // A fresh LiteSVM's Clock is its own default until the first slot passes: set it now.
+  setRuntimeClock(clock.slot);
   const tick = () => {
     const due = clock.dueSlot();
     if (due > clock.slot) {
@@ -670,6 +676,9 @@ function savedAccountOf(account: ChainAccount): SavedAccount {
  */
 export function createSvm(accounts: readonly (readonly [string, SavedAccount])[] = []): LiteSVM {
   const svm = new LiteSVM().withTransactionHistory(0n).withBlockhashCheck(false).withSigverify(true);
+  // The chain's epochs (what its Clock counts and getEpochSchedule answers): 432,000 slots from
+  // slot 0, no warmup; LiteSVM's default schedule warms up, which programs reading it would see.
+  svm.setEpochSchedule(new EpochSchedule(SLOTS_PER_EPOCH, SLOTS_PER_EPOCH, false, 0n, 0n));
   for (const [address, account] of accounts) {
     const data = Buffer.from(account.data, "base64");
     svm.setAccount({
