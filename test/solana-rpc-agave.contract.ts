@@ -17,10 +17,12 @@ import {
   getBase64EncodedWireTransaction,
   type Instruction,
   type KeyPairSigner,
+  type Nonce,
   pipe,
   type Signature,
   setTransactionMessageFeePayerSigner,
   setTransactionMessageLifetimeUsingBlockhash,
+  setTransactionMessageLifetimeUsingDurableNonce,
   signTransactionMessageWithSigners,
 } from "@solana/kit";
 import {
@@ -161,6 +163,39 @@ export function describeAgaveAnswers(name: string, target: () => { url: string }
         );
         expect(advance.error).toBeUndefined();
         expect((await confirmedStatus(advance.result as Signature)).err).toBeNull();
+        // A transaction whose lifetime is the nonce (Agave's check_age: the nonce account's stored
+        // blockhash) lands, advancing it; the same bytes again find the nonce moved on.
+        const { value } = (await result("getAccountInfo", [nonce.address, { encoding: "jsonParsed" }])) as {
+          value: { data: { parsed: { info: { blockhash: string } } } };
+        };
+        const durable = getBase64EncodedWireTransaction(
+          await pipe(
+            createTransactionMessage({ version: 0 }),
+            (m) => setTransactionMessageFeePayerSigner(payer, m),
+            (m) =>
+              setTransactionMessageLifetimeUsingDurableNonce(
+                {
+                  nonce: value.data.parsed.info.blockhash as Nonce,
+                  nonceAccountAddress: nonce.address,
+                  nonceAuthorityAddress: payer.address,
+                },
+                m,
+              ),
+            (m) =>
+              appendTransactionMessageInstructions(
+                [getTransferSolInstruction({ source: payer, destination: payer.address, amount: 1n })],
+                m,
+              ),
+            (m) => signTransactionMessageWithSigners(m),
+          ),
+        );
+        const landed = await send(durable);
+        expect(landed.error).toBeUndefined();
+        expect((await confirmedStatus(landed.result as Signature)).err).toBeNull();
+        expect((await send(durable)).error).toMatchObject({
+          code: -32002,
+          message: "Transaction simulation failed: Blockhash not found",
+        });
       });
 
       it("a block served at confirmed never gains a transaction (the confirmed bank is frozen)", async () => {

@@ -300,9 +300,38 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
 
   /** Checks a cluster makes before running a transaction: a live blockhash, and not seen before. */
   const precheck = (wire: WireTransaction): TransactionError | null => {
-    if (!clock.isValid(wire.blockhash)) return transactionError("BlockhashNotFound");
+    if (!clock.isValid(wire.blockhash) && !durableNonceOf(wire)) return transactionError("BlockhashNotFound");
     if (ledger.get(wire.signatures[0] as string) !== undefined) return transactionError("AlreadyProcessed");
     return null;
+  };
+
+  /**
+   * Whether the transaction's lifetime is a durable nonce, as Agave checks it: its first
+   * instruction advances a nonce account (System's AdvanceNonceAccount) whose stored nonce is the
+   * transaction's blockhash. The runtime then advances it, so the same transaction cannot run twice.
+   */
+  const durableNonceOf = (wire: WireTransaction): boolean => {
+    const first = wire.message.instructions[0];
+    if (first === undefined || wire.accounts[first.programAddressIndex] !== SYSTEM_PROGRAM) return false;
+    const data = first.data;
+    if (
+      data === undefined ||
+      data.length !== 4 ||
+      data[0] !== ADVANCE_NONCE_ACCOUNT ||
+      data[1] ||
+      data[2] ||
+      data[3]
+    ) {
+      return false;
+    }
+    const nonce = first.accountIndices?.[0];
+    const account = nonce === undefined ? undefined : readAccount(wire.accounts[nonce] as string);
+    if (account?.programAddress !== SYSTEM_PROGRAM || account.data.length !== NONCE_ACCOUNT_SIZE)
+      return false;
+    const bytes = account.data as Uint8Array;
+    // Versions (u32), State Initialized (u32 = 1), authority, then the durable nonce.
+    if (bytes[4] !== 1) return false;
+    return base58.decode(bytes.subarray(40, 72)) === wire.blockhash;
   };
 
   /** A simulation that ended before the transaction ran (an unknown blockhash, a bad signature). */
@@ -652,6 +681,9 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
 }
 
 const SYSTEM_PROGRAM = "11111111111111111111111111111111" as Address;
+/** SystemInstruction::AdvanceNonceAccount, and a nonce account's size. */
+const ADVANCE_NONCE_ACCOUNT = 4;
+const NONCE_ACCOUNT_SIZE = 80;
 /**
  * Errors of the fee payer's check (validate_transaction_fee_payer in Agave's SVM): the transaction
  * is not processed at all, so a simulation reports `fee` null and `loadedAccountsDataSize` 0.
