@@ -40,6 +40,7 @@ const SLOTS_PER_EPOCH = 432_000;
 const NATIVE_MINT = "So11111111111111111111111111111111111111112";
 const NATIVE_MINT_2022 = "9pan9bMn5HatX4EJdBwg9VgCa7Uz5HL8N1m5D3NdXejP";
 const STAKE_PROGRAM = address("Stake11111111111111111111111111111111111111");
+const VOTE_PROGRAM = address("Vote111111111111111111111111111111111111111");
 
 export function describeAgaveAnswers(name: string, target: () => { url: string }) {
   describe(`Agave's answers: ${name}`, () => {
@@ -644,6 +645,95 @@ export function describeAgaveAnswers(name: string, target: () => { url: string }
             },
           },
           space: bytes.length,
+        });
+      });
+
+      it("a vote account (parse_vote.rs: Agave 3.1's UiVoteState, V4), and getVoteAccounts' delinquent list (rpc.rs get_vote_accounts)", async () => {
+        const payer = await funded(1n);
+        const vote = await generateKeyPairSigner();
+        const node = await generateKeyPairSigner();
+        const rent = await rpc.getMinimumBalanceForRentExemption(3762n).send();
+        // VoteInstruction::InitializeAccount(VoteInit {node, authorized voter, authorized withdrawer, commission}).
+        const data = new Uint8Array(4 + 32 * 3 + 1);
+        data.set(getAddressEncoder().encode(node.address), 4);
+        data.set(getAddressEncoder().encode(payer.address), 36);
+        data.set(getAddressEncoder().encode(payer.address), 68);
+        data[100] = 7;
+        const sent = await send(
+          await signed(payer, await latestConfirmed(), [
+            getCreateAccountInstruction({
+              payer,
+              newAccount: vote,
+              lamports: rent,
+              space: 3762,
+              programAddress: VOTE_PROGRAM,
+            }),
+            {
+              programAddress: VOTE_PROGRAM,
+              accounts: [
+                { address: vote.address, role: AccountRole.WRITABLE },
+                {
+                  address: address("SysvarRent111111111111111111111111111111111"),
+                  role: AccountRole.READONLY,
+                },
+                {
+                  address: address("SysvarC1ock11111111111111111111111111111111"),
+                  role: AccountRole.READONLY,
+                },
+                { address: node.address, role: AccountRole.READONLY_SIGNER, signer: node } as never,
+              ],
+              data,
+            },
+          ]),
+        );
+        expect(sent.error).toBeUndefined();
+        expect((await confirmedStatus(sent.result as Signature)).err).toBeNull();
+        const { epoch } = await rpc.getEpochInfo().send();
+        expect(await parsedData(vote.address)).toEqual({
+          program: "vote",
+          parsed: {
+            type: "vote",
+            info: {
+              nodePubkey: node.address,
+              authorizedWithdrawer: payer.address,
+              commission: 7,
+              votes: [],
+              rootSlot: null,
+              authorizedVoters: [{ epoch: Number(epoch), authorizedVoter: payer.address }],
+              priorVoters: [],
+              epochCredits: [],
+              lastTimestamp: { slot: 0, timestamp: 0 },
+              inflationRewardsCommissionBps: 700,
+              inflationRewardsCollector: vote.address,
+              blockRevenueCollector: node.address,
+              blockRevenueCommissionBps: 10_000,
+              pendingDelegatorRewards: "0",
+              blsPubkeyCompressed: null,
+            },
+          },
+          space: 3762,
+        });
+        // It never voted and nothing is staked to it: delinquent, and left out unless asked for.
+        expect(await result("getVoteAccounts", [{ votePubkey: vote.address }])).toEqual({
+          current: [],
+          delinquent: [],
+        });
+        expect(
+          await result("getVoteAccounts", [{ votePubkey: vote.address, keepUnstakedDelinquents: true }]),
+        ).toEqual({
+          current: [],
+          delinquent: [
+            {
+              votePubkey: vote.address,
+              nodePubkey: node.address,
+              activatedStake: 0,
+              commission: 7,
+              epochVoteAccount: false,
+              epochCredits: [],
+              lastVote: 0,
+              rootSlot: 0,
+            },
+          ],
         });
       });
 

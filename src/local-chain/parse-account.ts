@@ -8,7 +8,7 @@ import type { RawAccount } from "./token-accounts.ts";
  * Agave's shapes (`{program, parsed: {type, info}, space}`, u64 amounts as strings where Agave's
  * StringAmount has them). Anything it cannot parse is undefined, and the caller falls back to
  * base64, as Agave does. Token multisigs are parsed with the other token accounts
- * (account-encoding.ts). Vote and config accounts are not parsed here.
+ * (account-encoding.ts). Config accounts (the config program is not in LiteSVM) are not parsed.
  */
 export function parsedAccountData(account: RawAccount, address: string | undefined): unknown {
   const data = account.data as Uint8Array;
@@ -31,6 +31,7 @@ const SYSVAR = "Sysvar1111111111111111111111111111111111111";
 const STAKE = "Stake11111111111111111111111111111111111111";
 const LOOKUP_TABLE = "AddressLookupTab1e1111111111111111111111111";
 const UPGRADEABLE_LOADER = "BPFLoaderUpgradeab1e11111111111111111111111";
+const VOTE = "Vote111111111111111111111111111111111111111";
 
 const PARSERS: Record<string, (reader: Reader, address: string | undefined) => Parsed> = {
   [SYSTEM]: parseNonce,
@@ -38,6 +39,10 @@ const PARSERS: Record<string, (reader: Reader, address: string | undefined) => P
   [STAKE]: parseStake,
   [LOOKUP_TABLE]: parseLookupTable,
   [UPGRADEABLE_LOADER]: parseUpgradeableLoader,
+  [VOTE]: (reader, address) => {
+    const state = readVoteState(reader, address);
+    return state === undefined ? undefined : typed("vote", "vote", voteJson(state));
+  },
 };
 
 /** Little-endian reads over account data, bincode's layout; throws past the end. */
@@ -259,4 +264,141 @@ function parseUpgradeableLoader(reader: Reader): Parsed {
     default:
       return undefined;
   }
+}
+
+/** A vote account's state as Agave 3.x reads it: every version converted to V4 (SIMD-0185). */
+export interface VoteState {
+  readonly nodePubkey: string;
+  readonly authorizedWithdrawer: string;
+  readonly inflationRewardsCollector: string;
+  readonly blockRevenueCollector: string;
+  readonly inflationRewardsCommissionBps: number;
+  readonly blockRevenueCommissionBps: number;
+  readonly pendingDelegatorRewards: bigint;
+  readonly blsPubkeyCompressed: string | null;
+  readonly votes: readonly { latency: number; slot: bigint; confirmationCount: number }[];
+  readonly rootSlot: bigint | null;
+  readonly authorizedVoters: readonly { epoch: bigint; authorizedVoter: string }[];
+  readonly epochCredits: readonly { epoch: bigint; credits: bigint; previousCredits: bigint }[];
+  readonly lastTimestamp: { slot: bigint; timestamp: bigint };
+}
+
+/** The vote state in a vote account's data (V3 or V4; V3 converted as Agave converts it), or undefined. */
+export function voteStateOf(data: Uint8Array, address: string): VoteState | undefined {
+  try {
+    return readVoteState(new Reader(data), address);
+  } catch {
+    return undefined;
+  }
+}
+
+function readVoteState(reader: Reader, address: string | undefined): VoteState | undefined {
+  const version = reader.u32();
+  if (version !== 2 && version !== 3) return undefined;
+  const nodePubkey = reader.pubkey();
+  const authorizedWithdrawer = reader.pubkey();
+  let v4: Pick<
+    VoteState,
+    | "inflationRewardsCollector"
+    | "blockRevenueCollector"
+    | "inflationRewardsCommissionBps"
+    | "blockRevenueCommissionBps"
+    | "pendingDelegatorRewards"
+    | "blsPubkeyCompressed"
+  >;
+  if (version === 3) {
+    const inflationRewardsCollector = reader.pubkey();
+    const blockRevenueCollector = reader.pubkey();
+    const inflationRewardsCommissionBps = reader.u16();
+    const blockRevenueCommissionBps = reader.u16();
+    const pendingDelegatorRewards = reader.u64();
+    let blsPubkeyCompressed: string | null = null;
+    if (reader.bool()) {
+      const at = reader.offset;
+      reader.offset += 48;
+      if (reader.offset > reader.data.length) throw new RangeError("account data too short");
+      blsPubkeyCompressed = base58.decode(reader.data.subarray(at, at + 48));
+    }
+    v4 = {
+      inflationRewardsCollector,
+      blockRevenueCollector,
+      inflationRewardsCommissionBps,
+      blockRevenueCommissionBps,
+      pendingDelegatorRewards,
+      blsPubkeyCompressed,
+    };
+  } else {
+    // V3 as V4: its commission in basis points, rewards to the vote account, revenue to the node.
+    if (address === undefined) return undefined;
+    v4 = {
+      inflationRewardsCollector: address,
+      blockRevenueCollector: nodePubkey,
+      inflationRewardsCommissionBps: reader.u8() * 100,
+      blockRevenueCommissionBps: 10_000,
+      pendingDelegatorRewards: 0n,
+      blsPubkeyCompressed: null,
+    };
+  }
+  const count = (each: number) => {
+    const n = Number(reader.u64());
+    if (n * each > reader.left) throw new RangeError("bad length");
+    return n;
+  };
+  const votes = Array.from({ length: count(13) }, () => ({
+    latency: reader.u8(),
+    slot: reader.u64(),
+    confirmationCount: reader.u32(),
+  }));
+  const rootSlot = reader.bool() ? reader.u64() : null;
+  const authorizedVoters = Array.from({ length: count(40) }, () => ({
+    epoch: reader.u64(),
+    authorizedVoter: reader.pubkey(),
+  }));
+  if (version === 2) reader.offset += 32 * 48 + 8 + 1; // prior voters: V4 keeps none, Agave shows none
+  const epochCredits = Array.from({ length: count(24) }, () => ({
+    epoch: reader.u64(),
+    credits: reader.u64(),
+    previousCredits: reader.u64(),
+  }));
+  const lastTimestamp = { slot: reader.u64(), timestamp: reader.i64() };
+  return {
+    nodePubkey,
+    authorizedWithdrawer,
+    ...v4,
+    votes,
+    rootSlot,
+    authorizedVoters,
+    epochCredits,
+    lastTimestamp,
+  };
+}
+
+/** The commission of a vote state, as VoteStateV4::commission: its inflation basis points in percent. */
+export function voteCommission(state: VoteState): number {
+  return Math.min(255, Math.floor(state.inflationRewardsCommissionBps / 100));
+}
+
+/** parse_vote.rs's UiVoteState (Agave 3.1): V4's fields after the older ones, amounts as strings. */
+function voteJson(state: VoteState) {
+  return {
+    nodePubkey: state.nodePubkey,
+    authorizedWithdrawer: state.authorizedWithdrawer,
+    commission: voteCommission(state),
+    votes: state.votes,
+    rootSlot: state.rootSlot,
+    authorizedVoters: state.authorizedVoters,
+    priorVoters: [],
+    epochCredits: state.epochCredits.map((c) => ({
+      epoch: c.epoch,
+      credits: c.credits.toString(),
+      previousCredits: c.previousCredits.toString(),
+    })),
+    lastTimestamp: state.lastTimestamp,
+    inflationRewardsCommissionBps: state.inflationRewardsCommissionBps,
+    inflationRewardsCollector: state.inflationRewardsCollector,
+    blockRevenueCollector: state.blockRevenueCollector,
+    blockRevenueCommissionBps: state.blockRevenueCommissionBps,
+    pendingDelegatorRewards: state.pendingDelegatorRewards.toString(),
+    blsPubkeyCompressed: state.blsPubkeyCompressed,
+  };
 }

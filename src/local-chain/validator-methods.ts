@@ -3,6 +3,7 @@ import { invalidParams, JsonRpcError, paramError } from "./json-rpc-error.ts";
 import type { RpcMethod } from "./json-rpc-handler.ts";
 import type { LocalChain } from "./local-chain.ts";
 import { localKey } from "./local-keys.ts";
+import { voteCommission, voteStateOf } from "./parse-account.ts";
 import {
   booleanOf,
   commitmentOf,
@@ -23,6 +24,10 @@ const MAX_GET_CONFIRMED_BLOCKS_RANGE = 500_000;
 const MAX_GET_SLOT_LEADERS = 5_000;
 const PERFORMANCE_SAMPLES_LIMIT = 720;
 const NUM_LARGEST_ACCOUNTS = 20;
+/** getVoteAccounts: a vote older than this many slots is delinquent; the epoch credits shown. */
+const DELINQUENT_VALIDATOR_SLOT_DISTANCE = 128n;
+const MAX_EPOCH_CREDITS_HISTORY = 5;
+const VOTE_PROGRAM = "Vote111111111111111111111111111111111111111";
 const BLOCK_CLEANED_UP = -32001;
 const BLOCK_NOT_AVAILABLE = -32004;
 const NO_SNAPSHOT = -32008;
@@ -53,8 +58,9 @@ const STAKE_MINIMUM_DELEGATION = 1_000_000_000n;
 /**
  * What a one-validator Agave cluster answers about its validator, its leader schedule, its
  * blocks in bulk, its samples, inflation and largest accounts (rpc/src/rpc.rs). The local chain
- * is one node that leads every slot and skips none; it holds no vote or stake accounts at genesis,
- * so it reports no vote accounts, no stake behind any block, and no inflation rewards.
+ * is one node that leads every slot and skips none; it holds no vote or stake accounts at genesis
+ * and does not vote, so it reports only the vote accounts someone created, no stake behind any
+ * block, and no inflation rewards.
  */
 export function validatorMethods(chain: LocalChain): Record<string, RpcMethod> {
   const identity = localKey("validator identity").address;
@@ -92,16 +98,42 @@ export function validatorMethods(chain: LocalChain): Record<string, RpcMethod> {
 
     getVoteAccounts(params) {
       const config = configParam(params, 0);
-      if (config.votePubkey !== undefined && config.votePubkey !== null) {
-        pubkeyParam(config.votePubkey, "votePubkey");
+      const wanted =
+        config.votePubkey === undefined || config.votePubkey === null
+          ? undefined
+          : pubkeyParam(config.votePubkey, "votePubkey");
+      const bankSlot = BigInt(chain.slot(commitmentOf(config)));
+      const keepUnstaked = booleanOf(config, "keepUnstakedDelinquents", false);
+      const distance =
+        config.delinquentSlotDistance === undefined || config.delinquentSlotDistance === null
+          ? DELINQUENT_VALIDATOR_SLOT_DISTANCE
+          : u64Param(config.delinquentSlotDistance);
+      const current: unknown[] = [];
+      const delinquent: unknown[] = [];
+      // The bank's vote accounts: those the chain holds (none at genesis). Nothing is staked to
+      // them here, so each has no activated stake and was no vote account of the epoch's stakes.
+      for (const { address, account } of chain.programAccounts(VOTE_PROGRAM)) {
+        if (wanted !== undefined && address !== wanted) continue;
+        const state = voteStateOf(account.data as Uint8Array, address);
+        if (state === undefined) continue;
+        const lastVote = state.votes.at(-1)?.slot ?? 0n;
+        const info = {
+          votePubkey: address,
+          nodePubkey: state.nodePubkey,
+          activatedStake: 0n,
+          commission: voteCommission(state),
+          epochVoteAccount: false,
+          epochCredits: state.epochCredits
+            .slice(-MAX_EPOCH_CREDITS_HISTORY)
+            .map((c) => [c.epoch, c.credits, c.previousCredits]),
+          lastVote,
+          rootSlot: state.rootSlot ?? 0n,
+        };
+        const isCurrent = bankSlot >= distance ? lastVote > bankSlot - distance : lastVote > 0n;
+        if (isCurrent) current.push(info);
+        else if (keepUnstaked) delinquent.push(info);
       }
-      commitmentOf(config);
-      booleanOf(config, "keepUnstakedDelinquents", false);
-      if (config.delinquentSlotDistance !== undefined && config.delinquentSlotDistance !== null) {
-        u64Param(config.delinquentSlotDistance);
-      }
-      // The bank's vote accounts: the local chain holds none (it produces blocks without voting).
-      return { current: [], delinquent: [] };
+      return { current, delinquent };
     },
 
     getLeaderSchedule(params, answer) {
