@@ -190,6 +190,11 @@ export function describeAgaveAnswers(name: string, target: () => { url: string }
             (m) => signTransactionMessageWithSigners(m),
           ),
         );
+        // Its message has a fee (get_fee_for_message loads the nonce account for a durable nonce).
+        const message = Buffer.from(durable, "base64").subarray(1 + 64);
+        expect(
+          ((await result("getFeeForMessage", [message.toString("base64")])) as { value: unknown }).value,
+        ).toBe(5000);
         const landed = await send(durable);
         expect(landed.error).toBeUndefined();
         expect((await confirmedStatus(landed.result as Signature)).err).toBeNull();

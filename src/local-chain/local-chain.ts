@@ -119,7 +119,7 @@ export interface LocalChain {
     bytes: Uint8Array,
     options: { sigVerify: boolean; replaceRecentBlockhash: boolean; accounts: readonly string[] },
   ): { simulation: Simulation; replacement?: { blockhash: string; lastValidBlockHeight: number } };
-  /** The fee of a message, or null when its blockhash is no longer valid. */
+  /** The fee of a message, or null when its blockhash is no longer valid (and no durable nonce's). */
   feeForMessage(messageBytes: Uint8Array): bigint | null;
   status(signature: string): SignatureStatus | null;
   transaction(signature: string, commitment: Commitment): LedgerEntry | undefined;
@@ -573,7 +573,8 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
       withSignatures[0] = count ?? 0;
       withSignatures.set(messageBytes, 1 + 64 * (count ?? 0));
       const wire = decode(withSignatures);
-      return clock.isValid(wire.blockhash) ? wire.fee : null;
+      // A durable nonce's message has a fee too (Agave loads its nonce account for it).
+      return clock.isValid(wire.blockhash) || durableNonceOf(wire) ? wire.fee : null;
     },
 
     status(signature) {
