@@ -804,6 +804,23 @@ export function describeAgaveAnswers(name: string, target: () => { url: string }
           }
         ).value.rentEpoch,
       ).toBe(5);
+      // A transaction that writes it leaves it rent-exempt's (u64::MAX), as the runtime does.
+      const payer = await funded(1n);
+      const sent = await send(
+        await signed(payer, await latestConfirmed(), [
+          getTransferSolInstruction({ source: payer, destination: address(target), amount: 1n }),
+        ]),
+      );
+      expect((await confirmedStatus(sent.result as Signature)).err).toBeNull();
+      const written = await rawText(
+        JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "getAccountInfo",
+          params: [target, { encoding: "base64" }],
+        }),
+      );
+      expect((written.result as { value: { rentEpoch: number } }).value.rentEpoch).toBe(2 ** 64);
     });
 
     // Issue item 3: genesis (solana-genesis / the test validator add the native mint with 1 SOL; Token-2022's is made by CreateNativeMint).

@@ -410,7 +410,7 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
     const slot = clock.slot;
     const pre = balances(wire);
     const result = svm.sendTransaction(wire.transaction);
-    const after = new Map<string, RawAccount | undefined>();
+    const after = new Map<string, ChainAccount | undefined>();
     const post = balances(wire, pre, (address) => {
       const account = readAccount(address);
       after.set(address, account);
@@ -430,7 +430,11 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
       }
       const account = after.get(key);
       if (account === undefined) saved.delete(key);
-      else saved.set(key, savedAccountOf(account));
+      else {
+        // Read before the write cleared its rentEpoch: saved as the runtime now holds it.
+        const { rentEpoch: _written, ...written } = account;
+        saved.set(key, savedAccountOf(written));
+      }
       stale.delete(key);
     });
     const err = failed ? transactionErrorFrom(result.err()) : null;
