@@ -203,6 +203,9 @@ describe("@solana/web3.js 1.x", () => {
   it("onProgramAccountChange, onLogs, onSlotChange and onRootChange parse what the chain sends", async () => {
     // web3.js checks every notification against its own schema: a shape it does not expect is
     // dropped with an error, and the callback below would never run.
+    // A signature subscription of the tests before ends once its transaction's slot is confirmed
+    // (the next slot): let it end, or it would be counted below and then go.
+    await vi.waitFor(() => expect(subscriptions()).toBe(0), { timeout: 10_000, interval: 20 });
     const before = subscriptions();
     const connection = new Connection(local.url as string, "confirmed");
     const to = Keypair.generate().publicKey;

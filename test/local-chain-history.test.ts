@@ -210,6 +210,29 @@ describe("the state file", () => {
     expect((await readdir(directory)).filter((name) => name.endsWith(".tmp"))).toEqual([]);
   });
 
+  it("keeps a rentEpoch surfnet_setAccount set across a restart, and forgets it once a transaction writes the account", async () => {
+    const directory = await tempDir();
+    const statePath = join(directory, "chain.bin");
+    const first = await startLocalChain({ catalog, port: undefined, statePath, slotMs: SLOT_MS });
+    const kept = await randomAddress();
+    const written = await randomAddress();
+    for (const address of [kept, written]) {
+      first.chain.setAccount(address, {
+        lamports: 1_000_000n,
+        data: new Uint8Array(),
+        programAddress: "11111111111111111111111111111111" as never,
+        executable: false,
+        rentEpoch: 5n,
+      });
+    }
+    first.chain.airdrop(written, 1n);
+    await first.close();
+    const second = await startLocalChain({ catalog, port: undefined, statePath, slotMs: SLOT_MS });
+    cleanup(() => second.close());
+    expect(second.chain.account(kept)?.rentEpoch).toBe(5n);
+    expect(second.chain.account(written)?.rentEpoch).toBeUndefined();
+  });
+
   it("is never cut short or empty when the process is killed in the middle of a save", async () => {
     const directory = await tempDir();
     const statePath = join(directory, "chain.bin");

@@ -173,7 +173,8 @@ describe("the PubSub port", () => {
     ]);
     expect(new Set([skipped, matching, direct]).size).toBe(3);
     local.chain.setAccount(target, account(data, owner));
-    const slot = local.chain.slot("confirmed");
+    // Written in the working slot; a confirmed subscriber hears of it once that slot is confirmed.
+    const slot = local.chain.slot("processed");
     const accountJson = {
       lamports: 1_000_000,
       owner,
@@ -231,7 +232,7 @@ describe("the PubSub port", () => {
       { encoding: "base64", commitment: "confirmed" },
     ]);
     local.chain.setAccount(target, account(Uint8Array.of(1), owner, 5n));
-    const written = local.chain.slot("confirmed");
+    const written = local.chain.slot("processed");
     local.chain.setAccount(target, account(Uint8Array.of(2), owner, 6n));
     const first = await client.next();
     expect(first).toMatchObject({ params: { subscription: confirmed, result: { value: { lamports: 5 } } } });
@@ -310,7 +311,8 @@ describe("the PubSub port", () => {
       slot: at,
     } = (slot.params as { result: Record<string, number> }).result as Record<string, number>;
     expect(parent).toBe((at as number) - 1);
-    expect(root).toBe((at as number) - 32);
+    // Confirmed is the slot before the working one, finalized (the root) 32 before that.
+    expect(root).toBe((at as number) - 33);
     expect(await client.call("slotUnsubscribe", [slots])).toMatchObject({ result: true });
     const roots = await subscriptionOf(client, "rootSubscribe");
     // Slot notifications sent before the unsubscribe arrived may still be on their way.

@@ -30,7 +30,12 @@ beforeAll(async () => {
     slotMs: SLOT_MS,
     now: () => now,
   });
-  chain = createChainClient(local.url as string);
+  // A transaction is confirmed once its slot freezes: waiting for it moves the clock a slot.
+  chain = createChainClient(local.url as string, {
+    whileWaiting: () => {
+      now += SLOT_MS;
+    },
+  });
   payer = await generateKeyPairSigner();
   await chain.airdrop(payer.address, 10n);
 });
@@ -46,6 +51,7 @@ describe("the local chain's clock", () => {
     const before = await slot("processed");
     now += 10 * SLOT_MS;
     expect(await slot("processed")).toBe(before + 10n);
+    const sentAt = now;
     const signature = await chain.sendAndConfirm(payer, [
       getTransferSolInstruction({ source: payer, destination: payer.address, amount: 1n }),
     ]);
@@ -53,7 +59,7 @@ describe("the local chain's clock", () => {
       .getTransaction(signature, { encoding: "json", maxSupportedTransactionVersion: 0 })
       .send();
     expect(tx?.slot).toBe(before + 10n);
-    expect(tx?.blockTime).toBe(BigInt(Math.floor(now / 1000)));
+    expect(tx?.blockTime).toBe(BigInt(Math.floor(sentAt / 1000)));
   });
 
   it("finalizes 32 slots behind: finalized reads lag, statuses say confirmed until then", async () => {
@@ -120,6 +126,21 @@ describe("the local chain's clock", () => {
     expect((await chain.confirm(signature)).err).toBeNull();
   });
 
+  it("after 20 s idle, each finalized slot has its own blockhash, its block's (rpc.rs get_latest_blockhash, get_block)", async () => {
+    now += 50 * SLOT_MS;
+    const hashes: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const { context, value } = await chain.rpc.getLatestBlockhash({ commitment: "finalized" }).send();
+      const block = await chain.rpc
+        .getBlock(context.slot, { commitment: "finalized", transactionDetails: "none", rewards: false })
+        .send();
+      expect(block?.blockhash).toBe(value.blockhash);
+      hashes.push(value.blockhash);
+      now += SLOT_MS;
+    }
+    expect(new Set(hashes).size).toBe(5);
+  });
+
   it("charges the fee payer exactly the fee its meta records, also when the transaction fails", async () => {
     const before = (await chain.rpc.getBalance(payer.address).send()).value;
     const failed = await chain.send(
@@ -170,14 +191,17 @@ describe("blocks on the local chain's clock", () => {
       return { programAddress: address("ComputeBudget111111111111111111111111111111"), accounts: [], data };
     };
     now += SLOT_MS;
-    const cheap = await chain.sendAndConfirm(payer, [
+    // Both land in the working slot, then are confirmed together.
+    const cheap = await chain.send(payer, [
       price(5n),
       getTransferSolInstruction({ source: payer, destination: payer.address, amount: 1n }),
     ]);
-    await chain.sendAndConfirm(other, [
+    const dear = await chain.send(other, [
       price(700n),
       getTransferSolInstruction({ source: other, destination: other.address, amount: 1n }),
     ]);
+    await chain.confirm(cheap);
+    await chain.confirm(dear);
     const { slot } = (await chain.rpc.getSignatureStatuses([cheap]).send()).value[0] as { slot: bigint };
     now += 40 * SLOT_MS;
     const fees = await chain.rpc.getRecentPrioritizationFees().send();

@@ -110,6 +110,16 @@ export function describeSolanaRpc(name: string, target: () => RpcTarget | undefi
       expect(body, method).toMatchObject({ jsonrpc: "2.0", id });
       return body.result as never;
     };
+    /** Polls a signature's status until a commitment above processed sees it. */
+    const confirmedStatus = async (signature: Signature) => {
+      const until = Date.now() + 10_000;
+      for (;;) {
+        const [status] = (await rpc.getSignatureStatuses([signature]).send()).value;
+        if (status && status.confirmationStatus !== "processed") return status;
+        if (Date.now() > until) throw new Error(`${signature} was not confirmed within 10 s`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    };
     const failure = async (method: string, params: unknown) => {
       const body = await raw(method, params);
       expect(body, method).toEqual({
@@ -879,8 +889,9 @@ export function describeSolanaRpc(name: string, target: () => RpcTarget | undefi
         const sent = await rpc
           .sendTransaction(getBase64EncodedWireTransaction(signed), { encoding: "base64" })
           .send();
-        const [status] = (await rpc.getSignatureStatuses([sent]).send()).value;
-        expect(status?.err).toBeNull();
+        // It lands in the working slot, and is confirmed once that slot is.
+        const status = await confirmedStatus(sent);
+        expect(status.err).toBeNull();
         const landed = await rpc
           .getTransaction(sent, { encoding: "json", maxSupportedTransactionVersion: 0 })
           .send();

@@ -8,6 +8,7 @@ import { afterAll, beforeAll } from "vitest";
 import { type RunningLocalChain, startLocalChain } from "../src/local-chain/start-local-chain.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
 import { describeSolanaRpc } from "./solana-rpc.contract.ts";
+import { describeAgaveAnswers } from "./solana-rpc-agave.contract.ts";
 
 const catalog = loadCatalog();
 let local: RunningLocalChain;
@@ -24,6 +25,8 @@ describeSolanaRpc("the embedded local chain", () => ({
   writable: true,
   mint: address(catalog.tokens.find((t) => t.symbol === "USDC")?.mint as string),
 }));
+
+describeAgaveAnswers("the embedded local chain", () => ({ url: local.url as string }));
 
 const cluster = process.env.SOLANA_RPC_URL_TEST;
 const reason =

@@ -1,7 +1,9 @@
 import { zstdCompressSync } from "node:zlib";
-import { getBase58Decoder } from "@solana/kit";
+import { getAddressDecoder, getBase58Decoder } from "@solana/kit";
 import type { AnswerBudget } from "./answer-budget.ts";
 import { invalidParams, JsonRpcError } from "./json-rpc-error.ts";
+import type { ChainAccount } from "./local-chain.ts";
+import { parsedAccountData } from "./parse-account.ts";
 import { invalidType, u64Param, usizeParam } from "./rpc-params.ts";
 import {
   type MintState,
@@ -16,7 +18,7 @@ import {
 export type AccountEncoding = "binary" | "base58" | "base64" | "base64+zstd" | "jsonParsed";
 
 /** rentEpoch of every rent-exempt account, as validators report it since rent collection ended. */
-const RENT_EXEMPT_EPOCH = (1n << 64n) - 1n;
+export const RENT_EXEMPT_EPOCH = (1n << 64n) - 1n;
 /** base58 is slow: Agave refuses it for data longer than this. */
 const MAX_BASE58_BYTES = 128;
 /** About what an account's JSON holds besides its data (lamports, owner, rentEpoch, ...). */
@@ -73,17 +75,24 @@ export function accountJson(
   slice: DataSlice | undefined,
   readAccount: (address: string) => RawAccount | undefined,
   answer: AnswerBudget,
+  /** The account's address, which jsonParsed needs to tell one sysvar from another. */
+  address?: string,
 ): Record<string, unknown> {
   answer.charge(ACCOUNT_FIELDS_BYTES);
   const base = {
     lamports: account.lamports,
     owner: account.programAddress,
     executable: account.executable,
-    rentEpoch: RENT_EXEMPT_EPOCH,
+    rentEpoch: (account as ChainAccount).rentEpoch ?? RENT_EXEMPT_EPOCH,
     space: account.data.length,
   };
   if (encoding === "jsonParsed") {
-    const parsed = parsedTokenData(account, readAccount);
+    let parsed = parsedTokenData(account, readAccount);
+    if (parsed === undefined) {
+      parsed = parsedAccountData(account, address);
+      // A parsed program account can carry the program itself (base64): charged as base64 is.
+      if (parsed !== undefined) answer.charge(base64Length(account.data.length));
+    }
     if (parsed !== undefined) return { data: parsed, ...base };
   }
   const whole = account.data as Uint8Array;
@@ -130,6 +139,8 @@ export function parsedTokenData(
   const program = TOKEN_PROGRAMS[account.programAddress];
   if (program === undefined) return undefined;
   const space = account.data.length;
+  const multisig = multisigInfo(account.data as Uint8Array);
+  if (multisig !== undefined) return { program, parsed: { info: multisig, type: "multisig" }, space };
   const mint = readMint(account);
   if (mint !== undefined) return { program, parsed: { info: mintInfo(mint), type: "mint" }, space };
   const token = readTokenAccount(account);
@@ -137,6 +148,20 @@ export function parsedTokenData(
   const decimals = readMint(readAccount(token.mint))?.decimals;
   if (decimals === undefined) return undefined;
   return { program, parsed: { info: tokenAccountInfo(token, decimals), type: "account" }, space };
+}
+
+/** A token program's Multisig (355 bytes: m, n, initialized, 11 signers), as parse_token.rs shows it. */
+const MULTISIG_SIZE = 355;
+const addressDecoder = getAddressDecoder();
+function multisigInfo(data: Uint8Array): Record<string, unknown> | undefined {
+  if (data.length !== MULTISIG_SIZE || data[2] !== 1) return undefined;
+  const signers: string[] = [];
+  for (let at = 3; at < MULTISIG_SIZE; at += 32) {
+    const key = data.subarray(at, at + 32);
+    // Unused slots hold the default (all-zero) key, which Agave leaves out.
+    if (key.some((byte) => byte !== 0)) signers.push(addressDecoder.decode(key));
+  }
+  return { numRequiredSigners: data[0], numValidSigners: data[1], isInitialized: true, signers };
 }
 
 function mintInfo(mint: MintState): Record<string, unknown> {

@@ -61,7 +61,7 @@ export function accountMethods(chain: LocalChain, tokenIndex?: TokenAccountIndex
       const account = chain.account(address);
       return withContext(
         slot,
-        account === undefined ? null : accountJson(account, encoding, slice, read, answer),
+        account === undefined ? null : accountJson(account, encoding, slice, read, answer, address),
       );
     },
 
@@ -78,7 +78,7 @@ export function accountMethods(chain: LocalChain, tokenIndex?: TokenAccountIndex
         slot,
         addresses.map((address) => {
           const account = chain.account(address);
-          return account === undefined ? null : accountJson(account, encoding, slice, read, answer);
+          return account === undefined ? null : accountJson(account, encoding, slice, read, answer, address);
         }),
       );
     },

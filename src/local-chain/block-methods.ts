@@ -1,5 +1,4 @@
-import { createHash } from "node:crypto";
-import { getBase58Decoder, getBase58Encoder } from "@solana/kit";
+import { getBase58Encoder } from "@solana/kit";
 import type { AnswerBudget } from "./answer-budget.ts";
 import type { Commitment } from "./block-clock.ts";
 import {
@@ -29,6 +28,7 @@ import {
   listParam,
   pubkeyParam,
   requireParams,
+  slotParam,
   u64Param,
 } from "./rpc-params.ts";
 
@@ -59,12 +59,12 @@ type TransactionDetails = "full" | "accounts" | "signatures" | "none";
 export function blockMethods(chain: LocalChain): Record<string, RpcMethod> {
   const firstAvailable = () => chain.ledger.firstSlot ?? chain.slot("processed");
   /** Refuses a slot the chain cannot show a block of at `commitment`, as Agave words it. */
-  const checkBlockSlot = (slot: number, commitment: Commitment) => {
-    if (slot > chain.slot(commitment)) {
+  const checkBlockSlot = (slot: bigint, commitment: Commitment) => {
+    if (slot > BigInt(chain.slot(commitment))) {
       throw new JsonRpcError(BLOCK_NOT_AVAILABLE, `Block not available for slot ${slot}`);
     }
     const first = firstAvailable();
-    if (slot < first) {
+    if (slot < BigInt(first)) {
       throw new JsonRpcError(
         BLOCK_CLEANED_UP,
         `Block ${slot} cleaned up, does not exist on node. First available block: ${first}`,
@@ -75,7 +75,7 @@ export function blockMethods(chain: LocalChain): Record<string, RpcMethod> {
   return {
     getBlock(params, answer) {
       requireParams(params, 1);
-      const slot = slotParam(params[0]);
+      const requested = slotParam(params[0]);
       const config = typeof params[1] === "string" ? { encoding: params[1] } : configParam(params, 1);
       const encoding = transactionEncodingOf(config);
       const details = transactionDetailsOf(config);
@@ -84,7 +84,9 @@ export function blockMethods(chain: LocalChain): Record<string, RpcMethod> {
       const supported = config.maxSupportedTransactionVersion;
       if (supported !== undefined && supported !== null) u64Param(supported, "u8");
       const withVersion = supported !== undefined && supported !== null;
-      checkBlockSlot(slot, commitment);
+      checkBlockSlot(requested, commitment);
+      // Within the chain's slots from here on, so a number holds it exactly.
+      const slot = Number(requested);
       const entries = chain.ledger.inSlot(slot);
       const block: Record<string, unknown> = {
         previousBlockhash: blockhashOf(chain, Math.max(0, slot - 1)),
@@ -120,11 +122,14 @@ export function blockMethods(chain: LocalChain): Record<string, RpcMethod> {
 
     getBlocks(params, answer) {
       requireParams(params, 1);
-      const start = slotParam(params[0]);
+      const start = clampedSlot(slotParam(params[0]));
       // The second param is the end slot, or the config in its place (RpcBlocksConfigWrapper).
       const second = params[1];
       const secondIsConfig = second !== null && typeof second === "object" && !Array.isArray(second);
-      const end = second === undefined || second === null || secondIsConfig ? undefined : slotParam(second);
+      const end =
+        second === undefined || second === null || secondIsConfig
+          ? undefined
+          : clampedSlot(slotParam(second));
       const config = secondIsConfig ? configParam(params, 1) : configParam(params, 2);
       const commitment = historyCommitment(config);
       const top = contextSlotOf(chain, config, commitment);
@@ -147,7 +152,7 @@ export function blockMethods(chain: LocalChain): Record<string, RpcMethod> {
       requireParams(params, 1);
       const slot = slotParam(params[0]);
       checkBlockSlot(slot, "confirmed");
-      return BigInt(chain.timeOf(slot));
+      return BigInt(chain.timeOf(Number(slot)));
     },
 
     getFirstAvailableBlock: () => BigInt(firstAvailable()),
@@ -172,9 +177,11 @@ export function blockMethods(chain: LocalChain): Record<string, RpcMethod> {
   };
 }
 
-function slotParam(value: unknown): number {
-  const slot = u64Param(value);
-  // Beyond 2^53 no slot exists on any chain; it can only be not yet available.
+/**
+ * A slot as a number for range arithmetic: beyond 2^53 no slot exists on any chain, so such a
+ * bound only says "to the end" (getBlocks caps it at the commitment's slot).
+ */
+function clampedSlot(slot: bigint): number {
   return slot > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(slot);
 }
 
@@ -211,16 +218,9 @@ function chargeEntry(answer: AnswerBudget, entry: LedgerEntry, encoding: Transac
   answer.charge(encoding === "jsonParsed" ? stored * 2 : stored);
 }
 
-/** A slot's blockhash: the chain's own while it holds it, else a stand-in from the genesis and the slot. */
+/** A block's blockhash: the one the chain gave its slot (see block-clock.ts). */
 function blockhashOf(chain: LocalChain, slot: number): string {
-  const { blockhashes, genesisMs } = chain.clock.state();
-  for (let i = blockhashes.length - 1; i >= 0; i--) {
-    const [hash, at] = blockhashes[i] as readonly [string, number];
-    if (at === slot) return hash;
-    if (at < slot) break;
-  }
-  const digest = createHash("sha256").update(`local chain block ${genesisMs} ${slot}`).digest();
-  return getBase58Decoder().decode(digest);
+  return chain.clock.blockhashOf(slot);
 }
 
 /**

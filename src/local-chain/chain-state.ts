@@ -16,6 +16,8 @@ export interface SavedAccount {
   readonly executable: boolean;
   /** base64 */
   readonly data: string;
+  /** Set by surfnet_setAccount to other than u64::MAX (decimal); absent for every other account. */
+  readonly rentEpoch?: string;
 }
 
 /**

@@ -22,7 +22,7 @@ const MAX_DATA_BYTES = 10 * 1024 * 1024;
 /**
  * surfpool's cheatcodes, with surfpool's parameters, so that the tools and scripts written for
  * surfpool work here: `surfnet_setAccount` writes any account (lamports, data as hex, owner,
- * executable), and `surfnet_setTokenAccount` sets a wallet's associated token account for a mint
+ * executable, rentEpoch), and `surfnet_setTokenAccount` sets a wallet's associated token account for a mint
  * (creating it when missing): its amount, delegate, state, delegated amount and close authority.
  * A developer funds a wallet with any catalog token in one call.
  */
@@ -40,8 +40,15 @@ export function cheatcodeMethods(chain: LocalChain): Record<string, RpcMethod> {
         existing?.programAddress ??
         SYSTEM_PROGRAM) as Address;
       const executable = booleanOf(update, "executable", existing?.executable ?? false);
+      const rentEpoch = optional(update.rentEpoch, u64Param) ?? existing?.rentEpoch;
       try {
-        chain.setAccount(address, { lamports, data, programAddress: owner, executable });
+        chain.setAccount(address, {
+          lamports,
+          data,
+          programAddress: owner,
+          executable,
+          ...(rentEpoch === undefined ? {} : { rentEpoch }),
+        });
       } catch (error) {
         if (!(error instanceof AccountRefusedError)) throw error;
         // The caller's account, not the chain, is at fault: their params, not an internal error.

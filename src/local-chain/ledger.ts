@@ -70,6 +70,8 @@ export interface Ledger {
   readonly firstSlot: number | undefined;
   /** The entries that landed in `slot`, in the order they ran (a block's transactions). */
   inSlot(slot: number): LedgerEntry[];
+  /** How many kept entries landed in slots `from` to `to`, both included (performance samples). */
+  countInSlots(from: number, to: number): number;
   /** Every entry kept, oldest first, for saving: a copy, so saving can go on while others land. */
   entries(): readonly LedgerEntry[];
   stats(): LedgerStats;
@@ -156,6 +158,18 @@ export function createLedger(
     return dropped;
   };
 
+  /** The index of the first kept entry landed at or after `slot`: entries land in slot order. */
+  const firstAtOrAfter = (slot: number): number => {
+    let low = head;
+    let high = entries.length;
+    while (low < high) {
+      const mid = (low + high) >>> 1;
+      if ((entries[mid] as LedgerEntry).slot < slot) low = mid + 1;
+      else high = mid;
+    }
+    return low;
+  };
+
   for (const entry of options.saved ?? []) append(entry);
 
   return {
@@ -170,20 +184,17 @@ export function createLedger(
     },
     entries: () => entries.slice(head),
     inSlot(slot) {
-      // Entries land in slot order, so a block's are one run, found by binary search.
-      let low = head;
-      let high = entries.length;
-      while (low < high) {
-        const mid = (low + high) >>> 1;
-        if ((entries[mid] as LedgerEntry).slot < slot) low = mid + 1;
-        else high = mid;
-      }
       const found: LedgerEntry[] = [];
-      for (let i = low; i < entries.length && (entries[i] as LedgerEntry).slot === slot; i++) {
+      for (
+        let i = firstAtOrAfter(slot);
+        i < entries.length && (entries[i] as LedgerEntry).slot === slot;
+        i++
+      ) {
         found.push(entries[i] as LedgerEntry);
       }
       return found;
     },
+    countInSlots: (from, to) => (to < from ? 0 : firstAtOrAfter(to + 1) - firstAtOrAfter(from)),
     stats: () => ({ entries: size(), signatures: bySignature.size, addresses: byAddress.size, indexed }),
     transactionCount(maxSlot) {
       // Entries land in slot order, so only the newest few can be past a commitment's slot.

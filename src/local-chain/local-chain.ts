@@ -8,8 +8,9 @@ import {
   getTransactionEncoder,
   type Transaction,
 } from "@solana/kit";
-import { Clock, FailedTransactionMetadata, LiteSVM, type TransactionMetadata } from "litesvm";
+import { Clock, EpochSchedule, FailedTransactionMetadata, LiteSVM, type TransactionMetadata } from "litesvm";
 import { stringifyJsonBigInts } from "../chain/json-bigints.ts";
+import { RENT_EXEMPT_EPOCH } from "./account-encoding.ts";
 import {
   BLOCKHASH_VALID_BLOCKS,
   type BlockClock,
@@ -74,8 +75,11 @@ export interface SignatureStatus {
   readonly slot: number;
   readonly confirmations: number | null;
   readonly err: unknown;
-  readonly confirmationStatus: "confirmed" | "finalized";
+  readonly confirmationStatus: "processed" | "confirmed" | "finalized";
 }
+
+/** An account as the chain reads it: `rentEpoch` only where a cheatcode set one (else u64::MAX). */
+export type ChainAccount = RawAccount & { readonly rentEpoch?: bigint };
 
 /**
  * An account LiteSVM refuses to hold as given (an executable one it cannot load as a program);
@@ -91,23 +95,31 @@ export class AccountRefusedError extends Error {
   }
 }
 
+/** An airdrop the faucet cannot make a new transaction of (the same one, many times in a few slots). */
+export class AirdropRefusedError extends Error {
+  override readonly name = "AirdropRefusedError";
+}
+
 export interface LocalChain {
   /** Produces the slot the wall clock is in, if it has not been produced; returns it. */
   tick(): number;
   slot(commitment: Commitment): number;
   latestBlockhash(commitment: Commitment): { blockhash: string; lastValidBlockHeight: number };
   isBlockhashValid(blockhash: string): boolean;
-  account(address: string): RawAccount | undefined;
-  programAccounts(program: string): { address: Address; account: RawAccount }[];
-  /** Writes an account as given; throws AccountRefusedError for one LiteSVM will not hold. */
-  setAccount(address: string, account: RawAccount): void;
+  account(address: string): ChainAccount | undefined;
+  programAccounts(program: string): { address: Address; account: ChainAccount }[];
+  /**
+   * Writes an account as given (its rentEpoch too: LiteSVM keeps none of its own); throws
+   * AccountRefusedError for one LiteSVM will not hold.
+   */
+  setAccount(address: string, account: ChainAccount): void;
   rentExemption(size: number): bigint;
   send(bytes: Uint8Array, options: { skipPreflight: boolean }): SendOutcome;
   simulate(
     bytes: Uint8Array,
     options: { sigVerify: boolean; replaceRecentBlockhash: boolean; accounts: readonly string[] },
   ): { simulation: Simulation; replacement?: { blockhash: string; lastValidBlockHeight: number } };
-  /** The fee of a message, or null when its blockhash is no longer valid. */
+  /** The fee of a message, or null when its blockhash is no longer valid (and no durable nonce's). */
   feeForMessage(messageBytes: Uint8Array): bigint | null;
   status(signature: string): SignatureStatus | null;
   transaction(signature: string, commitment: Commitment): LedgerEntry | undefined;
@@ -170,6 +182,15 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
   const saved = new Map<string, SavedAccount>(options.saved ?? []);
   const stale = new Set<string>();
   const keepSavedAccounts = options.keepSavedAccounts ?? false;
+  /**
+   * rentEpochs other than u64::MAX, as surfnet_setAccount set them. LiteSVM's account setter keeps
+   * none, so the chain does; a transaction that writes the account makes it rent-exempt's again,
+   * as the runtime does when it loads a rent-exempt account for writing.
+   */
+  const rentEpochs = new Map<string, bigint>();
+  for (const [address, account] of options.saved ?? []) {
+    if (account.rentEpoch !== undefined) rentEpochs.set(address, BigInt(account.rentEpoch));
+  }
   /** Past the ledger's window, history goes, but never a transaction whose blockhash still lets it land. */
   const pruneHistory = () => ledger.prune(clock.slot - BLOCKHASH_VALID_BLOCKS);
   const addresses = getAddressEncoder();
@@ -177,25 +198,29 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
   const base64 = getBase64Decoder();
   const encodeTransaction = getTransactionEncoder();
 
-  const produce = (slot: number) => {
+  /**
+   * Freezes the working slot (and an idle gap's slots) and makes `slot` the working one. The
+   * runtime gets a new blockhash, the new working slot's parent's: what a durable nonce advanced
+   * in this slot takes, so a nonce advances once per slot, as on a cluster.
+   */
+  const advanceTo = (slot: number) => {
     svm.expireBlockhash();
+    setRuntimeClock(slot);
+    clock.advance(slot, svm.latestBlockhash());
+  };
+  /** The Clock sysvar programs read (and getAccountInfo shows): the working slot and its time. */
+  const setRuntimeClock = (slot: number) => {
     const unix = BigInt(clock.timeOf(slot));
     const epoch = BigInt(slot) / SLOTS_PER_EPOCH;
     const epochStart = BigInt(clock.timeOf(Number(epoch * SLOTS_PER_EPOCH)));
     svm.setClock(new Clock(BigInt(slot), epochStart, epoch, epoch + 1n, unix));
-    clock.produce(slot, svm.latestBlockhash());
   };
+  // A fresh LiteSVM's Clock is its own default until the first slot passes: set it now.
+  setRuntimeClock(clock.slot);
   const tick = () => {
     const due = clock.dueSlot();
     if (due > clock.slot) {
-      // After an idle gap the slots between were never looked at and have no blockhash. The
-      // finalized view (32 slots back) would then name the last hash made before the gap, expired
-      // once the gap passes 150 slots (a minute at 400 ms), and every caller using the default
-      // commitment would send with it and fail BlockhashNotFound. The finalized slot gets its own
-      // blockhash, as every slot of a cluster has one.
-      const finalized = due - FINALIZATION_SLOTS;
-      if (finalized > clock.slot) produce(finalized);
-      produce(due);
+      advanceTo(due);
       pruneHistory();
       changed();
       events?.emit({ kind: "slot", slot: due });
@@ -203,9 +228,11 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
     return clock.slot;
   };
 
-  const readAccount = (address: string): RawAccount | undefined => {
+  const readAccount = (address: string): ChainAccount | undefined => {
     const account = svm.getAccount(address as Address);
-    return account.exists ? account : undefined;
+    if (!account.exists) return undefined;
+    const rentEpoch = rentEpochs.size === 0 ? undefined : rentEpochs.get(address);
+    return rentEpoch === undefined ? account : { ...account, rentEpoch };
   };
   /** Decimals by mint: a mint's decimals never change, except through setAccount (which clears this). */
   const decimals = new Map<string, number>();
@@ -273,9 +300,38 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
 
   /** Checks a cluster makes before running a transaction: a live blockhash, and not seen before. */
   const precheck = (wire: WireTransaction): TransactionError | null => {
-    if (!clock.isValid(wire.blockhash)) return transactionError("BlockhashNotFound");
+    if (!clock.isValid(wire.blockhash) && !durableNonceOf(wire)) return transactionError("BlockhashNotFound");
     if (ledger.get(wire.signatures[0] as string) !== undefined) return transactionError("AlreadyProcessed");
     return null;
+  };
+
+  /**
+   * Whether the transaction's lifetime is a durable nonce, as Agave checks it: its first
+   * instruction advances a nonce account (System's AdvanceNonceAccount) whose stored nonce is the
+   * transaction's blockhash. The runtime then advances it, so the same transaction cannot run twice.
+   */
+  const durableNonceOf = (wire: WireTransaction): boolean => {
+    const first = wire.message.instructions[0];
+    if (first === undefined || wire.accounts[first.programAddressIndex] !== SYSTEM_PROGRAM) return false;
+    const data = first.data;
+    if (
+      data === undefined ||
+      data.length !== 4 ||
+      data[0] !== ADVANCE_NONCE_ACCOUNT ||
+      data[1] ||
+      data[2] ||
+      data[3]
+    ) {
+      return false;
+    }
+    const nonce = first.accountIndices?.[0];
+    const account = nonce === undefined ? undefined : readAccount(wire.accounts[nonce] as string);
+    if (account?.programAddress !== SYSTEM_PROGRAM || account.data.length !== NONCE_ACCOUNT_SIZE)
+      return false;
+    const bytes = account.data as Uint8Array;
+    // Versions (u32), State Initialized (u32 = 1), authority, then the durable nonce.
+    if (bytes[4] !== 1) return false;
+    return base58.decode(bytes.subarray(40, 72)) === wire.blockhash;
   };
 
   /** A simulation that ended before the transaction ran (an unknown blockhash, a bad signature). */
@@ -325,9 +381,14 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
       accountKeys: wire.accounts,
     };
     if (result instanceof FailedTransactionMetadata) {
+      const err = transactionErrorFrom(result.err());
+      // Refused while its fee payer was checked (no such account, too few lamports): Agave's
+      // simulation has no processed transaction then, so no fee and no loaded bytes to report.
+      const unloaded = typeof err.json === "string" && FEE_PAYER_ERRORS.has(err.json);
       return {
         ...base,
-        err: transactionErrorFrom(result.err()),
+        ...(unloaded ? { fee: null, loadedAccountsDataSize: 0 } : {}),
+        err,
         ...metaFields(result.meta()),
         accounts: accounts.map(() => undefined),
         balances: { pre, post: pre },
@@ -349,7 +410,7 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
     const slot = clock.slot;
     const pre = balances(wire);
     const result = svm.sendTransaction(wire.transaction);
-    const after = new Map<string, RawAccount | undefined>();
+    const after = new Map<string, ChainAccount | undefined>();
     const post = balances(wire, pre, (address) => {
       const account = readAccount(address);
       after.set(address, account);
@@ -361,6 +422,7 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
     if (failed && (post.lamports[0] ?? 0n) >= (pre.lamports[0] ?? 0n)) return;
     wire.accounts.forEach((key, i) => {
       if (!wire.writable[i]) return;
+      if (rentEpochs.delete(key)) stale.add(key);
       // Programs' balances are read without their data: those are read at the next save.
       if (!keepSavedAccounts || !after.has(key)) {
         stale.add(key);
@@ -368,7 +430,11 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
       }
       const account = after.get(key);
       if (account === undefined) saved.delete(key);
-      else saved.set(key, savedAccountOf(account));
+      else {
+        // Read before the write cleared its rentEpoch: saved as the runtime now holds it.
+        const { rentEpoch: _written, ...written } = account;
+        saved.set(key, savedAccountOf(written));
+      }
       stale.delete(key);
     });
     const err = failed ? transactionErrorFrom(result.err()) : null;
@@ -428,7 +494,13 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
     isBlockhashValid: (blockhash) => clock.isValid(blockhash),
     account: readAccount,
     programAccounts: (program) =>
-      svm.getProgramAccounts(program as Address).map((account) => ({ address: account.address, account })),
+      svm.getProgramAccounts(program as Address).map((account) => {
+        const rentEpoch = rentEpochs.size === 0 ? undefined : rentEpochs.get(account.address);
+        return {
+          address: account.address,
+          account: rentEpoch === undefined ? account : { ...account, rentEpoch },
+        };
+      }),
     setAccount(address, account) {
       try {
         svm.setAccount({
@@ -445,6 +517,9 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
         const reason = String((error as Error).message ?? error).replace(/^Failed to set account: /, "");
         throw new AccountRefusedError(reason, { cause: error });
       }
+      if (account.rentEpoch === undefined || account.rentEpoch === RENT_EXEMPT_EPOCH)
+        rentEpochs.delete(address);
+      else rentEpochs.set(address, account.rentEpoch);
       decimals.delete(address);
       stale.add(address);
       changed();
@@ -502,17 +577,22 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
       withSignatures[0] = count ?? 0;
       withSignatures.set(messageBytes, 1 + 64 * (count ?? 0));
       const wire = decode(withSignatures);
-      return clock.isValid(wire.blockhash) ? wire.fee : null;
+      // A durable nonce's message has a fee too (Agave loads its nonce account for it).
+      return clock.isValid(wire.blockhash) || durableNonceOf(wire) ? wire.fee : null;
     },
 
     status(signature) {
       const entry = ledger.get(signature);
       if (entry === undefined) return null;
+      // Landed in the working slot: processed until the slot freezes and is confirmed.
       const depth = clock.slot - entry.slot;
-      const finalized = depth >= FINALIZATION_SLOTS;
+      if (depth <= 0)
+        return { slot: entry.slot, confirmations: 0, err: entry.err, confirmationStatus: "processed" };
+      // Confirmed once frozen, finalized 32 slots later; confirmations count the frozen blocks on top.
+      const finalized = depth > FINALIZATION_SLOTS;
       return {
         slot: entry.slot,
-        confirmations: finalized ? null : depth,
+        confirmations: finalized ? null : depth - 1,
         err: entry.err,
         confirmationStatus: finalized ? "finalized" : "confirmed",
       };
@@ -527,19 +607,17 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
       ledger.signaturesFor(address, { ...range, maxSlot: clock.slotAt(commitment) }),
 
     airdrop(address, lamports) {
-      for (;;) {
-        const bytes = faucetTransfer(address as Address, lamports);
+      // The same airdrop twice with one blockhash would be the same transaction: an older
+      // blockhash still valid makes it another, as a faucet given a recent blockhash would.
+      for (const blockhash of clock.recentBlockhashes()) {
+        if (!clock.isValid(blockhash)) continue;
+        const bytes = faucetTransfer(address as Address, lamports, blockhash);
         const wire = decode(bytes);
-        // The same airdrop twice within one blockhash would be the same transaction; a fresh
-        // blockhash in the same slot makes it another.
-        if (ledger.get(wire.signatures[0] as string) !== undefined) {
-          svm.expireBlockhash();
-          clock.produce(clock.slot, svm.latestBlockhash());
-          continue;
-        }
+        if (ledger.get(wire.signatures[0] as string) !== undefined) continue;
         execute(wire, bytes);
         return wire.signatures[0] as string;
       }
+      throw new AirdropRefusedError("the same airdrop was already made with every valid blockhash");
     },
 
     timeOf: (slot) => clock.timeOf(slot),
@@ -557,9 +635,8 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
     svm,
   };
 
-  /** A signed legacy transaction: one System transfer from the faucet, with the latest blockhash. */
-  const faucetTransfer = (to: Address, lamports: bigint): Uint8Array => {
-    const { blockhash } = clock.latestBlockhash("processed");
+  /** A signed legacy transaction: one System transfer from the faucet, with `blockhash`. */
+  const faucetTransfer = (to: Address, lamports: bigint, blockhash: string): Uint8Array => {
     const data = new Uint8Array(12);
     const view = new DataView(data.buffer);
     view.setUint32(0, 2, true); // SystemInstruction::Transfer
@@ -609,14 +686,23 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
 }
 
 const SYSTEM_PROGRAM = "11111111111111111111111111111111" as Address;
+/** SystemInstruction::AdvanceNonceAccount, and a nonce account's size. */
+const ADVANCE_NONCE_ACCOUNT = 4;
+const NONCE_ACCOUNT_SIZE = 80;
+/**
+ * Errors of the fee payer's check (validate_transaction_fee_payer in Agave's SVM): the transaction
+ * is not processed at all, so a simulation reports `fee` null and `loadedAccountsDataSize` 0.
+ */
+const FEE_PAYER_ERRORS = new Set(["AccountNotFound", "InsufficientFundsForFee", "InvalidAccountForFee"]);
 
 /** An account as the state file holds it. */
-function savedAccountOf(account: RawAccount): SavedAccount {
+function savedAccountOf(account: ChainAccount): SavedAccount {
   return {
     lamports: account.lamports.toString(),
     owner: account.programAddress,
     executable: account.executable,
     data: Buffer.from(account.data as Uint8Array).toString("base64"),
+    ...(account.rentEpoch === undefined ? {} : { rentEpoch: account.rentEpoch.toString() }),
   };
 }
 
@@ -627,6 +713,9 @@ function savedAccountOf(account: RawAccount): SavedAccount {
  */
 export function createSvm(accounts: readonly (readonly [string, SavedAccount])[] = []): LiteSVM {
   const svm = new LiteSVM().withTransactionHistory(0n).withBlockhashCheck(false).withSigverify(true);
+  // The chain's epochs (what its Clock counts and getEpochSchedule answers): 432,000 slots from
+  // slot 0, no warmup; LiteSVM's default schedule warms up, which programs reading it would see.
+  svm.setEpochSchedule(new EpochSchedule(SLOTS_PER_EPOCH, SLOTS_PER_EPOCH, false, 0n, 0n));
   for (const [address, account] of accounts) {
     const data = Buffer.from(account.data, "base64");
     svm.setAccount({

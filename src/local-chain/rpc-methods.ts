@@ -10,6 +10,7 @@ import { nodeMethods } from "./node-methods.ts";
 import { programAccountsMethods } from "./program-accounts-methods.ts";
 import type { TokenAccountIndex } from "./token-account-index.ts";
 import { transactionMethods } from "./transaction-methods.ts";
+import { validatorMethods } from "./validator-methods.ts";
 
 /**
  * Every JSON-RPC method the local chain serves. Each call first brings the chain up to the wall
@@ -33,6 +34,7 @@ export function createRpcMethods(options: {
     ...programAccountsMethods(chain, tokenIndex),
     ...blockMethods(chain),
     ...nodeMethods(chain),
+    ...validatorMethods(chain),
     ...(options.cheatcodes === false ? {} : cheatcodeMethods(chain)),
   };
   return Object.fromEntries(
@@ -83,6 +85,23 @@ export const LOCAL_CHAIN_PARAM_COUNTS: Readonly<Record<string, readonly [number,
   getClusterNodes: [0, 0],
   getEpochSchedule: [0, 0],
   getSupply: [0, 1],
+  getBlocksWithLimit: [2, 3],
+  getTransactionCount: [0, 1],
+  getVoteAccounts: [0, 1],
+  getLeaderSchedule: [0, 2],
+  getSlotLeader: [0, 1],
+  getSlotLeaders: [2, 2],
+  getBlockProduction: [0, 1],
+  getBlockCommitment: [1, 1],
+  getRecentPerformanceSamples: [0, 1],
+  getLargestAccounts: [0, 1],
+  getStakeMinimumDelegation: [0, 1],
+  getHighestSnapshotSlot: [0, 0],
+  getMaxRetransmitSlot: [0, 0],
+  getMaxShredInsertSlot: [0, 0],
+  getInflationGovernor: [0, 1],
+  getInflationRate: [0, 0],
+  getInflationReward: [1, 2],
   surfnet_setAccount: [2, 2],
   surfnet_setTokenAccount: [3, 4],
 };

@@ -121,6 +121,14 @@ export function u64Param(value: unknown, what = "u64"): bigint {
   throw invalidType(value, what);
 }
 
+/**
+ * A slot param: a u64, kept exact (the request body's integers past 2^53 arrive as bigints), so a
+ * refusal names the slot asked for rather than a double near it.
+ */
+export function slotParam(value: unknown): bigint {
+  return u64Param(value);
+}
+
 export function usizeParam(value: unknown): number {
   if (typeof value === "number" && Number.isSafeInteger(value) && value >= 0) return value;
   throw invalidType(value, "usize");

@@ -45,7 +45,11 @@ export function signedTransaction(
   );
 }
 
-export function createChainClient(url: string) {
+/**
+ * `whileWaiting` runs at each poll of `confirm`: a test that drives the chain's clock moves it
+ * there, as the working slot a transaction lands in is confirmed only once the next slot comes.
+ */
+export function createChainClient(url: string, options: { whileWaiting?: () => void } = {}) {
   const rpc = createSolanaRpc(url);
   let id = 0;
 
@@ -67,6 +71,7 @@ export function createChainClient(url: string) {
       const status = value[0];
       if (status !== null && status !== undefined && status.confirmationStatus !== "processed") return status;
       if (Date.now() > until) throw new Error(`${signature} was not confirmed within ${timeoutMs} ms`);
+      options.whileWaiting?.();
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   };
