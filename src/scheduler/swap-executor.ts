@@ -177,6 +177,21 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
       );
     }
     swap.usdValue = Math.round(usd * 100) / 100;
+    /** Why the owner's input account cannot pay this run (no retry mends it), or undefined. */
+    const spendProblem = (state: TokenAccountState | undefined): string | undefined => {
+      const spendable = spendableAccount(
+        state,
+        {
+          delegate: delegate.address,
+          sharedExecutor: executor.address,
+          symbol: config.inputToken,
+          units,
+          show: showIn,
+        },
+        { holder: "the wallet", wallet: "the wallet", action: "swap" },
+      );
+      return "problem" in spendable ? spendable.problem : undefined;
+    };
     const keys = {
       executor: executor.address,
       delegate: delegate.address,
@@ -209,8 +224,13 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
             `no route: the Swap API found no route from ${showIn(units)} to ${config.outputToken}`,
           );
         }
-        if (error instanceof SwapApiUnavailableError)
+        if (error instanceof SwapApiUnavailableError) {
+          // The owner's account is read with the route's accounts, after the route: with no
+          // route, it is read alone, so that what no retry mends still fails the slot at once.
+          const problem = spendProblem(await transfers.getTokenAccount(accounts.ownerInput, signal));
+          if (problem !== undefined) return final(problem);
           return retry(`no swap route could be had: ${error.message}`);
+        }
         throw error;
       }
       const verdict = quoteVerdict(route, swap, reference.outPerIn);
@@ -240,18 +260,10 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
       const readBefore = new Map(writableAsked.map((a, i) => [a, read[tableAddresses.length + i]]));
 
       // The owner's input account: reasons no retry can mend fail the slot now.
-      const spendable = spendableAccount(
+      const problem = spendProblem(
         tokenAccountState(accounts.ownerInput, readBefore.get(accounts.ownerInput), builders.tokenFieldsOf),
-        {
-          delegate: delegate.address,
-          sharedExecutor: executor.address,
-          symbol: config.inputToken,
-          units,
-          show: showIn,
-        },
-        { holder: "the wallet", wallet: "the wallet", action: "swap" },
       );
-      if ("problem" in spendable) return final(spendable.problem);
+      if (problem !== undefined) return final(problem);
 
       // The trial is simulated with the cluster's latest blockhash in place of its own, and the
       // simulation answers it: the signed build's lifetime without a getLatestBlockhash. Until
