@@ -97,8 +97,16 @@ if (only === "scheduler") {
   process.exit(0);
 }
 
+/** Parts that load the service through its scheduler, not through wrk or h2load. */
+const WITHOUT_LOAD_GENERATORS = new Set([
+  "transfers",
+  "transfers-memory",
+  "transfers-ferretdb",
+  "swaps",
+  "swaps-and-transfers",
+]);
 for (const tool of ["wrk", "h2load"]) {
-  if (!has(tool)) {
+  if (!WITHOUT_LOAD_GENERATORS.has(only ?? "") && !has(tool)) {
     console.error(`${tool} is missing: apt-get install wrk nghttp2-client`);
     process.exit(2);
   }
