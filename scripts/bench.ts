@@ -12,6 +12,7 @@
  *                                       BENCH_ONLY=transfers-memory or transfers-ferretdb for one alone)
  *   BENCH_ONLY=swaps npm run bench     (only the swap figures: 1000 swap agents due at once, in one process on
  *                                       memory, against the Jupiter-shaped test server's pools on the embedded chain)
+ *   BENCH_ONLY=swaps-and-transfers     (the memory transfer figures, then the swap figures, in one run: side by side)
  *   BENCH_ONLY=scheduler npm run bench (only the scheduler's own figures, dry runs without a chain: runs a second
  *                                       on memory and FerretDB, database commands per run; scripts/bench/scheduler.ts)
  *   BENCH_ONLY=prices npm run bench    (only the Jupiter figures: warm cache vs catalog, cold stampede)
@@ -96,8 +97,16 @@ if (only === "scheduler") {
   process.exit(0);
 }
 
+/** Parts that load the service through its scheduler, not through wrk or h2load. */
+const WITHOUT_LOAD_GENERATORS = new Set([
+  "transfers",
+  "transfers-memory",
+  "transfers-ferretdb",
+  "swaps",
+  "swaps-and-transfers",
+]);
 for (const tool of ["wrk", "h2load"]) {
-  if (!has(tool)) {
+  if (!WITHOUT_LOAD_GENERATORS.has(only ?? "") && !has(tool)) {
     console.error(`${tool} is missing: apt-get install wrk nghttp2-client`);
     process.exit(2);
   }
@@ -379,10 +388,15 @@ try {
     });
   }
   if (only === undefined || only === "chain") await chainFigures();
-  if (only === undefined || only === "transfers" || only === "transfers-memory")
+  if (
+    only === undefined ||
+    only === "transfers" ||
+    only === "transfers-memory" ||
+    only === "swaps-and-transfers"
+  )
     await memoryTransferFigures();
   if (only === undefined || only === "transfers" || only === "transfers-ferretdb") await transferFigures();
-  if (only === undefined || only === "swaps") await memorySwapFigures();
+  if (only === undefined || only === "swaps" || only === "swaps-and-transfers") await memorySwapFigures();
   if (only === undefined) {
     const { schedulerFigures, describe } = await import("./bench/scheduler.ts");
     for (const row of await schedulerFigures(ferret?.uri)) notes.push(describe(row));
@@ -618,8 +632,10 @@ async function approvedAgents(
  * agents (BENCH_SWAP_AGENTS) from 1 USDC into JUP whose first slots fall due within a few seconds,
  * each wallet approving its own agent's delegate (set by cheatcode), routed by the Jupiter-shaped
  * test server (test/support/jupiter-swap-server.ts) with a pool per agent, since a pool's output
- * vault has one delegate at a time. Each run: a route over HTTP, a simulation with four accounts,
- * the send, and the landed transaction read back for what moved. Figures: swaps a second from the
+ * vault has one delegate at a time. Each run: a route over HTTP, one getMultipleAccounts (the
+ * route's lookup tables and every account the transaction writes), a simulation that answers the
+ * blockhash too, the send and its status (shared between runs); what moved is the simulation's,
+ * not read back. Figures: swaps a second from the
  * first slot to the last confirmed signature, the lag from slot to confirmed signature p50 and p99,
  * the process's CPU and chain requests per swap.
  */

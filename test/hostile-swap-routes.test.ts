@@ -150,6 +150,8 @@ describe("hostile Swap API answers move nothing but the run's swap", () => {
     for (const mint of [USDC, USDT, BONK, JUP])
       await chain.setTokenBalance(jupiter.stranger as Address, mint, 0n);
     executor = (await ok("GET", "/v1/executor")).address as Address;
+    // The executor's address is public, but the service never sends it to the Swap API.
+    answers.target(executor);
 
     // The BONK transfer agent: approved for 1,000,000 BONK under the same delegate, then paused.
     const recipient = await generateKeyPairSigner();

@@ -230,11 +230,12 @@ describe.each(STORES)("a swap agent on the %s store swaps real tokens", (storeNa
       delegate,
       delegatedAmount: { amount: String(15_000_000n - BigInt(succeeded.length) * AMOUNT_UNITS) },
     });
-    // Every request named a run's taker (never the delegate), the executor as payer, the owner's
-    // account as destination.
+    // Every request named a run's taker (never the delegate) as taker and as payer, the owner's
+    // account as destination; the executor's address was never sent to the Swap API.
     for (const request of jupiter.requests()) {
       expect([delegate, executor, owner.address]).not.toContain(request.get("taker"));
-      expect(request.get("payer")).toBe(executor);
+      expect(request.get("payer")).toBe(request.get("taker"));
+      expect([...request.values()]).not.toContain(executor);
       expect(request.get("destinationTokenAccount")).toBe(ownerJup);
       expect(request.get("wrapAndUnwrapSol")).toBe("false");
     }

@@ -124,6 +124,11 @@ export interface Simulated {
   readonly accounts: readonly (TokenAccountState | undefined)[];
   /** The same accounts whatever they hold (undefined: none there then, or the simulation failed). */
   readonly raw: readonly (RawAccountState | undefined)[];
+  /**
+   * With `replaceRecentBlockhash`: the blockhash the cluster simulated with (its latest) and the
+   * last block height a transaction made with it can land at; undefined when it gave none.
+   */
+  readonly replacementBlockhash?: { readonly blockhash: string; readonly lastValidBlockHeight: bigint };
 }
 
 /** What the cluster knows of a sent transaction. */
@@ -162,11 +167,13 @@ export interface TransferChain {
    * used, and the token accounts named in `accounts` as they would be after it (undefined: no
    * token account there then, or the simulation failed). Whatever program ran, the accounts' end
    * state is the chain's own answer, which is what the swap executor checks before signing.
+   * `replaceRecentBlockhash` simulates with the cluster's latest blockhash instead of the
+   * transaction's, and answers it: one call for both a trial and the lifetime to sign with.
    */
   simulateTransaction(
     transaction: string,
     signal?: AbortSignal,
-    options?: { readonly accounts?: readonly string[] },
+    options?: { readonly accounts?: readonly string[]; readonly replaceRecentBlockhash?: boolean },
   ): Promise<Simulated>;
   /**
    * Sends a signed transaction (base64). With `preflight`, the cluster simulates it first and

@@ -13,6 +13,7 @@ import { UnavailableError } from "../domain/errors.ts";
 import {
   PreflightFailure,
   type RawAccountState,
+  type Simulated,
   type TokenAccountState,
   type TransferChain,
 } from "./chain.ts";
@@ -120,6 +121,7 @@ export function createKitTransferChain(options: {
           .simulateTransaction(transaction as Base64EncodedWireTransaction, {
             encoding: "base64",
             commitment,
+            ...(simulateOptions?.replaceRecentBlockhash === true ? { replaceRecentBlockhash: true } : {}),
             ...(addresses.length === 0
               ? {}
               : { accounts: { addresses: addresses.map((a) => address(a)), encoding: "base64" } }),
@@ -152,6 +154,7 @@ export function createKitTransferChain(options: {
               ? undefined
               : rawAccountOf(account.lamports, account.owner, account.data[0] as string);
           }),
+          ...replacementOf(value),
         };
       }),
     async sendTransaction(transaction, signal, sendOptions) {
@@ -189,6 +192,26 @@ export function createKitTransferChain(options: {
         throw new PreflightFailure(error.data.err);
       }
       throw new UnavailableError("the Solana RPC refused the transaction", { cause: error });
+    },
+  };
+}
+
+/** A simulation's replacement blockhash, when the cluster gave one (Agave 1.16 and later do). */
+function replacementOf(value: unknown): Pick<Simulated, "replacementBlockhash"> {
+  const replacement = (
+    value as { replacementBlockhash?: { blockhash?: unknown; lastValidBlockHeight?: unknown } | null }
+  ).replacementBlockhash;
+  if (
+    typeof replacement?.blockhash !== "string" ||
+    (typeof replacement.lastValidBlockHeight !== "bigint" &&
+      typeof replacement.lastValidBlockHeight !== "number")
+  ) {
+    return {};
+  }
+  return {
+    replacementBlockhash: {
+      blockhash: replacement.blockhash,
+      lastValidBlockHeight: BigInt(replacement.lastValidBlockHeight),
     },
   };
 }

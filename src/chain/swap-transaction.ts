@@ -1,6 +1,6 @@
 import {
   AccountRole,
-  address,
+  type Address,
   compileTransaction,
   compressTransactionMessageUsingAddressLookupTables,
   createNoopSigner,
@@ -44,6 +44,14 @@ export interface SwapAccounts {
   /** The taker's associated account for the input mint: created, filled and closed by the transaction. */
   readonly takerInput: string;
 }
+
+/**
+ * An address this module is given already checked: the route's by the Swap API's parser (each
+ * one `isAddress`), the lookup tables' decoded from the chain's bytes, the service's own derived.
+ * Kit's `address()` would check each again by decoding its base58 into a BigInt, for every
+ * account of both builds of every swap: a cost the profile showed, for nothing.
+ */
+const known = (value: string): Address => value as Address;
 
 /** Solana's largest transaction on the wire (PACKET_DATA_SIZE). */
 export const MAX_TRANSACTION_BYTES = 1232;
@@ -131,23 +139,23 @@ export async function swapTransaction(plan: {
     computeUnitPriceInstruction(plan.computeUnitPrice),
     getCreateAssociatedTokenIdempotentInstruction({
       payer,
-      ata: address(accounts.ownerOutput),
-      owner: address(plan.owner),
-      mint: address(plan.output.mint),
+      ata: known(accounts.ownerOutput),
+      owner: known(plan.owner),
+      mint: known(plan.output.mint),
       tokenProgram: PROGRAMS[plan.output.program],
     }),
     getCreateAssociatedTokenIdempotentInstruction({
       payer,
-      ata: address(accounts.takerInput),
-      owner: address(taker.address),
-      mint: address(plan.input.mint),
+      ata: known(accounts.takerInput),
+      owner: known(taker.address),
+      mint: known(plan.input.mint),
       tokenProgram: PROGRAMS[plan.input.program],
     }),
     getTransferCheckedInstruction(
       {
-        source: address(accounts.ownerInput),
-        mint: address(plan.input.mint),
-        destination: address(accounts.takerInput),
+        source: known(accounts.ownerInput),
+        mint: known(plan.input.mint),
+        destination: known(accounts.takerInput),
         authority: createNoopSigner(delegate.address),
         amount: plan.amount,
         decimals: plan.input.decimals,
@@ -156,15 +164,15 @@ export async function swapTransaction(plan: {
     ),
     ...plan.route.map(kitInstruction),
     getCloseAccountInstruction(
-      { account: address(accounts.takerInput), destination: address(feePayer.address), owner: takerSigner },
+      { account: known(accounts.takerInput), destination: known(feePayer.address), owner: takerSigner },
       { programAddress: PROGRAMS[plan.input.program] },
     ),
     memoInstruction(plan.memo),
   ];
   const tables = Object.fromEntries(
     Object.entries(plan.lookupTables).map(([table, addresses]) => [
-      address(table),
-      addresses.map((a) => address(a)),
+      known(table),
+      addresses.map((a) => known(a)),
     ]),
   );
   const message = compressTransactionMessageUsingAddressLookupTables(
@@ -214,9 +222,9 @@ function writableOf(
 
 function kitInstruction(ix: PlainInstruction): Instruction {
   return {
-    programAddress: address(ix.programAddress),
+    programAddress: known(ix.programAddress),
     accounts: ix.accounts.map((a) => ({
-      address: address(a.address),
+      address: known(a.address),
       role: a.signer
         ? a.writable
           ? AccountRole.WRITABLE_SIGNER
@@ -234,7 +242,7 @@ function computeUnitLimitInstruction(units: number): Instruction {
   const data = new Uint8Array(5);
   data[0] = 2;
   new DataView(data.buffer).setUint32(1, units, true);
-  return { programAddress: address(COMPUTE_BUDGET_PROGRAM), data };
+  return { programAddress: known(COMPUTE_BUDGET_PROGRAM), data };
 }
 
 /** Compute Budget's SetComputeUnitPrice: discriminator 3, then micro-lamports as a u64. */
@@ -242,5 +250,5 @@ function computeUnitPriceInstruction(microLamports: bigint): Instruction {
   const data = new Uint8Array(9);
   data[0] = 3;
   new DataView(data.buffer).setBigUint64(1, microLamports, true);
-  return { programAddress: address(COMPUTE_BUDGET_PROGRAM), data };
+  return { programAddress: known(COMPUTE_BUDGET_PROGRAM), data };
 }

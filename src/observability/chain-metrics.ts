@@ -16,6 +16,8 @@ const KNOWN_METHODS = new Set([
   "sendTransaction",
   "simulateTransaction",
   "getSlot",
+  "getBlockHeight",
+  "getBalance",
 ]);
 
 /**

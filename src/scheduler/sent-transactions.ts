@@ -40,8 +40,20 @@ export function createSentTransactions(options: {
   const pollMs = options.pollMs ?? 400;
 
   /** Waits for a sent transaction: its success, its failure, or its expiry; sends it again meanwhile. */
-  async function follow(tx: SentTransaction, signal: AbortSignal): Promise<SentOutcome> {
+  async function follow(tx: SentTransaction, signal: AbortSignal, justSent = false): Promise<SentOutcome> {
     let sentAt = performance.now();
+    if (justSent) {
+      // Its status alone, first: a chain that lands it at once (the embedded one) says so in one
+      // call. A transaction just sent cannot have expired, so no block height is needed to decide
+      // anything yet; the loop below reads it before every status it may decide expiry on.
+      const [status] = await transfers.getSignatureStatuses([tx.signature], signal);
+      if (status !== undefined) {
+        return status.err === null
+          ? { kind: "landed", tx, slot: status.slot }
+          : { kind: "failed", tx, err: status.err };
+      }
+      await sleep(pollMs, undefined, { signal });
+    }
     for (;;) {
       const height = await transfers.getBlockHeight(signal);
       const [status] = await transfers.getSignatureStatuses([tx.signature], signal);
@@ -110,7 +122,7 @@ export function createSentTransactions(options: {
         throw error;
       }
       options.hooks?.afterSend?.();
-      return follow(tx, signal);
+      return follow(tx, signal, true);
     },
   };
 }

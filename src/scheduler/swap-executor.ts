@@ -1,8 +1,9 @@
 import type { JsonObject } from "../agent/agent-store.ts";
-import type { Chain, TransferChain } from "../chain/chain.ts";
+import type { Chain, RawAccountState, TokenAccountState, TransferChain } from "../chain/chain.ts";
 import type { DelegateKeys } from "../chain/delegate-keys.ts";
 import type { SigningKey } from "../chain/ed25519-key.ts";
 import type { SwapRefusal } from "../chain/swap-refusals.ts";
+import type { TokenFields } from "../chain/swap-route.ts";
 import type { PlainInstruction, SwapAccounts } from "../chain/swap-transaction.ts";
 import type { AssociatedAccountOf, TokenRef } from "../chain/token-transactions.ts";
 import { baseUnits } from "../domain/base-units.ts";
@@ -72,6 +73,10 @@ const CU_MARGIN = 1.2;
 const MAX_LOOKUP_TABLES = 8;
 /** Index of the run's own transferChecked out of the owner's account (see swap-transaction.ts). */
 const OWN_TRANSFER_INDEX = 4;
+/** A trial's lifetime before any simulation answered one: the simulation replaces its blockhash. */
+const PLACEHOLDER_LIFETIME = { blockhash: "11111111111111111111111111111111", lastValidBlockHeight: 0n };
+/** Accounts one getMultipleAccounts may ask for. */
+const MAX_ACCOUNTS_PER_READ = 100;
 /** The base fee of one signature, in lamports. */
 const LAMPORTS_PER_SIGNATURE = 5_000n;
 /** A token account's size (SPL Token; Token-2022's associated accounts with ImmutableOwner are 170). */
@@ -81,7 +86,7 @@ const TOKEN_ACCOUNT_RENT_BYTES = 170n;
  * Swap agents' runs on the chain, one atomic v0 transaction each (see swap-transaction.ts). Each
  * run has its own taker, derived from DELEGATE_SEED and the (owner, wallet, agent, slot): the
  * owner's delegate moves exactly `amount` of the input token from the owner's account into the
- * taker's, and the route from the Swap API (asked with the taker as taker, the executor as payer
+ * taker's, and the route from the Swap API (asked with the taker as taker and as payer,
  * and the owner's output account as destination) swaps it into the owner's output account; the
  * service's last instruction closes the taker's account, its rent back to the executor.
  *
@@ -113,6 +118,8 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
   const allowed = new Set(options.allowedPrograms);
   const sent = createSentTransactions({ transfers, pollMs: options.pollMs, hooks: options.hooks });
   let accountOf: AssociatedAccountOf | undefined;
+  /** The newest lifetime a simulation answered: a trial's blockhash (the simulation replaces it). */
+  let lastLifetime: { blockhash: string; lastValidBlockHeight: bigint } | undefined;
   const refuse = (reason: SwapRefusal, error: string): Failure => {
     options.onRefused?.(reason);
     return retry(error);
@@ -151,20 +158,6 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
     const earlier = await sent.resume(journal, signal);
     if (earlier !== undefined) return settled(earlier, swap);
 
-    // The owner's input account: reasons no retry can mend fail the slot now.
-    const spendable = spendableAccount(
-      await transfers.getTokenAccount(accounts.ownerInput, signal),
-      {
-        delegate: delegate.address,
-        sharedExecutor: executor.address,
-        symbol: config.inputToken,
-        units,
-        show: showIn,
-      },
-      { holder: "the wallet", wallet: "the wallet", action: "swap" },
-    );
-    if ("problem" in spendable) return final(spendable.problem);
-
     // The service's own prices: the caps in dollars, and the reference a quote is held to.
     const reference = await referencePrices(input, output, config, signal);
     if (typeof reference === "string") return retry(reference);
@@ -184,6 +177,21 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
       );
     }
     swap.usdValue = Math.round(usd * 100) / 100;
+    /** Why the owner's input account cannot pay this run (no retry mends it), or undefined. */
+    const spendProblem = (state: TokenAccountState | undefined): string | undefined => {
+      const spendable = spendableAccount(
+        state,
+        {
+          delegate: delegate.address,
+          sharedExecutor: executor.address,
+          symbol: config.inputToken,
+          units,
+          show: showIn,
+        },
+        { holder: "the wallet", wallet: "the wallet", action: "swap" },
+      );
+      return "problem" in spendable ? spendable.problem : undefined;
+    };
     const keys = {
       executor: executor.address,
       delegate: delegate.address,
@@ -200,7 +208,11 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
           outputMint: output.mint,
           amount: units,
           taker: taker.address,
-          payer: executor.address,
+          // The taker as payer too (Jupiter: "no effect when equal to taker"): the executor's
+          // address is never given to the Swap API, and a route instruction that would have
+          // the payer fund something names the taker, which holds no lamports, and fails in
+          // simulation instead.
+          payer: taker.address,
           destinationTokenAccount: accounts.ownerOutput,
           slippageBps: config.slippageBps,
           ...(maxAccounts === undefined ? {} : { maxAccounts }),
@@ -212,8 +224,13 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
             `no route: the Swap API found no route from ${showIn(units)} to ${config.outputToken}`,
           );
         }
-        if (error instanceof SwapApiUnavailableError)
+        if (error instanceof SwapApiUnavailableError) {
+          // The owner's account is read with the route's accounts, after the route: with no
+          // route, it is read alone, so that what no retry mends still fails the slot at once.
+          const problem = spendProblem(await transfers.getTokenAccount(accounts.ownerInput, signal));
+          if (problem !== undefined) return final(problem);
           return retry(`no swap route could be had: ${error.message}`);
+        }
         throw error;
       }
       const verdict = quoteVerdict(route, swap, reference.outPerIn);
@@ -231,16 +248,28 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
           `the swap route was refused before signing: it names ${tableAddresses.length} lookup tables, more than ${MAX_LOOKUP_TABLES}`,
         );
       }
-      const tables = builders.lookupTablesOnChain(
-        tableAddresses,
-        await transfers.getAccounts(tableAddresses, signal),
-      );
+      // One read of every account the run needs before signing: the route's lookup tables, and
+      // every account the transaction may write (the owner's input among them), whose state
+      // before is what the simulation's end state is compared with.
+      const writableAsked = writableOf(vetted.instructions, executor.address, accounts);
+      const read = await getAccountsBatched([...tableAddresses, ...writableAsked], signal);
+      const tables = builders.lookupTablesOnChain(tableAddresses, read.slice(0, tableAddresses.length));
       if (!tables.ok) {
         return refuseFinal("lookup_table", `the swap route was refused before signing: ${tables.text}`);
       }
+      const readBefore = new Map(writableAsked.map((a, i) => [a, read[tableAddresses.length + i]]));
 
-      const lifetime = await transfers.getLatestBlockhash(signal);
-      const build = (computeUnitLimit: number) =>
+      // The owner's input account: reasons no retry can mend fail the slot now.
+      const problem = spendProblem(
+        tokenAccountState(accounts.ownerInput, readBefore.get(accounts.ownerInput), builders.tokenFieldsOf),
+      );
+      if (problem !== undefined) return final(problem);
+
+      // The trial is simulated with the cluster's latest blockhash in place of its own, and the
+      // simulation answers it: the signed build's lifetime without a getLatestBlockhash. Until
+      // then, any blockhash does (the last one seen, or a placeholder).
+      const trialLifetime = lastLifetime ?? PLACEHOLDER_LIFETIME;
+      const build = (computeUnitLimit: number, lifetime: typeof trialLifetime) =>
         builders.swapTransaction({
           feePayer: executor,
           delegate,
@@ -261,7 +290,7 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
           lifetime,
           memo: `token-agent-service run ${execution.idempotencyKey}`,
         });
-      const trial = await build(builders.MAX_COMPUTE_UNITS);
+      const trial = await build(builders.MAX_COMPUTE_UNITS, trialLifetime);
       if (trial.size > builders.MAX_TRANSACTION_BYTES) {
         if (step < MAX_ACCOUNTS_STEPS.length - 1) continue;
         return final(
@@ -279,9 +308,17 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
 
       // Every account the transaction may write, before and (simulated) after: the chain's own answer.
       const writable = [...new Set(trial.writable)];
-      const before = await transfers.getAccounts(writable, signal);
+      // Read above; an account the compiled message writes that the instructions did not name
+      // (none known) is read now rather than left out of the check.
+      const unread = writable.filter((a) => !readBefore.has(a));
+      if (unread.length > 0) {
+        const more = await getAccountsBatched(unread, signal);
+        for (const [i, a] of unread.entries()) readBefore.set(a, more[i]);
+      }
+      const before = writable.map((a) => readBefore.get(a));
       const simulation = await transfers.simulateTransaction(trial.transaction, signal, {
         accounts: writable,
+        replaceRecentBlockhash: true,
       });
       if (simulation.err !== null && simulation.err !== undefined) {
         return failedOnChain(simulation.err, route, "in its simulation");
@@ -320,7 +357,10 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
           },
         };
       }
-      const signed = await build(limit);
+      // A cluster that gives no replacement blockhash: the shared one (see shared-transfer-chain).
+      const lifetime = simulation.replacementBlockhash ?? (await transfers.getLatestBlockhash(signal));
+      lastLifetime = lifetime;
+      const signed = await build(limit, lifetime);
       const outcome = await sent.send(
         journal,
         {
@@ -331,9 +371,37 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
         signal,
       );
       if (outcome === "lease_lost") return retry("the run lost its hold on this slot before sending");
-      return settled(outcome, swap, route);
+      // What moved, proven before signing: the end-state check held the owner's input to exactly
+      // `units` less; the output is what the simulation paid, at least the route's minimum out.
+      const outIndex = writable.indexOf(accounts.ownerOutput);
+      const outBefore = builders.tokenFieldsOf(before[outIndex])?.amount ?? 0n;
+      const outAfter = builders.tokenFieldsOf(simulation.raw[outIndex])?.amount ?? 0n;
+      const price = minBig(
+        route.computeUnitPrice ?? 0n,
+        builders.unitPriceCap(options.maxFeeLamports, limit),
+      );
+      return settled(outcome, swap, route, {
+        inUnits: units,
+        outUnits: outAfter - outBefore,
+        fee:
+          LAMPORTS_PER_SIGNATURE * BigInt(trial.signers.length) +
+          (price * BigInt(limit) + 999_999n) / 1_000_000n,
+      });
     }
     return retry("no swap route could be built");
+  }
+
+  /** Accounts as stored, in calls of at most 100 (getMultipleAccounts' own limit), side by side. */
+  async function getAccountsBatched(
+    addresses: readonly string[],
+    signal: AbortSignal,
+  ): Promise<readonly (RawAccountState | undefined)[]> {
+    if (addresses.length <= MAX_ACCOUNTS_PER_READ) return transfers.getAccounts(addresses, signal);
+    const parts: Promise<readonly (RawAccountState | undefined)[]>[] = [];
+    for (let at = 0; at < addresses.length; at += MAX_ACCOUNTS_PER_READ) {
+      parts.push(transfers.getAccounts(addresses.slice(at, at + MAX_ACCOUNTS_PER_READ), signal));
+    }
+    return (await Promise.all(parts)).flat();
   }
 
   /**
@@ -448,29 +516,45 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
   }
 
   /** The run's result from where its transaction ended up. */
-  async function settled(outcome: SentOutcome, swap: Swap, route?: SwapBuild): Promise<ExecutionResult> {
+  async function settled(
+    outcome: SentOutcome,
+    swap: Swap,
+    route?: SwapBuild,
+    proven?: Proven,
+  ): Promise<ExecutionResult> {
     if (outcome.kind === "expired") return retry(EXPIRED);
     if (outcome.kind === "failed") return failedOnChain(outcome.err, route, "on chain");
     const { config, input, output, accounts, signal } = swap;
-    // What moved is read back from the landed transaction's token balances, not the quote.
-    const landed = await chain.getTransaction(outcome.tx.signature, signal);
-    if (landed === undefined) throw new UnavailableError("the swap landed but cannot be read back yet");
-    const delta = (account: string) => {
-      const index = landed.accountKeys.indexOf(account);
-      const of = (balances: typeof landed.preTokenBalances) =>
-        balances.find((b) => b.accountIndex === index)?.amount ?? 0n;
-      return of(landed.postTokenBalances) - of(landed.preTokenBalances);
-    };
-    const inUnits = -delta(accounts.ownerInput);
-    const outUnits = delta(accounts.ownerOutput);
+    let facts: { inUnits: bigint; outUnits: bigint; slot: bigint; fee: bigint };
+    if (proven !== undefined) {
+      // This attempt simulated and sent it: the status gave the slot, the simulation the amounts.
+      facts = { ...proven, slot: outcome.slot };
+    } else {
+      // An earlier attempt's transaction, found landed: only the chain knows what it moved.
+      const landed = await chain.getTransaction(outcome.tx.signature, signal);
+      if (landed === undefined) throw new UnavailableError("the swap landed but cannot be read back yet");
+      const delta = (account: string) => {
+        const index = landed.accountKeys.indexOf(account);
+        const of = (balances: typeof landed.preTokenBalances) =>
+          balances.find((b) => b.accountIndex === index)?.amount ?? 0n;
+        return of(landed.postTokenBalances) - of(landed.preTokenBalances);
+      };
+      facts = {
+        inUnits: -delta(accounts.ownerInput),
+        outUnits: delta(accounts.ownerOutput),
+        slot: landed.slot,
+        fee: landed.fee,
+      };
+    }
+    const { inUnits, outUnits } = facts;
     const inAmount = uiAmount(inUnits, input.decimals);
     const outAmount = uiAmount(outUnits, output.decimals);
     const result: JsonObject = {
       kind: "swap",
       simulated: false,
       signature: outcome.tx.signature,
-      slot: Number(landed.slot),
-      fee: Number(landed.fee),
+      slot: Number(facts.slot),
+      fee: Number(facts.fee),
       inputToken: config.inputToken,
       outputToken: config.outputToken,
       inputMint: input.mint,
@@ -479,6 +563,9 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
       inAmountUnits: inUnits.toString(),
       outAmount,
       outAmountUnits: outUnits.toString(),
+      // "simulation": the output as simulated just before signing (the chain guarantees at
+      // least minimumOutUnits); "chain": read back from the landed transaction.
+      amountsFrom: proven === undefined ? "chain" : "simulation",
       price: inAmount === 0 ? 0 : shownPrice(outAmount / inAmount),
       slippageBps: config.slippageBps,
       ...(swap.usdValue === undefined ? {} : { usdValue: swap.usdValue }),
@@ -567,6 +654,49 @@ function namedInstructions(route: SwapBuild): [string, PlainInstruction][] {
 }
 
 const minBig = (a: bigint, b: bigint) => (a < b ? a : b);
+
+/** What a run that simulated and sent its transaction knows of it without reading it back. */
+interface Proven {
+  /** Base units out of the owner's input account: exactly the run's amount (the end-state check). */
+  readonly inUnits: bigint;
+  /** Base units into the owner's output account, as simulated (at least the route's minimum out). */
+  readonly outUnits: bigint;
+  /** Lamports: the base fee of each signature and the unit price × limit, rounded up. */
+  readonly fee: bigint;
+}
+
+/**
+ * Every account the swap's instructions write, as the transaction compiles them: the fee payer,
+ * the service's own (the two created accounts, the owner's input), then each the route marks
+ * writable. The compiled message is checked against it after the trial build.
+ */
+function writableOf(route: readonly PlainInstruction[], feePayer: string, accounts: SwapAccounts): string[] {
+  const out = new Set<string>([feePayer, accounts.ownerOutput, accounts.takerInput, accounts.ownerInput]);
+  for (const ix of route) {
+    for (const account of ix.accounts) if (account.writable) out.add(account.address);
+  }
+  return [...out];
+}
+
+/** A token account in the shape the spend check takes, from its stored bytes (undefined: none). */
+function tokenAccountState(
+  address: string,
+  raw: RawAccountState | undefined,
+  fieldsOf: (raw: RawAccountState | undefined) => TokenFields | undefined,
+): TokenAccountState | undefined {
+  const fields = fieldsOf(raw);
+  if (fields === undefined) return undefined;
+  return {
+    address,
+    mint: fields.mint,
+    owner: fields.owner,
+    amount: fields.amount,
+    delegate: fields.delegate,
+    delegatedAmount: fields.delegatedAmount,
+    // SPL Token's AccountState: 1 initialized, 2 frozen.
+    frozen: fields.state === 2,
+  };
+}
 
 /** Lamports that keep an account of `bytes` rent-exempt (Solana's default rent: 3,480 lamports a byte-year, two years, 128 bytes of header). */
 function rentExempt(bytes: bigint): bigint {

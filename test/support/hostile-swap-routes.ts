@@ -43,6 +43,11 @@ export interface AnswerContext {
   /** The attacker's address. */
   readonly stranger: string;
   readonly rpcUrl: string;
+  /**
+   * The executor's address, which anyone can learn (GET /v1/executor): the service no longer
+   * sends it to the Swap API (the taker is the payer too), so a hostile answer is told it here.
+   */
+  readonly executor?: string;
 }
 export type AnswerMutator = (answer: BuildAnswer, context: AnswerContext) => Promise<BuildAnswer>;
 
@@ -56,12 +61,13 @@ export const HOSTILE_UNIT_PRICE = 600_000_000_000n;
 /** The rows of issue 41's table, by name. */
 export const HOSTILE_ROUTES = {
   /** System transfer of 1 SOL from the payer (the executor) to the attacker. */
-  "system-transfer-from-executor": async (answer, { query, stranger }) => {
+  "system-transfer-from-executor": async (answer, context) => {
+    const { stranger } = context;
     const data = Buffer.alloc(12);
     data.writeUInt32LE(2, 0);
     data.writeBigUInt64LE(1_000_000_000n, 4);
     answer.otherInstructions.push(
-      wire(SYSTEM_PROGRAM, [meta(payerOf(query), true, true), meta(stranger, false, true)], data),
+      wire(SYSTEM_PROGRAM, [meta(executorOf(context), true, true), meta(stranger, false, true)], data),
     );
     return answer;
   },
@@ -100,7 +106,7 @@ export const HOSTILE_ROUTES = {
   /** The same over every account that still approves the payer (the executor) from before per-owner delegates. */
   "drain-executor-approvals": async (answer, context) => {
     const rpc = createSolanaRpc(context.rpcUrl);
-    const payer = payerOf(context.query);
+    const payer = executorOf(context);
     const { value } = await rpc
       .getTokenAccountsByDelegate(
         payer as Address,
@@ -117,11 +123,11 @@ export const HOSTILE_ROUTES = {
     return answer;
   },
   /** System assign of the payer (the executor) to the Token program: it could never pay a fee again. */
-  "assign-executor": async (answer, { query }) => {
+  "assign-executor": async (answer, context) => {
     const data = Buffer.alloc(36);
     data.writeUInt32LE(1, 0);
     Buffer.from(getAddressEncoder().encode(TOKEN_PROGRAM as Address)).copy(data, 4);
-    answer.setupInstructions.push(wire(SYSTEM_PROGRAM, [meta(payerOf(query), true, true)], data));
+    answer.setupInstructions.push(wire(SYSTEM_PROGRAM, [meta(executorOf(context), true, true)], data));
     return answer;
   },
   /** A compute unit price of 6e11 micro-lamports. */
@@ -143,7 +149,8 @@ export const HOSTILE_ROUTES = {
     return answer;
   },
   /** Six idempotent associated account creations for the attacker, paid by the payer (the executor). */
-  "ata-creations-for-attacker": async (answer, { query, stranger, rpcUrl }) => {
+  "ata-creations-for-attacker": async (answer, context) => {
+    const { stranger, rpcUrl } = context;
     for (let i = 0; i < 6; i++) {
       const mint = randomAddress();
       const [account] = await findAssociatedTokenPda({
@@ -156,7 +163,7 @@ export const HOSTILE_ROUTES = {
         wire(
           ASSOCIATED_TOKEN_PROGRAM,
           [
-            meta(payerOf(query), true, true),
+            meta(executorOf(context), true, true),
             meta(account, false, true),
             meta(stranger, false, false),
             meta(mint, false, false),
@@ -198,12 +205,21 @@ export function slowAnswer(ms: number, onAsked?: () => void): AnswerMutator {
 export function createAnswerSwitch(): {
   mutate: (answer: BuildAnswer, context: AnswerContext) => Promise<BuildAnswer>;
   use(mutator: AnswerMutator | undefined): void;
+  /** The executor's address, which the mutators attack (the service does not send it). */
+  target(executor: string): void;
 } {
   let current: AnswerMutator | undefined;
+  let executor: string | undefined;
   return {
-    mutate: (answer, context) => (current === undefined ? Promise.resolve(answer) : current(answer, context)),
+    mutate: (answer, context) =>
+      current === undefined
+        ? Promise.resolve(answer)
+        : current(answer, executor === undefined ? context : { ...context, executor }),
     use(mutator) {
       current = mutator;
+    },
+    target(address) {
+      executor = address;
     },
   };
 }
@@ -258,7 +274,8 @@ function parsedTokenOf(account: { account: { data: unknown } }): {
   };
 }
 
-const payerOf = (query: URLSearchParams) => query.get("payer") as string;
+/** The executor, as the test told the switch (else the request's payer, as the service once sent it). */
+const executorOf = (context: AnswerContext) => context.executor ?? (context.query.get("payer") as string);
 
 async function ownerOf(rpcUrl: string, tokenAccount: string): Promise<string> {
   const { value } = await createSolanaRpc(rpcUrl)
