@@ -3,6 +3,7 @@ import { type AgentCommands, createAgentCommands } from "./agent/agent-commands.
 import { newAgentId } from "./agent/agent-id.ts";
 import type { AgentStore } from "./agent/agent-store.ts";
 import { createMemoryAgentStore } from "./agent/memory-agent-store.ts";
+import { type AgentCap, createOwnerCaps } from "./agent/owner-caps.ts";
 import type { ApiKeyStore } from "./auth/api-key-store.ts";
 import { type ApiKeys, createApiKeys } from "./auth/api-keys.ts";
 import { createMemoryApiKeyStore } from "./auth/memory-api-key-store.ts";
@@ -18,6 +19,7 @@ import { createMemoryEventLog } from "./events/memory-event-log.ts";
 import type { EventRepair } from "./events/mongo-event-repair.ts";
 import type { Logger } from "./logger.ts";
 import { createApprovalCheck } from "./scheduler/approval-check.ts";
+import { type CheckClaims, createMemoryCheckClaims } from "./scheduler/check-claims.ts";
 import type { Executor } from "./scheduler/executor.ts";
 import { createExecutorByType } from "./scheduler/executor-by-type.ts";
 import { createMemoryRunStore } from "./scheduler/memory-run-store.ts";
@@ -73,6 +75,8 @@ export interface AppContext {
    * wallet's approval of its delegate); undefined when runs move nothing real.
    */
   readonly awaitReady: ReadinessCheck | undefined;
+  /** Claims of pending agents' checks, shared by the replicas on this store. */
+  readonly checkClaims: CheckClaims;
   /**
    * The fee payer's balance against EXECUTOR_MIN_LAMPORTS, when runs move real tokens (read after
    * runs and periodically once started); undefined when they move nothing.
@@ -135,6 +139,8 @@ export async function createAppContext(
     readonly swaps: SwapApi;
     /** Hears of swap routes refused before signing. */
     readonly onSwapRefused?: (reason: SwapRefusal) => void;
+    /** Hears of CreateAgent calls refused at a cap per owner. */
+    readonly onAgentCapReached?: (cap: AgentCap) => void;
   },
   overrides: AppContextOverrides = {},
 ): Promise<AppContext> {
@@ -151,6 +157,7 @@ export async function createAppContext(
   let events: EventLog | undefined;
   let eventRepair: EventRepair | undefined;
   let webhookStore: WebhookStore | undefined;
+  let checkClaims: CheckClaims | undefined;
   if (overrides.agentStore !== undefined) {
     store = overrides.agentStore;
   } else if (config.mongo !== undefined) {
@@ -164,6 +171,7 @@ export async function createAppContext(
       { createMongoEventLog },
       { createMongoEventRepair },
       { createMongoWebhookStore },
+      { createMongoCheckClaims },
     ] = await Promise.all([
       import("./agent/mongo-agent-store.ts"),
       import("./scheduler/mongo-run-store.ts"),
@@ -171,6 +179,7 @@ export async function createAppContext(
       import("./events/mongo-event-log.ts"),
       import("./events/mongo-event-repair.ts"),
       import("./webhooks/mongo-webhook-store.ts"),
+      import("./scheduler/mongo-check-claims.ts"),
     ]);
     // The driver parses the URI when the client is made (no connection yet); what it rejects is a
     // configuration error, reported like the others and without the driver's text (it may quote
@@ -192,6 +201,7 @@ export async function createAppContext(
       guard: mongoStore.guard,
       maxTimeMS: mongo.operationTimeoutMs,
     });
+    checkClaims = createMongoCheckClaims({ db: mongoStore.db, guard: mongoStore.guard });
     events = createMongoEventLog({ db: mongoStore.db, guard: mongoStore.guard });
     eventRepair = createMongoEventRepair({ db: mongoStore.db, log: events, guard: mongoStore.guard });
     webhookStore = createMongoWebhookStore({
@@ -317,6 +327,11 @@ export async function createAppContext(
       required: realTransfers,
       mintOf,
     }),
+    caps: createOwnerCaps({
+      store,
+      defaults: config.agentCaps,
+      ...(parts.onAgentCapReached === undefined ? {} : { onRefused: parts.onAgentCapReached }),
+    }),
     newId: newAgentId,
     ...(overrides.now === undefined ? {} : { now: overrides.now }),
   });
@@ -345,6 +360,7 @@ export async function createAppContext(
     runStore: runs,
     executor,
     awaitReady: realTransfers ? createApprovalCheck({ chain, transfers, delegates, mintOf }) : undefined,
+    checkClaims: checkClaims ?? createMemoryCheckClaims(),
     executorBalance,
     scheduleClock,
     apiKeys,

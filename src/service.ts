@@ -16,6 +16,7 @@ import { createSharedTransferChain } from "./chain/shared-transfer-chain.ts";
 import { type Config, redactRpcUrl } from "./config.ts";
 import type { RunningLocalChain } from "./local-chain/start-local-chain.ts";
 import type { Logger } from "./logger.ts";
+import { registerAgentCapMetrics } from "./observability/agent-cap-metrics.ts";
 import { registerChainMetrics, registerLocalChainMetrics } from "./observability/chain-metrics.ts";
 import { registerExecutorMetrics } from "./observability/executor-metrics.ts";
 import { createRateLimitedLog } from "./observability/rate-limited-log.ts";
@@ -114,6 +115,7 @@ export async function createService(
         tokenList,
         swaps,
         onSwapRefused: registerSwapMetrics(registry),
+        onAgentCapReached: registerAgentCapMetrics(registry),
         onWebhookUrlRefused: webhookMetrics.refusedAtRegistration,
       },
       overrides,
@@ -135,6 +137,7 @@ export async function createService(
         canonicalSymbol: async (symbol) => canonicalSymbol(symbol),
         registry,
         events: context.events,
+        checkClaims: context.checkClaims,
         ...(context.awaitReady === undefined
           ? {}
           : { awaitReady: context.awaitReady, readyWaitMs: config.transfers.approvalWaitMs }),

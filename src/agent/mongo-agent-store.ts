@@ -446,6 +446,20 @@ export async function createMongoAgentStore(options: MongoAgentStoreOptions): Pr
         }
         return createWithKey(record, idempotencyKey, fingerprint ?? "");
       }),
+    countOf: (owner) =>
+      run(async () => {
+        // One query for both counts: on MongoDB a range of the owner index; on FerretDB (whose
+        // secondary indexes serve no query) one read of the collection instead of two. The caps
+        // (owner-caps.ts) reuse an answer for a moment, so a burst of creates does not pay it each.
+        const groups = await agents
+          .aggregate<{ _id: AgentStatus; n: number }>(
+            [{ $match: { owner } }, { $group: { _id: "$status", n: { $sum: 1 } } }],
+            bounded,
+          )
+          .toArray();
+        const of = (status: AgentStatus) => groups.find((g) => g._id === status)?.n ?? 0;
+        return { held: of("pending") + of("active") + of("paused"), pending: of("pending") };
+      }),
     get: (owner, agentId, options) =>
       run(async () => {
         // By `_id` alone (FerretDB pushes nothing else down), the owner checked here.
@@ -478,9 +492,30 @@ export async function createMongoAgentStore(options: MongoAgentStoreOptions): Pr
       }),
     pending: (after, limit) =>
       run(async () => {
+        // One index range scan on {status, createdAt, _id} (on MongoDB; FerretDB reads them all).
         const docs = await agents
-          .find({ status: "pending", ...(after === undefined ? {} : { _id: { $gt: after } }) }, bounded)
-          .sort({ _id: 1 })
+          .find(
+            after === undefined
+              ? { status: "pending" }
+              : {
+                  status: "pending",
+                  $or: [
+                    { createdAt: { $gt: after.createdAt } },
+                    { createdAt: after.createdAt, _id: { $gt: after.agentId } },
+                  ],
+                },
+            bounded,
+          )
+          .sort({ createdAt: 1, _id: 1 })
+          .limit(limit)
+          .toArray();
+        return docs.map(handOut);
+      }),
+    newestPending: (limit) =>
+      run(async () => {
+        const docs = await agents
+          .find({ status: "pending" }, bounded)
+          .sort({ createdAt: -1, _id: -1 })
           .limit(limit)
           .toArray();
         return docs.map(handOut);
@@ -568,6 +603,8 @@ async function createIndexes(
   );
   // The scheduler: due agents by status.
   await createIndex(agents, { status: 1, nextRunAt: 1 }, "status_nextRunAt");
+  // The scheduler: pending agents, oldest first.
+  await createIndex(agents, { status: 1, createdAt: 1, _id: 1 }, "status_createdAt_id");
   // Version claims of one agent (housekeeping of old ones, and a deleted agent's).
   await createIndex(versions, { agentId: 1, version: 1 }, "agentId_version");
   // createWithKey(): the newest generation of a key.

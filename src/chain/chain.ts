@@ -129,6 +129,14 @@ export interface SentStatus {
  */
 export interface TransferChain {
   getTokenAccount(address: string, signal?: AbortSignal): Promise<TokenAccountState | undefined>;
+  /**
+   * Many token accounts in one read each 100 (getMultipleAccounts' limit), in the order asked;
+   * undefined where there is no token account.
+   */
+  getTokenAccounts(
+    addresses: readonly string[],
+    signal?: AbortSignal,
+  ): Promise<readonly (TokenAccountState | undefined)[]>;
   /** A recent blockhash and the last block height a transaction made with it can land at. */
   getLatestBlockhash(signal?: AbortSignal): Promise<{ blockhash: string; lastValidBlockHeight: bigint }>;
   getBlockHeight(signal?: AbortSignal): Promise<bigint>;

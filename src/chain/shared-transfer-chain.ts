@@ -74,6 +74,7 @@ export function createSharedTransferChain(
 
   return {
     getTokenAccount: (address, signal) => chain.getTokenAccount(address, signal),
+    getTokenAccounts: (addresses, signal) => chain.getTokenAccounts(addresses, signal),
     getLatestBlockhash: (signal) => untilAborted(blockhash(), signal),
     getBlockHeight: (signal) => untilAborted(height(), signal),
     getSignatureStatuses(signatures, signal, options) {
