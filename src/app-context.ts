@@ -1,7 +1,7 @@
 import type { MongoClient } from "mongodb";
 import { type AgentCommands, createAgentCommands } from "./agent/agent-commands.ts";
 import { newAgentId } from "./agent/agent-id.ts";
-import type { AgentStore } from "./agent/agent-store.ts";
+import type { AgentRecord, AgentStore } from "./agent/agent-store.ts";
 import { createMemoryAgentStore } from "./agent/memory-agent-store.ts";
 import { type AgentCap, createOwnerCaps } from "./agent/owner-caps.ts";
 import type { ApiKeyStore } from "./auth/api-key-store.ts";
@@ -77,6 +77,8 @@ export interface AppContext {
   readonly awaitReady: ReadinessCheck | undefined;
   /** Claims of pending agents' checks, shared by the replicas on this store. */
   readonly checkClaims: CheckClaims;
+  /** Tells `listener` of every agent CreateAgent creates in this process. */
+  onAgentCreated(listener: (agent: AgentRecord) => void): void;
   /**
    * The fee payer's balance against EXECUTOR_MIN_LAMPORTS, when runs move real tokens (read after
    * runs and periodically once started); undefined when they move nothing.
@@ -308,6 +310,7 @@ export async function createAppContext(
   const tokens = createTokenQueries({ prices, tokenList, source: tokenSource });
   const canonicalSymbol = catalogSymbolLookup(catalog);
   const decimals = new Map(catalog.tokens.map((t) => [t.symbol, t.decimals]));
+  const createdListeners = new Set<(agent: AgentRecord) => void>();
   const agents = createAgentCommands({
     store,
     runs,
@@ -327,6 +330,9 @@ export async function createAppContext(
       required: realTransfers,
       mintOf,
     }),
+    onCreated: (agent) => {
+      for (const listener of createdListeners) listener(agent);
+    },
     caps: createOwnerCaps({
       store,
       defaults: config.agentCaps,
@@ -361,6 +367,7 @@ export async function createAppContext(
     executor,
     awaitReady: realTransfers ? createApprovalCheck({ chain, transfers, delegates, mintOf }) : undefined,
     checkClaims: checkClaims ?? createMemoryCheckClaims(),
+    onAgentCreated: (listener) => createdListeners.add(listener),
     executorBalance,
     scheduleClock,
     apiKeys,

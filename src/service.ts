@@ -143,6 +143,7 @@ export async function createService(
           : { awaitReady: context.awaitReady, readyWaitMs: config.transfers.approvalWaitMs }),
       })
     : undefined;
+  if (scheduler !== undefined) context.onAgentCreated((agent) => scheduler.notePending(agent));
   const server = build(context, { ...buildOptions, metricsRegistry: registry });
   const webhooks = config.webhooks.enabled
     ? createWebhookPipeline({

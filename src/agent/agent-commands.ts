@@ -133,6 +133,8 @@ export function createAgentCommands(options: {
   approvals: Approvals;
   /** Caps per owner (MAX_AGENTS_PER_OWNER, MAX_PENDING_PER_OWNER); absent: none. */
   caps?: OwnerCaps;
+  /** Told of each agent created (not of repeats): this replica's scheduler checks it at once. */
+  onCreated?: (agent: AgentRecord) => void;
   newId: () => string;
   /** Schedule time (SCHEDULE_TIME_SCALE): slots are computed in it. */
   clock: ScheduleClock;
@@ -207,6 +209,7 @@ export function createAgentCommands(options: {
               },
         );
         if (!result.created) giveBack();
+        else options.onCreated?.(result.agent);
         return result.agent;
       } catch (error) {
         giveBack();

@@ -46,11 +46,11 @@ export interface PendingAgents {
    */
   learnSweep(page: readonly AgentRecord[], limit: number): void;
   /**
-   * Up to `budget` agents due for a check at `nowMs` (epoch), with the check's number: one per
-   * owner in turn, the owners taken round robin from where the last call stopped, so one owner's
+   * Up to `budget` agents due for a check at `nowMs` (epoch), with the check's number, at most
+   * `perOwner` of one owner: one per owner in turn, the owners taken round robin from where the last call stopped, so one owner's
    * backlog delays another owner's checks by one call at most.
    */
-  due(nowMs: number, budget: number): { agent: AgentRecord; check: number }[];
+  due(nowMs: number, budget: number, perOwner: number): { agent: AgentRecord; check: number }[];
   /** The check was made (here or, its claim lost, by another replica). */
   checked(agentId: string, owner: string, check: number): void;
   /** The agent is no longer pending (activated, failed, deleted): forgotten. */
@@ -70,6 +70,8 @@ export function createPendingAgents(options: { maxKept?: number; now?: () => num
   let owners: string[] = [];
   let next = 0;
   let size = 0;
+  /** Per owner: where its next turn starts among its agents checked before. */
+  const rotation = new Map<string, number>();
   /** The sweep under way: where its next page starts, and when it began (performance.now()). */
   let sweep: { cursor: PendingCursor | undefined; startedAt: number } | undefined;
   let nextSweepAt = now();
@@ -80,6 +82,7 @@ export function createPendingAgents(options: { maxKept?: number; now?: () => num
     size--;
     if (agents.size === 0) {
       byOwner.delete(owner);
+      rotation.delete(owner);
       owners = owners.filter((o) => o !== owner);
       if (next >= owners.length) next = 0;
     }
@@ -128,26 +131,36 @@ export function createPendingAgents(options: { maxKept?: number; now?: () => num
       sweep = undefined;
       nextSweepAt = now() + SWEEP_MS;
     },
-    due(nowMs, budget) {
-      const lists: { agent: AgentRecord; check: number }[][] = [];
+    due(nowMs, budget, perOwner) {
+      type Due = { agent: AgentRecord; check: number };
+      const lists: Due[][] = [];
       const count = owners.length;
       for (let i = 0; i < count; i++) {
-        const agents = byOwner.get(owners[(next + i) % count] as string);
-        const list: { agent: AgentRecord; check: number }[] = [];
+        const owner = owners[(next + i) % count] as string;
+        const agents = byOwner.get(owner);
+        // Never checked first (an agent just created, likely approved right after), then the
+        // others from where this owner's last turn stopped, so a backlog is gone through in turn.
+        const fresh: Due[] = [];
+        const again: Due[] = [];
         for (const entry of agents?.values() ?? []) {
           const check = checkNumberAt(nowMs - entry.agent.createdAt.getTime());
-          if (check > entry.checked) list.push({ agent: entry.agent, check });
-          // More than the whole budget of one owner is never taken.
-          if (list.length >= budget) break;
+          if (check <= entry.checked) continue;
+          (entry.checked < 0 ? fresh : again).push({ agent: entry.agent, check });
         }
+        const from = again.length === 0 ? 0 : (rotation.get(owner) ?? 0) % again.length;
+        const list = [...fresh, ...again.slice(from), ...again.slice(0, from)].slice(
+          0,
+          Math.min(perOwner, budget),
+        );
+        rotation.set(owner, from + Math.max(0, list.length - fresh.length));
         lists.push(list);
       }
-      const out: { agent: AgentRecord; check: number }[] = [];
+      const out: Due[] = [];
       let lastTaken = -1;
       for (let round = 0; out.length < budget; round++) {
         let any = false;
         for (let i = 0; i < lists.length && out.length < budget; i++) {
-          const item = (lists[i] as { agent: AgentRecord; check: number }[])[round];
+          const item = (lists[i] as Due[])[round];
           if (item === undefined) continue;
           out.push(item);
           lastTaken = i;

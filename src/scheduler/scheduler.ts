@@ -106,6 +106,11 @@ export interface Scheduler {
   start(): void;
   /** One poll: activates pending agents and starts runs for due ones. Tests call it directly. */
   tick(): Promise<void>;
+  /**
+   * Tells of an agent created through this replica: it is checked from the next poll on, without
+   * waiting for a look at the store to find it.
+   */
+  notePending(agent: AgentRecord): void;
   /** Resolves when no run of this replica is in flight. */
   idle(): Promise<void>;
   /**
@@ -123,6 +128,9 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   const running = new Map<string, { done: Promise<void>; abort: AbortController }>();
   /** Pending agents known here, per owner, and when each is checked next. */
   const pendingAgents = createPendingAgents();
+  /** The look at the store's pending agents under way, and the last one (see discoverPending). */
+  let discovering: Promise<void> | undefined;
+  let lastDiscovery: Look | undefined;
   let stopping = false;
   /** start() was called: the polling loop runs. */
   let looping = false;
@@ -390,22 +398,43 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   }
 
   /**
+   * One look at the store's pending agents, in the background (the checks of agents known here do
+   * not wait for it): a page of the sweep while one is under way, else the newest ones. A look
+   * that took long is not repeated for QUERY_TIME_SHARE times its duration: on a store that reads
+   * every agent for it (FerretDB), looks take a tenth of the time at most, and agents created
+   * through this replica are known at once anyway (notePending).
+   */
+  function discoverPending(look: Look): void {
+    if (discovering !== undefined) return;
+    const last = lastDiscovery;
+    if (last !== undefined && look.realMs - last.realMs < last.tookMs * QUERY_TIME_SHARE) return;
+    const started = { realMs: look.realMs, nowMs: look.nowMs, tookMs: 0 };
+    const sweep = pendingAgents.sweepCursor();
+    discovering = (async () => {
+      try {
+        if (sweep === "idle") pendingAgents.learnNewest(await agents.newestPending(PENDING_PAGE));
+        else pendingAgents.learnSweep(await agents.pending(sweep, SWEEP_PAGE), SWEEP_PAGE);
+      } catch (error) {
+        events.onError?.(error, "looking at pending agents");
+      } finally {
+        started.tookMs = performance.now() - started.realMs;
+        look.tookMs = started.tookMs;
+        lastDiscovery = started;
+        discovering = undefined;
+      }
+    })();
+  }
+
+  /**
    * Learns of new pending agents (and, a page a poll, of all of them: a sweep), then checks those
    * due for a check: a budget a poll, shared round robin between owners, claimed once for the fleet,
    * and asked of the readiness check together (the chain is read in batches). Those that can run
    * are activated; those that waited past readyWaitMs fail with what they waited for.
    */
   async function activatePending(look: Look): Promise<void> {
-    const sweep = pendingAgents.sweepCursor();
-    const [newest, swept] = await Promise.all([
-      agents.newestPending(PENDING_PAGE),
-      sweep === "idle" ? undefined : agents.pending(sweep, PENDING_PAGE),
-    ]);
-    look.tookMs = performance.now() - look.realMs;
-    pendingAgents.learnNewest(newest);
-    if (swept !== undefined) pendingAgents.learnSweep(swept, PENDING_PAGE);
+    discoverPending(look);
     const nowMs = now().getTime();
-    let due = pendingAgents.due(nowMs, CHECK_BUDGET);
+    let due = pendingAgents.due(nowMs, CHECK_BUDGET, CHECK_BUDGET_PER_OWNER);
     for (const { agent, check } of due) pendingAgents.checked(agent.agentId, agent.owner, check);
     if (due.length === 0 || stopping) return;
     if (options.checkClaims !== undefined) {
@@ -638,6 +667,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       schedulePoll(0);
     },
     tick,
+    notePending: (agent) => pendingAgents.learnNewest([agent]),
     async idle() {
       await polling;
       while (running.size > 0) await Promise.all([...running.values()].map((r) => r.done));
@@ -647,6 +677,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       clearTimeout(timer);
       timer = undefined;
       await polling;
+      await discovering;
       const all = Promise.all([...running.values()].map((r) => r.done));
       let graceTimer: NodeJS.Timeout | undefined;
       const graceOver = new Promise<void>((resolve) => {
@@ -666,13 +697,21 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
 const POLL_PARALLELISM = 8;
 /** How late an activation may come and still run the agent's first slot. */
 const ACTIVATION_GRACE_MS = 60_000;
-/** Pending agents read per look: the newest ones, and a page of a sweep (see pending-agents.ts). */
+/** The newest pending agents read per look (see pending-agents.ts). */
 const PENDING_PAGE = 1_000;
+/** Pending agents read per page of a sweep: on FerretDB a page reads every agent, so pages are large. */
+const SWEEP_PAGE = 10_000;
 /**
  * Pending agents checked per poll, at most: ten chain requests of 100 token accounts. Shared
  * round robin between owners, so an owner with a backlog takes what the others leave.
  */
 const CHECK_BUDGET = 1_000;
+/**
+ * Checks of one owner's agents per poll, at most: an owner with more pending agents than this has
+ * each checked less often (its first check still comes first), and the fleet's claims of checks
+ * stay a few hundred writes a poll whatever one owner holds.
+ */
+const CHECK_BUDGET_PER_OWNER = 100;
 /** A poll looks at this many due agents per free run (plus those it will skip), at most MAX_WINDOW. */
 const WINDOW_PER_FREE_RUN = 8;
 const MAX_WINDOW = 1_000;
