@@ -488,7 +488,7 @@ export function describeAgentStoreContract(name: string, makeStore: () => Promis
         await createAll([late, early, now, future, pending, otherPending, paused, failed]);
         expect(ids(await store.due(T0, 10))).toEqual(ids([early, late, now]));
         // Pending agents, oldest first (ties by id), every owner's, a page at a time after a cursor.
-        const byAge = [pending, otherPending].sort((a, b) => (a.agentId < b.agentId ? -1 : 1));
+        const byAge = [pending, otherPending].sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
         expect(ids(await store.pending(undefined, 10))).toEqual(ids(byAge));
         expect(ids(await store.pending(undefined, 1))).toEqual(ids(byAge.slice(0, 1)));
         expect(ids(await store.pending(byAge[0], 10))).toEqual(ids(byAge.slice(1)));

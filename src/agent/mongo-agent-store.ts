@@ -270,14 +270,37 @@ export async function createMongoAgentStore(options: MongoAgentStoreOptions): Pr
     held: status === undefined || status === "failed" ? 0 : 1,
     pending: status === "pending" ? 1 : 0,
   });
+  /**
+   * Tally changes of one owner in flight here, one after another: FerretDB's $inc is a read and a
+   * write, and two at once lose one (MongoDB's is atomic). Across replicas on FerretDB, changes of
+   * one owner at the same moment may still lose one; see `tallies`.
+   */
+  const tallying = new Map<string, Promise<void>>();
   /** Moves `owner`'s tally from an agent's status `before` to `after` (undefined: no agent). */
-  async function retally(owner: string, before: AgentStatus | undefined, after: AgentStatus | undefined) {
+  function retally(owner: string, before: AgentStatus | undefined, after: AgentStatus | undefined) {
     const from = weightOf(before);
     const to = weightOf(after);
     const held = to.held - from.held;
     const pending = to.pending - from.pending;
-    if (held === 0 && pending === 0) return;
-    await tallies.updateOne({ _id: owner }, { $inc: { held, pending } }, { upsert: true });
+    if (held === 0 && pending === 0) return Promise.resolve();
+    const done = (tallying.get(owner) ?? Promise.resolve()).then(() => tally(owner, { held, pending }));
+    tallying.set(owner, done);
+    void done.finally(() => {
+      if (tallying.get(owner) === done) tallying.delete(owner);
+    });
+    return done;
+  }
+  async function tally(owner: string, change: { held: number; pending: number }): Promise<void> {
+    const inc = { $inc: change };
+    try {
+      await tallies.updateOne({ _id: owner }, inc, { upsert: true }).catch(async (err: unknown) => {
+        // Two first changes of one owner raced to insert its tally: it exists now.
+        if (!isDuplicateKey(err)) throw err;
+        await tallies.updateOne({ _id: owner }, inc);
+      });
+    } catch {
+      // The agent's own write is done and stands; its tally is one change off (see `tallies`).
+    }
   }
 
   /**
