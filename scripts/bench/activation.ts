@@ -73,7 +73,11 @@ async function floodOf(owner: string, count: number, createdAt: number): Promise
   }));
 }
 
+/** Calls answered `unavailable` and asked again, by the last `latencies`. */
+let retried = 0;
+
 async function latencies(store: "memory" | "ferretdb", flood: number): Promise<number[]> {
+  retried = 0;
   const ferretdb = store === "ferretdb" ? await startFerretdb() : undefined;
   const server = await startServer({
     env: {
@@ -104,13 +108,20 @@ async function latencies(store: "memory" | "ferretdb", flood: number): Promise<n
       }
     }
     await new Promise((resolve) => setTimeout(resolve, flood > 0 ? 10_000 : 1_000));
-    const rest = async (method: string, path: string, body?: object) => {
+    const rest = async (method: string, path: string, body?: object): Promise<Record<string, unknown>> => {
       const res = await fetch(`${server.baseUrl}${path}`, {
         method,
         headers: { "content-type": "application/json" },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       });
       const json = (await res.json()) as { data: Record<string, unknown> };
+      // On FerretDB at 10,000 agents, PrepareApproval's read of the owner's agents (a scan there)
+      // can pass the store's 5 s bound; such a call is asked again, and counted. The latency below
+      // is from the approval's confirmation, after it.
+      if (res.status === 503 && retried < 50) {
+        retried++;
+        return rest(method, path, body);
+      }
       if (res.status !== 200) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
       return json.data;
     };
@@ -121,7 +132,10 @@ async function latencies(store: "memory" | "ferretdb", flood: number): Promise<n
         type: "transfer",
         config: { source: wallet.address, destination, amount: 1, token: "USDC", schedule: "hourly" },
       });
-      const approval = await rest("POST", `/v1/agents/${agentId}:prepareApproval`, { allowance: 10 });
+      const approval = await rest("POST", `/v1/agents/${agentId}:prepareApproval`, {
+        // Another amount each time: the same approval twice is the same transaction.
+        allowance: 10 + i,
+      });
       const unsigned = getTransactionDecoder().decode(
         getBase64Encoder().encode(approval.transaction as string),
       );
@@ -219,7 +233,7 @@ export async function activationFigures(): Promise<void> {
     for (const flood of [0, FLOOD]) {
       const samples = await latencies(store, flood);
       console.log(
-        `  another owner's activation on ${store}, ${flood.toLocaleString("en")} pending of one owner: p50 ${Math.round(quantile(samples, 0.5))} ms, p99 ${Math.round(quantile(samples, 0.99))} ms (${samples.length} agents; goal p99 <= 2000 ms)`,
+        `  another owner's activation on ${store}, ${flood.toLocaleString("en")} pending of one owner: p50 ${Math.round(quantile(samples, 0.5))} ms, p99 ${Math.round(quantile(samples, 0.99))} ms (${samples.length} agents${retried === 0 ? "" : `; ${retried} calls answered unavailable and asked again`}; goal p99 <= 2000 ms)`,
       );
     }
   }
