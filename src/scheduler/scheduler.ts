@@ -186,7 +186,6 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
 
   /** Activates a pending agent (reason undefined), or fails it with `reason`. */
   async function activate(agent: AgentRecord, reason: string | undefined, nowMs: number): Promise<void> {
-    pendingAgents.forget(agent.agentId, agent.owner);
     const updated = await agents.update(
       agent.owner,
       agent.agentId,
@@ -208,6 +207,9 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       // The agent as the page found it: usually still current, so the store need not read it again.
       { known: agent },
     );
+    // Forgotten once the store has it (gone, activated or failed, here or elsewhere); an update that
+    // failed (the database was slow) leaves it known, so its next check, a second later, tries again.
+    if (updated?.status !== "pending") pendingAgents.forget(agent.agentId, agent.owner);
     if (updated !== undefined && updated.status !== "pending") {
       events.onStatus?.(updated, reason === undefined ? "active" : "failed", reason);
     }
