@@ -435,6 +435,17 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
    */
   async function activatePending(look: Look): Promise<void> {
     discoverPending(look);
+    // A look that answers soon (always on the memory store) serves this poll's checks; a slow one
+    // (FerretDB at thousands of agents) is not waited for.
+    const discovered = discovering;
+    if (discovered !== undefined) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        discovered,
+        new Promise((resolve) => (timer = setTimeout(resolve, DISCOVERY_WAIT_MS))),
+      ]);
+      clearTimeout(timer);
+    }
     const nowMs = now().getTime();
     let due = pendingAgents.due(nowMs, CHECK_BUDGET, CHECK_BUDGET_PER_OWNER);
     for (const { agent, check } of due) pendingAgents.checked(agent.agentId, agent.owner, check);
@@ -701,6 +712,8 @@ const POLL_PARALLELISM = 8;
 const ACTIVATION_GRACE_MS = 60_000;
 /** The newest pending agents read per look (see pending-agents.ts). */
 const PENDING_PAGE = 1_000;
+/** How long a poll's checks wait for its look at the store's pending agents. */
+const DISCOVERY_WAIT_MS = 250;
 /** Pending agents read per page of a sweep: on FerretDB a page reads every agent, so pages are large. */
 const SWEEP_PAGE = 10_000;
 /**
