@@ -98,7 +98,7 @@ async function latencies(store: "memory" | "ferretdb", flood: number): Promise<n
       const db = mongo.db("activation_bench");
       await db
         .collection("agent_owner_tallies")
-        .insertOne({ _id: "flooder" as never, held: flood, pending: flood });
+        .insertOne({ _id: "flooder" as never, held: flood, pending: flood, counted: true });
       for (let i = 0; i < flood; i += 1_000) {
         await db
           .collection("agents")

@@ -117,6 +117,8 @@ interface TallyDoc {
   _id: string;
   held: number;
   pending: number;
+  /** Set once the owner's agents were counted: until then the changes alone say nothing. */
+  counted?: boolean;
 }
 
 /** The deletion of an agent made under an idempotency key; see `createWithKey`. */
@@ -506,7 +508,30 @@ export async function createMongoAgentStore(options: MongoAgentStoreOptions): Pr
     countOf: (owner) =>
       run(async () => {
         const tally = await tallies.findOne({ _id: owner });
-        return { held: Math.max(0, tally?.held ?? 0), pending: Math.max(0, tally?.pending ?? 0) };
+        if (tally?.counted === true) {
+          return { held: Math.max(0, tally.held), pending: Math.max(0, tally.pending) };
+        }
+        // The owner's first count (agents made before tallies existed, or changes tallied before
+        // it): the agents themselves, once, then the tally goes on from there.
+        const groups = await agents
+          .aggregate<{ _id: AgentStatus; n: number }>(
+            [{ $match: { owner } }, { $group: { _id: "$status", n: { $sum: 1 } } }],
+            bounded,
+          )
+          .toArray();
+        const of = (status: AgentStatus) => groups.find((g) => g._id === status)?.n ?? 0;
+        const counts = { held: of("pending") + of("active") + of("paused"), pending: of("pending") };
+        await tallies
+          .updateOne(
+            { _id: owner, counted: { $ne: true } },
+            { $set: { ...counts, counted: true } },
+            { upsert: true },
+          )
+          .catch((err: unknown) => {
+            // Another replica counted first: its tally stands.
+            if (!isDuplicateKey(err)) throw err;
+          });
+        return counts;
       }),
     get: (owner, agentId, options) =>
       run(async () => {
