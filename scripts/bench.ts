@@ -15,6 +15,9 @@
  *   BENCH_ONLY=swaps-and-transfers     (the memory transfer figures, then the swap figures, in one run: side by side)
  *   BENCH_ONLY=scheduler npm run bench (only the scheduler's own figures, dry runs without a chain: runs a second
  *                                       on memory and FerretDB, database commands per run; scripts/bench/scheduler.ts)
+ *   BENCH_ONLY=activation npm run bench (only the activation figures: another owner's activation latency with 0 and
+ *                                       10,000 pending of one owner, chain requests per pending-agent check with 1 and
+ *                                       3 replicas; scripts/bench/activation.ts)
  *   BENCH_ONLY=prices npm run bench    (only the Jupiter figures: warm cache vs catalog, cold stampede)
  *   BENCH_ONLY=streams npm run bench   (only the stream figures: 1,000 price watchers on one process)
  *   BENCH_ONLY=webhooks npm run bench  (only the webhook figures: deliveries per second, lag from event to delivery)
@@ -67,6 +70,8 @@ const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const logLevel = process.env.BENCH_LOG_LEVEL ?? "info";
 /** BENCH_ONLY=unary, chain, transfers, scheduler, prices, streams, webhooks, pubsub or process runs one part. */
 const only = process.env.BENCH_ONLY;
+/** The bench makes 1,000 agents as one owner: past the caps per owner's defaults (100 pending). */
+const UNCAPPED = { MAX_AGENTS_PER_OWNER: "10000000", MAX_PENDING_PER_OWNER: "10000000" };
 const root = new URL("..", import.meta.url).pathname;
 const work = mkdtempSync(join(tmpdir(), "bench-"));
 const children: ChildProcess[] = [];
@@ -85,6 +90,14 @@ if (only === "pubsub") {
   // Its own chain process and WebSocket clients, without load generators.
   const { pubsubFigures } = await import("./bench/pubsub.ts");
   await pubsubFigures();
+  rmSync(work, { recursive: true, force: true });
+  process.exit(0);
+}
+
+if (only === "activation") {
+  // In process, on the embedded chain, without load generators.
+  const { activationFigures } = await import("./bench/activation.ts");
+  await activationFigures();
   rmSync(work, { recursive: true, force: true });
   process.exit(0);
 }
@@ -177,6 +190,7 @@ try {
     const service = await start(["node", ...startFlags, mainScript], {
       LOG_LEVEL: logLevel,
       AUTH_MODE: "none",
+      ...UNCAPPED,
       LOCAL_SOLANA_RPC_PORT: "0",
     });
     const url = `http://127.0.0.1:${service.port}`;
@@ -323,6 +337,7 @@ try {
     const withMongo = await start(["node", ...startFlags, mainScript], {
       LOG_LEVEL: logLevel,
       AUTH_MODE: "none",
+      ...UNCAPPED,
       SCHEDULER_ENABLED: "false",
       MONGODB_URI: ferret.uri,
       MONGODB_DB: db,
@@ -449,6 +464,7 @@ async function chainFigures(): Promise<void> {
     const service = await start(["node", ...startFlags, mainScript], {
       LOG_LEVEL: logLevel,
       AUTH_MODE: "none",
+      ...UNCAPPED,
       LOCAL_SOLANA_RPC_PORT: "0",
       SOLANA_TRANSACTION_CACHE: cache,
     });
@@ -504,7 +520,7 @@ async function priceFigures(): Promise<void> {
     });
   }
   try {
-    const env = { LOG_LEVEL: logLevel, AUTH_MODE: "none", LOCAL_SOLANA_RPC_PORT: "0" };
+    const env = { LOG_LEVEL: logLevel, AUTH_MODE: "none", ...UNCAPPED, LOCAL_SOLANA_RPC_PORT: "0" };
     const catalogService = await start(["node", ...startFlags, mainScript], env);
     const jupiterService = await start(["node", ...startFlags, mainScript], {
       ...env,
@@ -650,6 +666,7 @@ async function memorySwapFigures(): Promise<void> {
   const runner = await start(["node", ...startFlags, mainScript], {
     LOG_LEVEL: "warn",
     AUTH_MODE: "none",
+    ...UNCAPPED,
     LOCAL_SOLANA_RPC_PORT: String(chainPort),
     DELEGATE_SEED: seedPath,
     JUPITER_SWAP_URL: forwarder.url,
@@ -828,6 +845,7 @@ async function memoryTransferFigures(): Promise<void> {
   const runner = await start(["node", ...startFlags, mainScript], {
     LOG_LEVEL: "warn",
     AUTH_MODE: "none",
+    ...UNCAPPED,
     LOCAL_SOLANA_RPC_PORT: String(chainPort),
     DELEGATE_SEED: seedPath,
     // An hour of schedule time every 20 s: the agents are made before their first slot.
@@ -978,6 +996,7 @@ async function ferretTransfers(
   const common = {
     LOG_LEVEL: "warn",
     AUTH_MODE: "none",
+    ...UNCAPPED,
     MONGODB_URI: db.uri,
     SOLANA_RPC_URL: rpcUrl,
     EXECUTOR_KEYPAIR: keypair,
@@ -1118,6 +1137,7 @@ async function streamFigures(): Promise<void> {
   const env = {
     LOG_LEVEL: logLevel,
     AUTH_MODE: "none",
+    ...UNCAPPED,
     LOCAL_SOLANA_RPC_PORT: "0",
     CATALOG_PRICE_TICK_MS: String(TICK_MS),
     PRICE_WATCH_INTERVAL_MS: "50",
@@ -1169,6 +1189,7 @@ async function eventLag(count: number): Promise<void> {
   const common = {
     LOG_LEVEL: "warn",
     AUTH_MODE: "none",
+    ...UNCAPPED,
     LOCAL_SOLANA_RPC_PORT: "0",
     MONGODB_URI: ferret.uri,
     MONGODB_DB: `bench_events_${process.pid}_${count}`,
@@ -1268,6 +1289,7 @@ async function loadFigures(chainPort: number): Promise<string[]> {
   const env = {
     LOG_LEVEL: "info",
     AUTH_MODE: "none",
+    ...UNCAPPED,
     SOLANA_RPC_URL: `http://127.0.0.1:${chainPort}`,
     EXECUTOR_KEYPAIR: executorKeypair(),
   };
@@ -1410,6 +1432,7 @@ async function webhookFigures(): Promise<void> {
       const service = await start(["node", ...startFlags, mainScript], {
         LOG_LEVEL: "warn",
         AUTH_MODE: "none",
+        ...UNCAPPED,
         LOCAL_SOLANA_RPC_PORT: "0",
         SCHEDULER_ENABLED: "false",
         WEBHOOK_ALLOW_HTTP: "true",
@@ -1599,6 +1622,7 @@ async function timeToFirstAnswer(
       HOST: "127.0.0.1",
       LOG_LEVEL: "warn",
       AUTH_MODE: "none",
+      ...UNCAPPED,
       LOCAL_SOLANA_RPC_PORT: "0",
       ...env,
     },

@@ -3,6 +3,7 @@
  * MONGODB_DB), so the first key can be made before any server runs:
  *
  *   npm run keys -- create --owner NAME [--scopes tokens:read,agents:read,agents:write]
+ *                          [--max-agents N] [--max-pending N]
  *   npm run keys -- list [--owner NAME]
  *   npm run keys -- revoke KEY_ID        (an id that starts with "-": revoke --id=KEY_ID)
  *
@@ -17,10 +18,11 @@ import { createMongoApiKeyStore } from "../src/auth/mongo-api-key-store.ts";
 import { ConfigError, loadConfig } from "../src/config.ts";
 
 const USAGE = `usage:
-  npm run keys -- create --owner NAME [--scopes ${SCOPES.slice(0, 3).join(",")}]
+  npm run keys -- create --owner NAME [--scopes ${SCOPES.slice(0, 3).join(",")}] [--max-agents N] [--max-pending N]
   npm run keys -- list [--owner NAME]
   npm run keys -- revoke KEY_ID   (an id that starts with "-": revoke --id=KEY_ID)
-scopes: ${SCOPES.join(", ")} (default: tokens:read, agents:read, agents:write)`;
+scopes: ${SCOPES.join(", ")} (default: tokens:read, agents:read, agents:write)
+--max-agents, --max-pending: this key's caps per owner (default: MAX_AGENTS_PER_OWNER, MAX_PENDING_PER_OWNER)`;
 
 function fail(message: string): never {
   process.stderr.write(`${message}\n`);
@@ -34,6 +36,8 @@ const { positionals, values } = (() => {
       options: {
         owner: { type: "string" },
         scopes: { type: "string" },
+        "max-agents": { type: "string" },
+        "max-pending": { type: "string" },
         // For an id that starts with "-" (made before new ids were kept from it): `--id=-x…`, or
         // `revoke -- -x…`; as a bare argument it reads as an option.
         id: { type: "string" },
@@ -76,9 +80,17 @@ try {
       "agents:read",
       "agents:write",
     ];
-    const { record, key } = await keys.create({ owner: values.owner, scopes });
+    // Whole numbers only; anything else reaches the key rules as NaN and is refused there by name.
+    const cap = (text: string | undefined) =>
+      text === undefined ? undefined : /^\d+$/.test(text) ? Number(text) : Number.NaN;
+    const { record, key } = await keys.create({
+      owner: values.owner,
+      scopes,
+      ...(values["max-agents"] === undefined ? {} : { maxAgents: cap(values["max-agents"]) }),
+      ...(values["max-pending"] === undefined ? {} : { maxPending: cap(values["max-pending"]) }),
+    });
     process.stdout.write(
-      `${JSON.stringify({ keyId: record.keyId, key, owner: record.owner, scopes: record.scopes, createdAt: record.createdAt })}\n`,
+      `${JSON.stringify({ keyId: record.keyId, key, owner: record.owner, scopes: record.scopes, createdAt: record.createdAt, maxAgents: record.maxAgents, maxPending: record.maxPending })}\n`,
     );
     process.stderr.write("Keep the key now: it is not stored and cannot be shown again.\n");
   } else if (command === "list") {
@@ -86,7 +98,7 @@ try {
       const page = await keys.list({ owner: values.owner ?? "", limit: 100, offset });
       for (const k of page.keys) {
         process.stdout.write(
-          `${JSON.stringify({ keyId: k.keyId, owner: k.owner, scopes: k.scopes, createdAt: k.createdAt, revokedAt: k.revokedAt })}\n`,
+          `${JSON.stringify({ keyId: k.keyId, owner: k.owner, scopes: k.scopes, createdAt: k.createdAt, revokedAt: k.revokedAt, maxAgents: k.maxAgents, maxPending: k.maxPending })}\n`,
         );
       }
       if (offset + 100 >= page.total) break;

@@ -1,8 +1,9 @@
 import type { MongoClient } from "mongodb";
 import { type AgentCommands, createAgentCommands } from "./agent/agent-commands.ts";
 import { newAgentId } from "./agent/agent-id.ts";
-import type { AgentStore } from "./agent/agent-store.ts";
+import type { AgentRecord, AgentStore } from "./agent/agent-store.ts";
 import { createMemoryAgentStore } from "./agent/memory-agent-store.ts";
+import { type AgentCap, createOwnerCaps } from "./agent/owner-caps.ts";
 import type { ApiKeyStore } from "./auth/api-key-store.ts";
 import { type ApiKeys, createApiKeys } from "./auth/api-keys.ts";
 import { createMemoryApiKeyStore } from "./auth/memory-api-key-store.ts";
@@ -18,6 +19,7 @@ import { createMemoryEventLog } from "./events/memory-event-log.ts";
 import type { EventRepair } from "./events/mongo-event-repair.ts";
 import type { Logger } from "./logger.ts";
 import { createApprovalCheck } from "./scheduler/approval-check.ts";
+import { type CheckClaims, createMemoryCheckClaims } from "./scheduler/check-claims.ts";
 import type { Executor } from "./scheduler/executor.ts";
 import { createExecutorByType } from "./scheduler/executor-by-type.ts";
 import { createMemoryRunStore } from "./scheduler/memory-run-store.ts";
@@ -73,6 +75,10 @@ export interface AppContext {
    * wallet's approval of its delegate); undefined when runs move nothing real.
    */
   readonly awaitReady: ReadinessCheck | undefined;
+  /** Claims of pending agents' checks, shared by the replicas on this store. */
+  readonly checkClaims: CheckClaims;
+  /** Tells `listener` of every agent CreateAgent creates in this process. */
+  onAgentCreated(listener: (agent: AgentRecord) => void): void;
   /**
    * The fee payer's balance against EXECUTOR_MIN_LAMPORTS, when runs move real tokens (read after
    * runs and periodically once started); undefined when they move nothing.
@@ -137,6 +143,8 @@ export async function createAppContext(
     readonly onSwapRefused?: (reason: SwapRefusal) => void;
     /** Where swap routes come from now, in owners' words (Agent.notice). */
     readonly swapNotice?: () => string;
+    /** Hears of CreateAgent calls refused at a cap per owner. */
+    readonly onAgentCapReached?: (cap: AgentCap) => void;
   },
   overrides: AppContextOverrides = {},
 ): Promise<AppContext> {
@@ -153,6 +161,7 @@ export async function createAppContext(
   let events: EventLog | undefined;
   let eventRepair: EventRepair | undefined;
   let webhookStore: WebhookStore | undefined;
+  let checkClaims: CheckClaims | undefined;
   if (overrides.agentStore !== undefined) {
     store = overrides.agentStore;
   } else if (config.mongo !== undefined) {
@@ -166,6 +175,7 @@ export async function createAppContext(
       { createMongoEventLog },
       { createMongoEventRepair },
       { createMongoWebhookStore },
+      { createMongoCheckClaims },
     ] = await Promise.all([
       import("./agent/mongo-agent-store.ts"),
       import("./scheduler/mongo-run-store.ts"),
@@ -173,6 +183,7 @@ export async function createAppContext(
       import("./events/mongo-event-log.ts"),
       import("./events/mongo-event-repair.ts"),
       import("./webhooks/mongo-webhook-store.ts"),
+      import("./scheduler/mongo-check-claims.ts"),
     ]);
     // The driver parses the URI when the client is made (no connection yet); what it rejects is a
     // configuration error, reported like the others and without the driver's text (it may quote
@@ -194,6 +205,7 @@ export async function createAppContext(
       guard: mongoStore.guard,
       maxTimeMS: mongo.operationTimeoutMs,
     });
+    checkClaims = createMongoCheckClaims({ db: mongoStore.db, guard: mongoStore.guard });
     events = createMongoEventLog({ db: mongoStore.db, guard: mongoStore.guard });
     eventRepair = createMongoEventRepair({ db: mongoStore.db, log: events, guard: mongoStore.guard });
     webhookStore = createMongoWebhookStore({
@@ -304,6 +316,7 @@ export async function createAppContext(
   const tokens = createTokenQueries({ prices, tokenList, source: tokenSource });
   const canonicalSymbol = catalogSymbolLookup(catalog);
   const decimals = new Map(catalog.tokens.map((t) => [t.symbol, t.decimals]));
+  const createdListeners = new Set<(agent: AgentRecord) => void>();
   const agents = createAgentCommands({
     store,
     runs,
@@ -322,6 +335,14 @@ export async function createAppContext(
       delegates,
       required: realTransfers,
       mintOf,
+    }),
+    onCreated: (agent) => {
+      for (const listener of createdListeners) listener(agent);
+    },
+    caps: createOwnerCaps({
+      store,
+      defaults: config.agentCaps,
+      ...(parts.onAgentCapReached === undefined ? {} : { onRefused: parts.onAgentCapReached }),
     }),
     newId: newAgentId,
     ...(overrides.now === undefined ? {} : { now: overrides.now }),
@@ -352,6 +373,8 @@ export async function createAppContext(
     runStore: runs,
     executor,
     awaitReady: realTransfers ? createApprovalCheck({ chain, transfers, delegates, mintOf }) : undefined,
+    checkClaims: checkClaims ?? createMemoryCheckClaims(),
+    onAgentCreated: (listener) => createdListeners.add(listener),
     executorBalance,
     scheduleClock,
     apiKeys,

@@ -196,6 +196,8 @@ export interface Config {
   readonly swaps: SwapsConfig;
   readonly streams: StreamsConfig;
   readonly webhooks: WebhooksConfig;
+  /** Caps per owner on CreateAgent (an admin may set others on a key). */
+  readonly agentCaps: { readonly maxAgents: number; readonly maxPending: number };
 }
 
 /** Webhook deliveries of agent events (WebhookService). */
@@ -480,6 +482,8 @@ export const CONFIG_VARIABLES = {
   WEBHOOK_ALLOW_HTTP: "false",
   WEBHOOK_ALLOW_PRIVATE_NETWORKS: "false",
   WEBHOOK_MAX_ENDPOINTS_PER_OWNER: "10",
+  MAX_AGENTS_PER_OWNER: "1000",
+  MAX_PENDING_PER_OWNER: "100",
   WEBHOOK_TIMEOUT_MS: "10000",
   WEBHOOK_CONNECT_TIMEOUT_MS: "3000",
   WEBHOOK_CONCURRENCY: "32",
@@ -703,6 +707,11 @@ export function loadConfig(env: Env = process.env): Config {
     deliveryRetentionMs: hours("WEBHOOK_DELIVERY_RETENTION_HOURS", 24 * 365),
   };
 
+  const agentCaps = {
+    maxAgents: int("MAX_AGENTS_PER_OWNER", 1, 10_000_000),
+    maxPending: int("MAX_PENDING_PER_OWNER", 1, 10_000_000),
+  };
+
   if (problems.length > 0) {
     throw new ConfigError(`invalid configuration: ${problems.join("; ")}`);
   }
@@ -725,6 +734,7 @@ export function loadConfig(env: Env = process.env): Config {
     swaps,
     streams,
     webhooks,
+    agentCaps,
   };
 }
 

@@ -16,6 +16,7 @@ import { createSharedTransferChain } from "./chain/shared-transfer-chain.ts";
 import { type Config, redactRpcUrl } from "./config.ts";
 import type { EmbeddedLocalChain } from "./local-chain/local-chain-worker-host.ts";
 import type { Logger } from "./logger.ts";
+import { registerAgentCapMetrics } from "./observability/agent-cap-metrics.ts";
 import { registerChainMetrics, registerLocalChainMetrics } from "./observability/chain-metrics.ts";
 import { registerExecutorMetrics } from "./observability/executor-metrics.ts";
 import { createRateLimitedLog } from "./observability/rate-limited-log.ts";
@@ -109,6 +110,7 @@ export async function createService(
         swaps,
         swapNotice: swapRoutes.notice,
         onSwapRefused: registerSwapMetrics(registry),
+        onAgentCapReached: registerAgentCapMetrics(registry),
         onWebhookUrlRefused: webhookMetrics.refusedAtRegistration,
       },
       overrides,
@@ -130,11 +132,13 @@ export async function createService(
         canonicalSymbol: async (symbol) => canonicalSymbol(symbol),
         registry,
         events: context.events,
+        checkClaims: context.checkClaims,
         ...(context.awaitReady === undefined
           ? {}
           : { awaitReady: context.awaitReady, readyWaitMs: config.transfers.approvalWaitMs }),
       })
     : undefined;
+  if (scheduler !== undefined) context.onAgentCreated((agent) => scheduler.notePending(agent));
   const server = build(context, { ...buildOptions, metricsRegistry: registry });
   const webhooks = config.webhooks.enabled
     ? createWebhookPipeline({

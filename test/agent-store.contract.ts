@@ -487,12 +487,39 @@ export function describeAgentStoreContract(name: string, makeStore: () => Promis
         const failed = record({ status: "failed", nextRunAt: at(-5_000) });
         await createAll([late, early, now, future, pending, otherPending, paused, failed]);
         expect(ids(await store.due(T0, 10))).toEqual(ids([early, late, now]));
-        // Pending agents, by id, every owner's, a page at a time after a cursor.
-        const byId = [pending, otherPending].sort((a, b) => (a.agentId < b.agentId ? -1 : 1));
-        expect(ids(await store.pending(undefined, 10))).toEqual(ids(byId));
-        expect(ids(await store.pending(undefined, 1))).toEqual(ids(byId.slice(0, 1)));
-        expect(ids(await store.pending(byId[0]?.agentId, 10))).toEqual(ids(byId.slice(1)));
-        expect(await store.pending(byId[1]?.agentId, 10)).toEqual([]);
+        // Pending agents, oldest first (ties by id), every owner's, a page at a time after a cursor.
+        const byAge = [pending, otherPending].sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
+        expect(ids(await store.pending(undefined, 10))).toEqual(ids(byAge));
+        expect(ids(await store.pending(undefined, 1))).toEqual(ids(byAge.slice(0, 1)));
+        expect(ids(await store.pending(byAge[0], 10))).toEqual(ids(byAge.slice(1)));
+        expect(await store.pending(byAge[1], 10)).toEqual([]);
+      });
+
+      it("pages pending agents by creation, then id, and counts each owner's agents by what caps them", async () => {
+        const at0 = record({ status: "pending", createdAt: at(-2_000) });
+        const at1 = [
+          record({ status: "pending", createdAt: at(-1_000) }),
+          record({ status: "pending", createdAt: at(-1_000), owner: "owner-2" }),
+        ].sort((a, b) => (a.agentId < b.agentId ? -1 : 1));
+        const at2 = record({ status: "pending", createdAt: at(0) });
+        const activeOne = record({ status: "active", nextRunAt: at(5_000) });
+        const pausedOne = record({ status: "paused" });
+        const failedOne = record({ status: "failed" });
+        // Created out of order: the store keeps them in order itself.
+        await createAll([at2, ...at1, at0, activeOne, pausedOne, failedOne]);
+        const order = [at0, ...at1, at2];
+        expect(ids(await store.pending(undefined, 10))).toEqual(ids(order));
+        expect(ids(await store.pending(order[1], 10))).toEqual(ids(order.slice(2)));
+        expect(ids(await store.pending({ createdAt: at(-1_000), agentId: "" }, 2))).toEqual(ids(at1));
+        expect(ids(await store.newestPending(3))).toEqual(ids([at2, ...[...at1].reverse()]));
+        expect(await store.countOf("owner-1")).toEqual({ held: 5, pending: 3 });
+        expect(await store.countOf("owner-2")).toEqual({ held: 1, pending: 1 });
+        expect(await store.countOf("nobody")).toEqual({ held: 0, pending: 0 });
+        // Activated: no longer pending, still held; deleted: neither.
+        await store.update("owner-1", at0.agentId, () => ({ status: "active" }));
+        await store.delete("owner-1", at2.agentId);
+        expect(ids(await store.pending(undefined, 10))).toEqual(ids(at1));
+        expect(await store.countOf("owner-1")).toEqual({ held: 4, pending: 1 });
       });
 
       it("answers at most `limit`, and follows changes: an advanced or paused agent leaves, a resumed one comes back", async () => {

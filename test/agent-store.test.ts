@@ -143,6 +143,33 @@ describe("mongo agent store", () => {
     });
   });
 
+  it("counts an owner's agents once from the agents themselves, then from its tally (a point read)", async () => {
+    await withStore(async (store, dbName) => {
+      const db = raw.db(dbName);
+      // Agents stored before tallies existed: none of them tallied.
+      const old = (["pending", "active", "failed"] as const).map((status) =>
+        sampleRecord({ owner: "legacy", status }),
+      );
+      await db
+        .collection("agents")
+        .insertMany(old.map(({ agentId, ...rest }) => ({ _id: agentId, ...rest }) as never));
+      expect(await store.countOf("legacy")).toEqual({ held: 2, pending: 1 });
+      expect(await db.collection("agent_owner_tallies").findOne({ _id: "legacy" as never })).toMatchObject({
+        held: 2,
+        pending: 1,
+        counted: true,
+      });
+      // From here on the tally moves with each change; the agents are not read again.
+      await store.create({ record: sampleRecord({ owner: "legacy", status: "pending" }) });
+      await store.update("legacy", old[0]?.agentId as string, () => ({ status: "active" }));
+      await store.delete("legacy", old[1]?.agentId as string);
+      await db
+        .collection("agents")
+        .insertOne({ _id: "untallied" as never, owner: "legacy", status: "pending" });
+      expect(await store.countOf("legacy")).toEqual({ held: 2, pending: 1 });
+    });
+  });
+
   it("keeps idempotency keys as generations {_id: JSON [owner, key, gen], ...}, found by _id", async () => {
     const clock = movableClock(new Date("2030-01-01T00:00:00.000Z"));
     const dbName = freshDbName();

@@ -226,6 +226,7 @@ describe("loadConfig", () => {
         eventRepairWindowMs: 120_000,
         writeTimeoutMs: 30_000,
       },
+      agentCaps: { maxAgents: 1000, maxPending: 100 },
       webhooks: {
         enabled: true,
         allowHttp: false,
@@ -484,6 +485,8 @@ describe("loadConfig", () => {
         WEBHOOK_DISABLE_AFTER_HOURS: "6",
         WEBHOOK_SECRET_OVERLAP_HOURS: "1",
         WEBHOOK_DELIVERY_RETENTION_HOURS: "12",
+        MAX_AGENTS_PER_OWNER: "5000",
+        MAX_PENDING_PER_OWNER: "50",
       }),
     ).toEqual({
       host: "127.0.0.1",
@@ -621,6 +624,7 @@ describe("loadConfig", () => {
         eventRepairWindowMs: 30_000,
         writeTimeoutMs: 4000,
       },
+      agentCaps: { maxAgents: 5000, maxPending: 50 },
       webhooks: {
         enabled: false,
         allowHttp: true,

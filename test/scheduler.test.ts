@@ -187,7 +187,8 @@ describe.each(STORES)("on the %s stores", (_name, make) => {
       1,
       { agents, runs, now: clock.now },
       {
-        awaitReady: async (agent) => (approved.has(agent.agentId) ? undefined : "an approval"),
+        awaitReady: async (batch) =>
+          batch.map((agent) => (approved.has(agent.agentId) ? undefined : "an approval")),
         readyWaitMs: 10 * HOUR,
       },
     );
@@ -224,7 +225,7 @@ describe.each(STORES)("on the %s stores", (_name, make) => {
       1,
       { agents, runs, now: clock.now },
       {
-        awaitReady: async () => "an approval of delegate D",
+        awaitReady: async (batch) => batch.map(() => "an approval of delegate D"),
         readyWaitMs: 2 * HOUR,
       },
     );
@@ -249,7 +250,8 @@ describe.each(STORES)("on the %s stores", (_name, make) => {
       1,
       { agents, runs, now: clock.now },
       {
-        awaitReady: async (agent) => (agent.agentId === ready.agentId ? undefined : "an approval"),
+        awaitReady: async (batch) =>
+          batch.map((agent) => (agent.agentId === ready.agentId ? undefined : "an approval")),
         readyWaitMs: 10 * HOUR,
       },
     );

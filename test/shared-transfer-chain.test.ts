@@ -12,6 +12,7 @@ function recordingChain() {
   let height = 100n;
   const chain: TransferChain = {
     getTokenAccount: async () => undefined,
+    getTokenAccounts: async (addresses) => addresses.map(() => undefined),
     getLatestBlockhash: async () => {
       calls.push({ method: "getLatestBlockhash", args: undefined });
       return { blockhash: `hash-${calls.length}`, lastValidBlockHeight: 250n };

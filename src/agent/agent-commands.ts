@@ -30,6 +30,7 @@ import {
   type ReadOptions,
 } from "./agent-store.ts";
 import { type ApprovalDraft, type Approvals, approvalNeeded, spendingOf } from "./approvals.ts";
+import type { AgentCaps, OwnerCaps } from "./owner-caps.ts";
 import type { Schedule } from "./schedule.ts";
 
 /** An approval to sign, and what the owner's agents on that token account need of it. */
@@ -76,7 +77,8 @@ export interface RunPageResult extends RunPage {
 }
 
 export interface AgentCommands {
-  create(owner: string, input: CreateAgentInput): Promise<AgentRecord>;
+  /** `caps`: what an admin set on the caller's API key, over the service's caps per owner. */
+  create(owner: string, input: CreateAgentInput, caps?: Partial<AgentCaps>): Promise<AgentRecord>;
   get(owner: string, agentId: string, options?: ReadOptions): Promise<AgentRecord>;
   delete(owner: string, agentId: string): Promise<boolean>;
   list(owner: string, input: ListAgentsInput): Promise<AgentPageResult>;
@@ -131,6 +133,10 @@ export function createAgentCommands(options: {
   mintOnChain?: MintCheck;
   /** Approvals for the executor, built on the chain. */
   approvals: Approvals;
+  /** Caps per owner (MAX_AGENTS_PER_OWNER, MAX_PENDING_PER_OWNER); absent: none. */
+  caps?: OwnerCaps;
+  /** Told of each agent created (not of repeats): this replica's scheduler checks it at once. */
+  onCreated?: (agent: AgentRecord) => void;
   newId: () => string;
   /** Schedule time (SCHEDULE_TIME_SCALE): slots are computed in it. */
   clock: ScheduleClock;
@@ -158,7 +164,7 @@ export function createAgentCommands(options: {
       throw new NotFoundError(`agent ${agentId} not found`);
   }
   return {
-    async create(owner, input) {
+    async create(owner, input, caps) {
       const violations: FieldViolation[] = [];
       const type = oneOf(input.type, AGENT_TYPES, "type", violations, true);
       if (input.idempotencyKey.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
@@ -194,12 +200,25 @@ export function createAgentCommands(options: {
         // Pinned: a run refuses a mint whose decimals changed since, as the amount would mean another value.
         ...(valid.decimals === undefined ? {} : { decimals: valid.decimals }),
       };
-      const result = await store.create(
-        input.idempotencyKey === ""
-          ? { record }
-          : { record, idempotencyKey: input.idempotencyKey, fingerprint: fingerprintOf(type, valid.config) },
-      );
-      return result.agent;
+      // Checked after validation: a create that would be refused anyway takes no place.
+      const giveBack = (await options.caps?.reserve(owner, caps)) ?? (() => {});
+      try {
+        const result = await store.create(
+          input.idempotencyKey === ""
+            ? { record }
+            : {
+                record,
+                idempotencyKey: input.idempotencyKey,
+                fingerprint: fingerprintOf(type, valid.config),
+              },
+        );
+        if (!result.created) giveBack();
+        else options.onCreated?.(result.agent);
+        return result.agent;
+      } catch (error) {
+        giveBack();
+        throw error;
+      }
     },
 
     async get(owner, agentId, options) {

@@ -124,8 +124,23 @@ export interface AgentListPage {
   readonly total: number;
 }
 
+/** A place in the order of pending agents: after the agent with this createdAt and id. */
+export interface PendingCursor {
+  readonly createdAt: Date;
+  readonly agentId: string;
+}
+
+/** How many agents one owner holds, for the caps per owner (see owner-caps.ts). */
+export interface OwnerAgentCounts {
+  /** Pending, active and paused: every agent that may still run (failed ones are not counted). */
+  readonly held: number;
+  readonly pending: number;
+}
+
 export interface AgentStore {
   create(agent: NewAgent): Promise<CreateResult>;
+  /** How many agents `owner` holds (see OwnerAgentCounts). */
+  countOf(owner: string): Promise<OwnerAgentCounts>;
   get(owner: string, agentId: string, options?: ReadOptions): Promise<AgentRecord | undefined>;
   /** True when this call deleted the agent; false when it did not exist (for this owner). */
   delete(owner: string, agentId: string): Promise<boolean>;
@@ -136,11 +151,13 @@ export interface AgentStore {
    */
   due(now: Date, limit: number): Promise<readonly AgentRecord[]>;
   /**
-   * Up to `limit` pending agents of every owner, by agentId ascending, after `after` when given:
-   * the scheduler pages through them (round robin) to activate those that can run, so agents
-   * waiting for an approval never hide the others, nor due runs.
+   * Up to `limit` pending agents of every owner, oldest first (createdAt, then agentId), after
+   * `after` when given: the scheduler learns of new pending agents from the end of this order,
+   * and sweeps the whole of it now and then (see pending-agents.ts).
    */
-  pending(after: string | undefined, limit: number): Promise<readonly AgentRecord[]>;
+  pending(after: PendingCursor | undefined, limit: number): Promise<readonly AgentRecord[]>;
+  /** The `limit` newest pending agents of every owner, newest first: how the scheduler learns of new ones. */
+  newestPending(limit: number): Promise<readonly AgentRecord[]>;
   /**
    * Changes an agent's lifecycle fields without losing a concurrent change: `change` is called
    * with the newest state (again, if another change won a race) and returns the patch, or

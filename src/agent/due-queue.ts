@@ -1,4 +1,4 @@
-import type { AgentRecord } from "./agent-store.ts";
+import type { AgentRecord, PendingCursor } from "./agent-store.ts";
 
 /**
  * The memory store's due agents in the order `due` gives them, without looking at every agent:
@@ -15,8 +15,13 @@ export interface DueQueue {
   set(owner: string, agentId: string, record: AgentRecord | undefined): void;
   /** Up to `limit` active records due at `nowMs`, earliest first. */
   due(nowMs: number, limit: number): AgentRecord[];
-  /** The pending records, in the order they became pending. */
-  pending(): Iterable<AgentRecord>;
+  /**
+   * Up to `limit` pending records, oldest first (createdAt, then agentId), after `after` when
+   * given: kept in that order as they come and go, so a page costs a binary search and the page.
+   */
+  pending(after: PendingCursor | undefined, limit: number): AgentRecord[];
+  /** Up to `limit` pending records, newest first. */
+  newestPending(limit: number): AgentRecord[];
 }
 
 interface Entry {
@@ -31,8 +36,25 @@ const MIN_REBUILD_SIZE = 1024;
 export function createDueQueue(): DueQueue {
   /** keyOf(owner, agentId) -> current record, for every agent. */
   const current = new Map<string, AgentRecord>();
-  /** Pending agents, in the order they became pending (a Map keeps insertion order). */
-  const pending = new Map<string, AgentRecord>();
+  /**
+   * Pending agents by (createdAt, agentId). Agents become pending only when created, mostly in
+   * that order, so an insert is usually an append; an activation removes one by binary search.
+   */
+  const pending: AgentRecord[] = [];
+  const pendingKeys = new Set<string>();
+  /** The index of the first pending record at or after `cursor` (strictly after with `after`). */
+  const pendingIndex = (cursor: PendingCursor, after: boolean): number => {
+    let low = 0;
+    let high = pending.length;
+    const ms = cursor.createdAt.getTime();
+    while (low < high) {
+      const mid = (low + high) >>> 1;
+      const order = oldestFirst(pending[mid] as AgentRecord, ms, cursor.agentId);
+      if (order < 0 || (after && order === 0)) low = mid + 1;
+      else high = mid;
+    }
+    return low;
+  };
   /** Agents are the store's per owner, so ids are kept apart by owner. */
   const keyOf = (owner: string, agentId: string) => `${owner}\u0000${agentId}`;
   const heap: Entry[] = [];
@@ -84,11 +106,23 @@ export function createDueQueue(): DueQueue {
   return {
     set(owner, agentId, record) {
       const key = keyOf(owner, agentId);
-      if (current.get(key)?.status === "active") active--;
+      const old = current.get(key);
+      if (old?.status === "active") active--;
       if (record === undefined) current.delete(key);
       else current.set(key, record);
-      if (record?.status === "pending") pending.set(key, record);
-      else pending.delete(key);
+      const wasPending = pendingKeys.has(key);
+      if (record?.status === "pending") {
+        const at = pendingIndex(record, false);
+        if (wasPending) pending[at] = record;
+        else {
+          pending.splice(at, 0, record);
+          pendingKeys.add(key);
+        }
+      } else if (wasPending) {
+        // Found by the old record: createdAt and id never change.
+        pending.splice(pendingIndex(old as AgentRecord, false), 1);
+        pendingKeys.delete(key);
+      }
       if (record?.status !== "active") return;
       active++;
       if (record.nextRunAt !== undefined) push({ at: record.nextRunAt.getTime(), record });
@@ -107,6 +141,17 @@ export function createDueQueue(): DueQueue {
       for (const entry of taken) push(entry);
       return out;
     },
-    pending: () => pending.values(),
+    pending: (after, limit) => {
+      const from = after === undefined ? 0 : pendingIndex(after, true);
+      return pending.slice(from, from + limit);
+    },
+    newestPending: (limit) => pending.slice(Math.max(0, pending.length - limit)).reverse(),
   };
+}
+
+/** `record` against (createdAt ms, agentId): negative when it comes first. */
+function oldestFirst(record: AgentRecord, ms: number, agentId: string): number {
+  const byTime = record.createdAt.getTime() - ms;
+  if (byTime !== 0) return byTime;
+  return record.agentId < agentId ? -1 : record.agentId > agentId ? 1 : 0;
 }

@@ -102,6 +102,11 @@ export function createMemoryAgentStore(options: MemoryAgentStoreOptions = {}): A
 
   return {
     create: async (agent) => create(agent),
+    countOf: async (owner) => {
+      const agents = agentsOf(owner);
+      if (agents === undefined) return { held: 0, pending: 0 };
+      return { held: agents.size - agents.countByStatus("failed"), pending: agents.countByStatus("pending") };
+    },
     get: async (owner, agentId) => {
       const agent = agentsOf(owner)?.get(agentId);
       return agent === undefined ? undefined : structuredClone(agent);
@@ -115,11 +120,8 @@ export function createMemoryAgentStore(options: MemoryAgentStoreOptions = {}): A
     },
     list: async (owner, query) => list(owner, query),
     due: async (now, limit) => dueQueue.due(now.getTime(), limit).map(copyAgentRecord),
-    pending: async (after, limit) => {
-      const pending = [...dueQueue.pending()].filter((a) => after === undefined || a.agentId > after);
-      pending.sort((a, b) => (a.agentId < b.agentId ? -1 : a.agentId > b.agentId ? 1 : 0));
-      return pending.slice(0, limit).map(copyAgentRecord);
-    },
+    pending: async (after, limit) => dueQueue.pending(after, limit).map(copyAgentRecord),
+    newestPending: async (limit) => dueQueue.newestPending(limit).map(copyAgentRecord),
     update: async (owner, agentId, change) => {
       // Synchronous from read to write, so no other change can come between (single process).
       const agents = agentsOf(owner);

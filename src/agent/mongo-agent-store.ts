@@ -112,6 +112,15 @@ interface AgentDoc {
   idempotencyKeyGen?: [string, number];
 }
 
+/** An owner's agents as the caps count them; see `tallies`. */
+interface TallyDoc {
+  _id: string;
+  held: number;
+  pending: number;
+  /** Set once the owner's agents were counted: until then the changes alone say nothing. */
+  counted?: boolean;
+}
+
 /** The deletion of an agent made under an idempotency key; see `createWithKey`. */
 interface TombstoneDoc {
   _id: string;
@@ -248,6 +257,53 @@ export async function createMongoAgentStore(options: MongoAgentStoreOptions): Pr
   const tombstones: Collection<TombstoneDoc> = db.collection<TombstoneDoc>(`${prefix}agent_tombstones`, {
     writeConcern: WRITE_CONCERN,
   });
+  /**
+   * Each owner's agents counted as the caps count them (held: pending, active and paused;
+   * pending), under the owner as `_id`: a count is a point read, which FerretDB answers from its
+   * `_id` index, where counting the agents themselves reads every agent (seconds at 10,000).
+   * Moved by $inc after each create, status change and delete made through this store. A crash
+   * between an agent's write and its tally's leaves the tally off by that one change: caps are
+   * limits against floods, not balances.
+   */
+  const tallies: Collection<TallyDoc> = db.collection<TallyDoc>(`${prefix}agent_owner_tallies`, {
+    writeConcern: WRITE_CONCERN,
+  });
+  const weightOf = (status: AgentStatus | undefined) => ({
+    held: status === undefined || status === "failed" ? 0 : 1,
+    pending: status === "pending" ? 1 : 0,
+  });
+  /**
+   * Tally changes of one owner in flight here, one after another: FerretDB's $inc is a read and a
+   * write, and two at once lose one (MongoDB's is atomic). Across replicas on FerretDB, changes of
+   * one owner at the same moment may still lose one; see `tallies`.
+   */
+  const tallying = new Map<string, Promise<void>>();
+  /** Moves `owner`'s tally from an agent's status `before` to `after` (undefined: no agent). */
+  function retally(owner: string, before: AgentStatus | undefined, after: AgentStatus | undefined) {
+    const from = weightOf(before);
+    const to = weightOf(after);
+    const held = to.held - from.held;
+    const pending = to.pending - from.pending;
+    if (held === 0 && pending === 0) return Promise.resolve();
+    const done = (tallying.get(owner) ?? Promise.resolve()).then(() => tally(owner, { held, pending }));
+    tallying.set(owner, done);
+    void done.finally(() => {
+      if (tallying.get(owner) === done) tallying.delete(owner);
+    });
+    return done;
+  }
+  async function tally(owner: string, change: { held: number; pending: number }): Promise<void> {
+    const inc = { $inc: change };
+    try {
+      await tallies.updateOne({ _id: owner }, inc, { upsert: true }).catch(async (err: unknown) => {
+        // Two first changes of one owner raced to insert its tally: it exists now.
+        if (!isDuplicateKey(err)) throw err;
+        await tallies.updateOne({ _id: owner }, inc);
+      });
+    } catch {
+      // The agent's own write is done and stands; its tally is one change off (see `tallies`).
+    }
+  }
 
   /**
    * The documents (with their versions) that `due` and `pending` records were made from, so that an update the
@@ -442,9 +498,40 @@ export async function createMongoAgentStore(options: MongoAgentStoreOptions): Pr
       run(async () => {
         if (idempotencyKey === undefined) {
           await agents.insertOne(toDoc(record));
+          await retally(record.owner, undefined, record.status);
           return { agent: copyAgentRecord(record), created: true };
         }
-        return createWithKey(record, idempotencyKey, fingerprint ?? "");
+        const result = await createWithKey(record, idempotencyKey, fingerprint ?? "");
+        if (result.created) await retally(record.owner, undefined, record.status);
+        return result;
+      }),
+    countOf: (owner) =>
+      run(async () => {
+        const tally = await tallies.findOne({ _id: owner });
+        if (tally?.counted === true) {
+          return { held: Math.max(0, tally.held), pending: Math.max(0, tally.pending) };
+        }
+        // The owner's first count (agents made before tallies existed, or changes tallied before
+        // it): the agents themselves, once, then the tally goes on from there.
+        const groups = await agents
+          .aggregate<{ _id: AgentStatus; n: number }>(
+            [{ $match: { owner } }, { $group: { _id: "$status", n: { $sum: 1 } } }],
+            bounded,
+          )
+          .toArray();
+        const of = (status: AgentStatus) => groups.find((g) => g._id === status)?.n ?? 0;
+        const counts = { held: of("pending") + of("active") + of("paused"), pending: of("pending") };
+        await tallies
+          .updateOne(
+            { _id: owner, counted: { $ne: true } },
+            { $set: { ...counts, counted: true } },
+            { upsert: true },
+          )
+          .catch((err: unknown) => {
+            // Another replica counted first: its tally stands.
+            if (!isDuplicateKey(err)) throw err;
+          });
+        return counts;
       }),
     get: (owner, agentId, options) =>
       run(async () => {
@@ -454,7 +541,7 @@ export async function createMongoAgentStore(options: MongoAgentStoreOptions): Pr
       }, options?.signal),
     delete: (owner, agentId) =>
       run(async () => {
-        const doc = await agents.findOne({ _id: agentId }, { projection: { owner: 1 } });
+        const doc = await agents.findOne({ _id: agentId }, { projection: { owner: 1, status: 1 } });
         if (doc === null || doc.owner !== owner) return false;
         // A deleted agent leaves a tombstone first: a late repeat of its create (under an
         // idempotency key) replays the first answer instead of bringing the agent back, and the
@@ -463,7 +550,10 @@ export async function createMongoAgentStore(options: MongoAgentStoreOptions): Pr
           if (!isDuplicateKey(err)) throw err;
         });
         const result = await agents.deleteOne({ _id: agentId });
-        if (result.deletedCount === 1) await dropVersions(versions, agentId).catch(() => {});
+        if (result.deletedCount === 1) {
+          await retally(owner, doc.status, undefined);
+          await dropVersions(versions, agentId).catch(() => {});
+        }
         return result.deletedCount === 1;
       }),
     due: (nowDate, limit) =>
@@ -478,9 +568,30 @@ export async function createMongoAgentStore(options: MongoAgentStoreOptions): Pr
       }),
     pending: (after, limit) =>
       run(async () => {
+        // One index range scan on {status, createdAt, _id} (on MongoDB; FerretDB reads them all).
         const docs = await agents
-          .find({ status: "pending", ...(after === undefined ? {} : { _id: { $gt: after } }) }, bounded)
-          .sort({ _id: 1 })
+          .find(
+            after === undefined
+              ? { status: "pending" }
+              : {
+                  status: "pending",
+                  $or: [
+                    { createdAt: { $gt: after.createdAt } },
+                    { createdAt: after.createdAt, _id: { $gt: after.agentId } },
+                  ],
+                },
+            bounded,
+          )
+          .sort({ createdAt: 1, _id: 1 })
+          .limit(limit)
+          .toArray();
+        return docs.map(handOut);
+      }),
+    newestPending: (limit) =>
+      run(async () => {
+        const docs = await agents
+          .find({ status: "pending" }, bounded)
+          .sort({ createdAt: -1, _id: -1 })
           .limit(limit)
           .toArray();
         return docs.map(handOut);
@@ -488,6 +599,9 @@ export async function createMongoAgentStore(options: MongoAgentStoreOptions): Pr
     update: (owner, agentId, change, updateOptions) =>
       run(async () => {
         const known = updateOptions?.known === undefined ? undefined : handedOut.get(updateOptions.known);
+        /** The status the change that was applied saw (the last call of `change` is the one). */
+        let before: AgentStatus | undefined;
+        let changed = false;
         const doc = await versionedUpdate<AgentDoc>({
           docs: agents,
           versions,
@@ -496,11 +610,14 @@ export async function createMongoAgentStore(options: MongoAgentStoreOptions): Pr
           ...(known === undefined ? {} : { known }),
           change: (current) => {
             const patch = change(fromDoc(current));
+            before = current.status;
+            changed = patch !== undefined;
             return patch === undefined ? undefined : fieldChangeOf(patch);
           },
           now,
           rollForwardAfterMs: Math.max(2 * operationTimeoutMS, 1_000),
         });
+        if (doc !== undefined && changed && before !== doc.status) await retally(owner, before, doc.status);
         return doc === undefined ? undefined : fromDoc(doc);
       }),
     list: (owner, query: AgentListQuery) =>
@@ -568,6 +685,8 @@ async function createIndexes(
   );
   // The scheduler: due agents by status.
   await createIndex(agents, { status: 1, nextRunAt: 1 }, "status_nextRunAt");
+  // The scheduler: pending agents, oldest first.
+  await createIndex(agents, { status: 1, createdAt: 1, _id: 1 }, "status_createdAt_id");
   // Version claims of one agent (housekeeping of old ones, and a deleted agent's).
   await createIndex(versions, { agentId: 1, version: 1 }, "agentId_version");
   // createWithKey(): the newest generation of a key.

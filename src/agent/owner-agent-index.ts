@@ -8,6 +8,8 @@ import type { AgentListPage, AgentListQuery, AgentRecord } from "./agent-store.t
  */
 export interface OwnerAgentIndex {
   readonly size: number;
+  /** Agents of each status (from counts kept up to date, not a scan). */
+  countByStatus(status: AgentRecord["status"]): number;
   get(agentId: string): AgentRecord | undefined;
   /** Adds a new agent; throws on a duplicate id. */
   add(record: AgentRecord): void;
@@ -52,6 +54,11 @@ export function createOwnerAgentIndex(): OwnerAgentIndex {
   return {
     get size() {
       return byId.size;
+    },
+    countByStatus(status) {
+      let n = 0;
+      for (const [key, count] of counts) if (key.endsWith(`|${status}`)) n += count;
+      return n;
     },
     get: (agentId) => byId.get(agentId),
     add(record) {

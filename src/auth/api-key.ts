@@ -17,6 +17,12 @@ export interface ApiKeyRecord {
   readonly scopes: readonly Scope[];
   readonly createdAt: Date;
   readonly revokedAt?: Date;
+  /**
+   * Caps an admin set on this key over the service's caps per owner (MAX_AGENTS_PER_OWNER,
+   * MAX_PENDING_PER_OWNER), for CreateAgent calls made with it; absent: the service's.
+   */
+  readonly maxAgents?: number;
+  readonly maxPending?: number;
 }
 
 /**

@@ -9,11 +9,19 @@ export interface Caller {
   readonly keyId: string;
   readonly owner: string;
   readonly scopes: ReadonlySet<Scope>;
+  /** Caps an admin set on the key (see ApiKeyRecord); absent: the service's. */
+  readonly caps?: { readonly maxAgents?: number; readonly maxPending?: number };
 }
 
 export interface ApiKeys {
   /** Makes a key; the key itself is in this answer only. */
-  create(input: { owner: string; scopes: readonly string[] }): Promise<{ record: ApiKeyRecord; key: string }>;
+  /** `maxAgents`, `maxPending`: the key's own caps per owner; 0 or absent: the service's. */
+  create(input: {
+    owner: string;
+    scopes: readonly string[];
+    maxAgents?: number;
+    maxPending?: number;
+  }): Promise<{ record: ApiKeyRecord; key: string }>;
   list(query: { owner: string; limit: number; offset: number }): Promise<ApiKeyPage>;
   /** True when the key was revoked now; false when unknown or revoked before. */
   revoke(keyId: string): Promise<boolean>;
@@ -61,6 +69,8 @@ const EVERY_SCOPE: ReadonlySet<Scope> = new Set(SCOPES);
  * Compared without case, so that no near-twin of them is made either.
  */
 export const RESERVED_OWNERS: readonly string[] = [ADMIN_OWNER, "anonymous"];
+/** The largest cap a key may carry (as MAX_AGENTS_PER_OWNER may be set). */
+const MAX_CAP = 10_000_000;
 
 /**
  * The API key rules: creating, listing and revoking keys, and verifying the key a call presents.
@@ -110,6 +120,19 @@ export function createApiKeys(options: ApiKeysOptions): ApiKeys {
       });
       if (input.scopes.length > 10)
         violations.push({ field: "scopes", description: "must name at most 10 scopes" });
+      const caps: { maxAgents?: number; maxPending?: number } = {};
+      for (const [field, value] of [
+        ["maxAgents", input.maxAgents],
+        ["maxPending", input.maxPending],
+      ] as const) {
+        if (value === undefined || value === 0) continue;
+        if (!Number.isInteger(value) || value < 1 || value > MAX_CAP) {
+          violations.push({
+            field,
+            description: `must be 0 (the service's cap) or 1 to ${MAX_CAP} but is ${value}`,
+          });
+        } else caps[field] = value;
+      }
       if (violations.length > 0) throw new InvalidArgumentError(violations);
       const { keyId, key } = newApiKey();
       const record: ApiKeyRecord = {
@@ -118,6 +141,7 @@ export function createApiKeys(options: ApiKeysOptions): ApiKeys {
         owner: input.owner,
         scopes,
         createdAt: now(),
+        ...caps,
       };
       await store.insert(record);
       return { record, key };
@@ -183,7 +207,19 @@ export function createApiKeys(options: ApiKeysOptions): ApiKeys {
       const matches = record !== undefined && timingSafeEqual(Buffer.from(record.hash, "hex"), digest);
       const caller =
         matches && record.revokedAt === undefined
-          ? { keyId: record.keyId, owner: record.owner, scopes: new Set(record.scopes) }
+          ? {
+              keyId: record.keyId,
+              owner: record.owner,
+              scopes: new Set(record.scopes),
+              ...(record.maxAgents === undefined && record.maxPending === undefined
+                ? {}
+                : {
+                    caps: {
+                      ...(record.maxAgents === undefined ? {} : { maxAgents: record.maxAgents }),
+                      ...(record.maxPending === undefined ? {} : { maxPending: record.maxPending }),
+                    },
+                  }),
+            }
           : undefined;
       // Unknown keys are not remembered (anyone can make up more of them than a cache holds);
       // the per-address limit bounds how often they reach the store.

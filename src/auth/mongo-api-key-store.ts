@@ -12,6 +12,8 @@ interface ApiKeyDoc {
   scopes: string[];
   createdAt: Date;
   revokedAt?: Date;
+  maxAgents?: number;
+  maxPending?: number;
 }
 
 /** Key ids one query of revokedAmong asks about, at most. */
@@ -52,6 +54,8 @@ export function createMongoApiKeyStore(options: MongoApiKeyStoreOptions): ApiKey
               owner: record.owner,
               scopes: [...record.scopes],
               createdAt: record.createdAt,
+              ...(record.maxAgents === undefined ? {} : { maxAgents: record.maxAgents }),
+              ...(record.maxPending === undefined ? {} : { maxPending: record.maxPending }),
             },
             { writeConcern: { w: "majority" } },
           );
@@ -114,5 +118,7 @@ function recordOf(doc: ApiKeyDoc): ApiKeyRecord {
     scopes: doc.scopes.filter(isScope),
     createdAt: doc.createdAt,
     ...(doc.revokedAt === undefined ? {} : { revokedAt: doc.revokedAt }),
+    ...(doc.maxAgents === undefined ? {} : { maxAgents: doc.maxAgents }),
+    ...(doc.maxPending === undefined ? {} : { maxPending: doc.maxPending }),
   };
 }

@@ -149,6 +149,14 @@ export interface TransferChain {
     addresses: readonly string[],
     signal?: AbortSignal,
   ): Promise<readonly (RawAccountState | undefined)[]>;
+  /**
+   * Many token accounts in one read each 100 (getMultipleAccounts' limit), in the order asked;
+   * undefined where there is no token account.
+   */
+  getTokenAccounts(
+    addresses: readonly string[],
+    signal?: AbortSignal,
+  ): Promise<readonly (TokenAccountState | undefined)[]>;
   /** A recent blockhash and the last block height a transaction made with it can land at. */
   getLatestBlockhash(signal?: AbortSignal): Promise<{ blockhash: string; lastValidBlockHeight: bigint }>;
   getBlockHeight(signal?: AbortSignal): Promise<bigint>;

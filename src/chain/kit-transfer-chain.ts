@@ -60,6 +60,9 @@ function tokenAccountOf(at: string, owner: string, data64: string): TokenAccount
  * height, statuses (history searched, so a transaction that landed long ago is still found),
  * simulation and sending. Same transports and failure rules as the read side.
  */
+/** Accounts one getMultipleAccounts may name (Agave's MAX_MULTIPLE_ACCOUNTS). */
+const MULTIPLE_ACCOUNTS_LIMIT = 100;
+
 export function createKitTransferChain(options: {
   transport: RpcTransport;
   commitment: SolanaCommitment;
@@ -91,6 +94,28 @@ export function createKitTransferChain(options: {
             ? undefined
             : rawAccountOf(account.lamports, account.owner, account.data[0] as string),
         );
+      }),
+    getTokenAccounts: (addresses, signal) =>
+      guardChainRead(signal, async () => {
+        const out: (TokenAccountState | undefined)[] = [];
+        for (let i = 0; i < addresses.length; i += MULTIPLE_ACCOUNTS_LIMIT) {
+          const chunk = addresses.slice(i, i + MULTIPLE_ACCOUNTS_LIMIT);
+          const { value } = await rpc
+            .getMultipleAccounts(
+              chunk.map((a) => address(a)),
+              { encoding: "base64", commitment },
+            )
+            .send(abort(signal));
+          chunk.forEach((at, j) => {
+            const account = value[j];
+            out.push(
+              account === null || account === undefined
+                ? undefined
+                : tokenAccountOf(at, account.owner, account.data[0]),
+            );
+          });
+        }
+        return out;
       }),
     getLatestBlockhash: (signal) =>
       guardChainRead(signal, async () => {

@@ -17,6 +17,7 @@ export function createLazyTransferChain(load: () => Promise<TransferChain>): Tra
   return {
     getTokenAccount: async (address, signal) => (await get()).getTokenAccount(address, signal),
     getAccounts: async (addresses, signal) => (await get()).getAccounts(addresses, signal),
+    getTokenAccounts: async (addresses, signal) => (await get()).getTokenAccounts(addresses, signal),
     getLatestBlockhash: async (signal) => (await get()).getLatestBlockhash(signal),
     getBlockHeight: async (signal) => (await get()).getBlockHeight(signal),
     getSignatureStatuses: async (signatures, signal, options) =>

@@ -75,6 +75,7 @@ export function createSharedTransferChain(
   return {
     getTokenAccount: (address, signal) => chain.getTokenAccount(address, signal),
     getAccounts: (addresses, signal) => chain.getAccounts(addresses, signal),
+    getTokenAccounts: (addresses, signal) => chain.getTokenAccounts(addresses, signal),
     getLatestBlockhash: (signal) => untilAborted(blockhash(), signal),
     getBlockHeight: (signal) => untilAborted(height(), signal),
     getSignatureStatuses(signatures, signal, options) {

@@ -114,6 +114,8 @@ export function createAnnouncingAgentStore(options: {
     list: (owner, query) => store.list(owner, query),
     due: (at, limit) => store.due(at, limit),
     pending: (after, limit) => store.pending(after, limit),
+    countOf: (owner) => store.countOf(owner),
+    newestPending: (limit) => store.newestPending(limit),
     ping: () => store.ping(),
     close: () => store.close(),
   };

@@ -22,7 +22,7 @@ import type { AgentCommands } from "../agent/agent-commands.ts";
 import type { AgentRecord, JsonObject, JsonValue } from "../agent/agent-store.ts";
 import { type AgentEventWatch, cursorOf } from "../events/agent-event-watch.ts";
 import type { LoggedEvent } from "../events/event-log.ts";
-import { principalKey } from "./principal.ts";
+import { callerCapsKey, principalKey } from "./principal.ts";
 import { type StreamSettings, serveStream } from "./server-stream.ts";
 
 /** Header (gRPC metadata) that makes CreateAgent safe to retry. */
@@ -38,11 +38,15 @@ export function createAgentService(options: {
   const { commands } = options;
   return {
     async createAgent(req, ctx) {
-      const agent = await commands.create(ctx.values.get(principalKey), {
-        type: req.type,
-        config: req.config,
-        idempotencyKey: ctx.requestHeader.get(IDEMPOTENCY_KEY_HEADER) ?? "",
-      });
+      const agent = await commands.create(
+        ctx.values.get(principalKey),
+        {
+          type: req.type,
+          config: req.config,
+          idempotencyKey: ctx.requestHeader.get(IDEMPOTENCY_KEY_HEADER) ?? "",
+        },
+        ctx.values.get(callerCapsKey),
+      );
       return create(CreateAgentResponseSchema, {
         success: true,
         data: {

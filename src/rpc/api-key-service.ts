@@ -15,7 +15,12 @@ export function createApiKeyService(options: { keys: ApiKeys }): ServiceImpl<typ
   const { keys } = options;
   return {
     async createApiKey(req) {
-      const { record, key } = await keys.create({ owner: req.owner, scopes: req.scopes });
+      const { record, key } = await keys.create({
+        owner: req.owner,
+        scopes: req.scopes,
+        maxAgents: req.maxAgents,
+        maxPending: req.maxPendingAgents,
+      });
       return create(CreateApiKeyResponseSchema, {
         success: true,
         data: {
@@ -24,6 +29,8 @@ export function createApiKeyService(options: { keys: ApiKeys }): ServiceImpl<typ
           owner: record.owner,
           scopes: [...record.scopes],
           createdAt: timestampFromDate(record.createdAt),
+          maxAgents: record.maxAgents ?? 0,
+          maxPendingAgents: record.maxPending ?? 0,
         },
       });
     },
@@ -40,6 +47,8 @@ export function createApiKeyService(options: { keys: ApiKeys }): ServiceImpl<typ
               scopes: [...k.scopes],
               createdAt: timestampFromDate(k.createdAt),
               ...(k.revokedAt === undefined ? {} : { revokedAt: timestampFromDate(k.revokedAt) }),
+              maxAgents: k.maxAgents ?? 0,
+              maxPendingAgents: k.maxPending ?? 0,
             }),
           ),
           total: page.total,

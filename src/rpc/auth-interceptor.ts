@@ -5,7 +5,7 @@ import type { Scope } from "../auth/api-key.ts";
 import type { ApiKeys } from "../auth/api-keys.ts";
 import type { RateDecision, RateLimiter, RatePolicy } from "../auth/rate-limiter.ts";
 import { clientAddressKey } from "./client-address.ts";
-import { keyIdKey, principalKey } from "./principal.ts";
+import { callerCapsKey, keyIdKey, principalKey } from "./principal.ts";
 
 export type AuthRejection = "unauthenticated" | "permission_denied" | "rate_limited";
 
@@ -136,6 +136,7 @@ export function createAuthInterceptor(options: AuthOptions): Interceptor {
     // Known from here on: refusals below are logged with the key's id.
     req.contextValues.set(principalKey, caller.owner);
     req.contextValues.set(keyIdKey, caller.keyId);
+    if (caller.caps !== undefined) req.contextValues.set(callerCapsKey, caller.caps);
     if (rule.scope !== undefined && !caller.scopes.has(rule.scope)) {
       onRejected("permission_denied");
       throw new ConnectError(

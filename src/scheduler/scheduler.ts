@@ -26,14 +26,16 @@ import { retryDelayMs } from "../domain/backoff.ts";
 import { CLOCK_SKEW_ALLOWANCE_MS } from "../domain/clock-skew.ts";
 import type { RunAnnouncer } from "../events/run-announcer.ts";
 import { abortableSleep } from "./abortable-sleep.ts";
+import { type CheckClaims, checkKeyOf } from "./check-claims.ts";
 import { type ExecutionJournal, type ExecutionResult, type Executor, executionKeyOf } from "./executor.ts";
+import { createPendingAgents } from "./pending-agents.ts";
 import type { Lease, RunRecord, RunStore, SentTransaction, SlotRef } from "./run-store.ts";
 import { runIdOf } from "./run-store.ts";
 import type { ScheduleClock } from "./schedule-clock.ts";
 import { firstSlotAfter, slotBefore as previousSlot } from "./slots.ts";
 
 /** The agent store as the scheduler uses it: due and pending agents, and lifecycle changes that lose nothing. */
-export type ScheduledAgents = Pick<AgentStore, "due" | "pending" | "update"> &
+export type ScheduledAgents = Pick<AgentStore, "due" | "pending" | "newestPending" | "update"> &
   /** Reads an agent again for a run about to sign (see ExecutionJournal.stillWanted). */
   Partial<Pick<AgentStore, "get">>;
 
@@ -41,11 +43,12 @@ export type ScheduledAgents = Pick<AgentStore, "due" | "pending" | "update"> &
 export type RunnabilityCheck = (agent: AgentRecord) => Promise<string | undefined>;
 
 /**
- * What a pending agent still waits for before it may run (its owner's approval, say), in words
- * for its owner; undefined when it waits for nothing. A check that cannot tell (the chain is
- * down) says it still waits: the agent is looked at again later.
+ * What each of these pending agents still waits for before it may run (its owner's approval, say),
+ * in words for its owner; undefined when it waits for nothing. Asked for many agents at once, so
+ * that the chain is read in batches. A check that cannot tell (the chain is down) says it still
+ * waits: the agent is looked at again later.
  */
-export type ReadinessCheck = (agent: AgentRecord) => Promise<string | undefined>;
+export type ReadinessCheck = (agents: readonly AgentRecord[]) => Promise<readonly (string | undefined)[]>;
 
 export interface SchedulerEvents {
   /** One finished attempt, with the schedule lag (run start minus slot) in ms. */
@@ -68,6 +71,11 @@ export interface SchedulerOptions {
   readonly awaitReady?: ReadinessCheck;
   /** How long an agent may wait (from its creation) before it fails with what it waited for. */
   readonly readyWaitMs?: number;
+  /**
+   * Claims of pending agents' checks, shared by the replicas, so each check is made once for the
+   * fleet; absent: every replica checks every pending agent.
+   */
+  readonly checkClaims?: CheckClaims;
   /** This replica's name in leases and logs. */
   readonly worker: string;
   /** Slots run at once by this replica. */
@@ -100,6 +108,11 @@ export interface Scheduler {
   start(): void;
   /** One poll: activates pending agents and starts runs for due ones. Tests call it directly. */
   tick(): Promise<void>;
+  /**
+   * Tells of an agent created through this replica: it is checked from the next poll on, without
+   * waiting for a look at the store to find it.
+   */
+  notePending(agent: AgentRecord): void;
   /** Resolves when no run of this replica is in flight. */
   idle(): Promise<void>;
   /**
@@ -115,10 +128,11 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   const reuseMs = options.reuseMs ?? REUSE_MS;
   /** Runs in flight, by agent id: one slot of an agent at a time per replica. */
   const running = new Map<string, { done: Promise<void>; abort: AbortController }>();
-  /** Pending agents found waiting: when each is looked at again, and how many times it was. */
-  const waiting = new Map<string, { at: number; checks: number }>();
-  /** Where the next look at pending agents starts (they are paged through, round robin). */
-  let pendingCursor: string | undefined;
+  /** Pending agents known here, per owner, and when each is checked next. */
+  const pendingAgents = createPendingAgents();
+  /** The look at the store's pending agents under way, and the last one (see discoverPending). */
+  let discovering: Promise<void> | undefined;
+  let lastDiscovery: Look | undefined;
   let stopping = false;
   /** start() was called: the polling loop runs. */
   let looping = false;
@@ -172,25 +186,8 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     return clock.toReal(firstSlotAfter(anchor, scheduleOf(agent), clock.toSchedule(after)));
   }
 
-  async function activate(agent: AgentRecord): Promise<void> {
-    const seen = waiting.get(agent.agentId);
-    const nowMs = now().getTime();
-    if (seen !== undefined && seen.at > nowMs) return;
-    let reason = await options.checkRunnable(agent);
-    if (reason === undefined && options.awaitReady !== undefined) {
-      const awaited = await options.awaitReady(agent);
-      if (awaited !== undefined) {
-        if (nowMs - agent.createdAt.getTime() < (options.readyWaitMs ?? Number.POSITIVE_INFINITY)) {
-          // Looked at again soon after creation (an owner approves right away), then less often.
-          const checks = (seen?.checks ?? 0) + 1;
-          waiting.set(agent.agentId, { at: nowMs + Math.min(WAIT_CHECK_MAX_MS, 250 * 2 ** checks), checks });
-          if (waiting.size > MAX_WAITING_KEPT) waiting.delete(waiting.keys().next().value as string);
-          return;
-        }
-        reason = `it was still waiting after ${Math.round((options.readyWaitMs ?? 0) / 3_600_000)} hours for ${awaited}`;
-      }
-    }
-    waiting.delete(agent.agentId);
+  /** Activates a pending agent (reason undefined), or fails it with `reason`. */
+  async function activate(agent: AgentRecord, reason: string | undefined, nowMs: number): Promise<void> {
     const updated = await agents.update(
       agent.owner,
       agent.agentId,
@@ -212,6 +209,9 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       // The agent as the page found it: usually still current, so the store need not read it again.
       { known: agent },
     );
+    // Forgotten once the store has it (gone, activated or failed, here or elsewhere); an update that
+    // failed (the database was slow) leaves it known, so its next check, a second later, tries again.
+    if (updated?.status !== "pending") pendingAgents.forget(agent.agentId, agent.owner);
     if (updated !== undefined && updated.status !== "pending") {
       events.onStatus?.(updated, reason === undefined ? "active" : "failed", reason);
     }
@@ -407,14 +407,82 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     running.set(agent.agentId, { done, abort });
   }
 
-  /** Looks at the next page of pending agents, and activates those that can run. */
+  /**
+   * One look at the store's pending agents, in the background (the checks of agents known here do
+   * not wait for it): a page of the sweep while one is under way, else the newest ones. A look
+   * that took long is not repeated for QUERY_TIME_SHARE times its duration: on a store that reads
+   * every agent for it (FerretDB), looks take a tenth of the time at most, and agents created
+   * through this replica are known at once anyway (notePending).
+   */
+  function discoverPending(look: Look): void {
+    if (discovering !== undefined) return;
+    const last = lastDiscovery;
+    if (last !== undefined && look.realMs - last.realMs < last.tookMs * QUERY_TIME_SHARE) return;
+    const started = { realMs: look.realMs, nowMs: look.nowMs, tookMs: 0 };
+    const sweep = pendingAgents.sweepCursor();
+    discovering = (async () => {
+      try {
+        if (sweep === "idle") pendingAgents.learnNewest(await agents.newestPending(PENDING_PAGE));
+        else pendingAgents.learnSweep(await agents.pending(sweep, SWEEP_PAGE), SWEEP_PAGE);
+      } catch (error) {
+        events.onError?.(error, "looking at pending agents");
+      } finally {
+        started.tookMs = performance.now() - started.realMs;
+        look.tookMs = started.tookMs;
+        lastDiscovery = started;
+        discovering = undefined;
+      }
+    })();
+  }
+
+  /**
+   * Learns of new pending agents (and, a page a poll, of all of them: a sweep), then checks those
+   * due for a check: a budget a poll, shared round robin between owners, claimed once for the fleet,
+   * and asked of the readiness check together (the chain is read in batches). Those that can run
+   * are activated; those that waited past readyWaitMs fail with what they waited for.
+   */
   async function activatePending(look: Look): Promise<void> {
-    const page = await agents.pending(pendingCursor, PENDING_PAGE);
-    look.tookMs = performance.now() - look.realMs;
-    pendingCursor = page.length < PENDING_PAGE ? undefined : page.at(-1)?.agentId;
-    await forEachConcurrently(page, POLL_PARALLELISM, async (agent) => {
+    discoverPending(look);
+    // A look that answers soon (always on the memory store) serves this poll's checks; a slow one
+    // (FerretDB at thousands of agents) is not waited for.
+    const discovered = discovering;
+    if (discovered !== undefined) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        discovered,
+        new Promise((resolve) => (timer = setTimeout(resolve, DISCOVERY_WAIT_MS))),
+      ]);
+      clearTimeout(timer);
+    }
+    const nowMs = now().getTime();
+    let due = pendingAgents.due(nowMs, CHECK_BUDGET, CHECK_BUDGET_PER_OWNER);
+    for (const { agent, check } of due) pendingAgents.checked(agent.agentId, agent.owner, check);
+    if (due.length === 0 || stopping) return;
+    if (options.checkClaims !== undefined) {
+      const keys = due.map(({ agent, check }) => checkKeyOf(agent.agentId, check));
+      const won = await options.checkClaims.claim(keys, new Date(nowMs));
+      due = due.filter((_, i) => won.has(keys[i] as string));
+    }
+    const reasons = new Map<AgentRecord, string | undefined>();
+    await forEachConcurrently(due, POLL_PARALLELISM, async ({ agent }) => {
+      reasons.set(agent, await options.checkRunnable(agent));
+    });
+    const runnable = due.filter(({ agent }) => reasons.get(agent) === undefined).map(({ agent }) => agent);
+    const awaited =
+      options.awaitReady === undefined || runnable.length === 0 ? [] : await options.awaitReady(runnable);
+    const waitsFor = new Map(runnable.map((agent, i) => [agent, awaited[i]]));
+    await forEachConcurrently(due, POLL_PARALLELISM, async ({ agent }) => {
       if (stopping) return;
-      await activate(agent).catch((error: unknown) => events.onError?.(error, "activating an agent"));
+      let reason = reasons.get(agent);
+      const waiting = waitsFor.get(agent);
+      if (reason === undefined && waiting !== undefined) {
+        const waitMs = options.readyWaitMs ?? Number.POSITIVE_INFINITY;
+        if (nowMs - agent.createdAt.getTime() < waitMs) return;
+        reason = `it was still waiting after ${Math.round(waitMs / 3_600_000)} hours for ${waiting}`;
+      }
+      await activate(agent, reason, nowMs).catch((error: unknown) =>
+        events.onError?.(error, "activating an agent"),
+      );
     });
   }
 
@@ -620,6 +688,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       schedulePoll(0);
     },
     tick,
+    notePending: (agent) => pendingAgents.learnNewest([agent]),
     async idle() {
       await polling;
       while (running.size > 0) await Promise.all([...running.values()].map((r) => r.done));
@@ -629,6 +698,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       clearTimeout(timer);
       timer = undefined;
       await polling;
+      await discovering;
       const all = Promise.all([...running.values()].map((r) => r.done));
       let graceTimer: NodeJS.Timeout | undefined;
       const graceOver = new Promise<void>((resolve) => {
@@ -648,12 +718,23 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
 const POLL_PARALLELISM = 8;
 /** How late an activation may come and still run the agent's first slot. */
 const ACTIVATION_GRACE_MS = 60_000;
-/** Pending agents looked at per poll. */
-const PENDING_PAGE = 64;
-/** The longest a waiting agent goes unchecked (a minute: an approval shows within one). */
-const WAIT_CHECK_MAX_MS = 60_000;
-/** Waiting agents remembered per replica; past it the oldest is simply looked at again. */
-const MAX_WAITING_KEPT = 100_000;
+/** The newest pending agents read per look (see pending-agents.ts). */
+const PENDING_PAGE = 1_000;
+/** How long a poll's checks wait for its look at the store's pending agents. */
+const DISCOVERY_WAIT_MS = 250;
+/** Pending agents read per page of a sweep: on FerretDB a page reads every agent, so pages are large. */
+const SWEEP_PAGE = 10_000;
+/**
+ * Pending agents checked per poll, at most: ten chain requests of 100 token accounts. Shared
+ * round robin between owners, so an owner with a backlog takes what the others leave.
+ */
+const CHECK_BUDGET = 1_000;
+/**
+ * Checks of one owner's agents per poll, at most: an owner with more pending agents than this has
+ * each checked less often (its first check still comes first), and the fleet's claims of checks
+ * stay a few hundred writes a poll whatever one owner holds.
+ */
+const CHECK_BUDGET_PER_OWNER = 100;
 /** A poll looks at this many due agents per free run (plus those it will skip), at most MAX_WINDOW. */
 const WINDOW_PER_FREE_RUN = 8;
 const MAX_WINDOW = 1_000;

@@ -7,6 +7,7 @@ import type { EventLog } from "../events/event-log.ts";
 import { createRunAnnouncer } from "../events/run-announcer.ts";
 import type { Logger } from "../logger.ts";
 import { registerSchedulerMetrics } from "../observability/scheduler-metrics.ts";
+import type { CheckClaims } from "./check-claims.ts";
 import type { Executor } from "./executor.ts";
 import type { RunStore } from "./run-store.ts";
 import type { ScheduleClock } from "./schedule-clock.ts";
@@ -33,6 +34,8 @@ export interface ServiceSchedulerOptions {
   /** What a pending agent waits for (its approval), and for how long at most. */
   readonly awaitReady?: ReadinessCheck;
   readonly readyWaitMs?: number;
+  /** Claims of pending agents' checks, shared by the replicas. */
+  readonly checkClaims?: CheckClaims;
 }
 
 /**
@@ -59,6 +62,7 @@ export function createServiceScheduler(options: ServiceSchedulerOptions): Schedu
     maxConsecutiveFailures: settings.maxConsecutiveFailures,
     ...(options.awaitReady === undefined ? {} : { awaitReady: options.awaitReady }),
     ...(options.readyWaitMs === undefined ? {} : { readyWaitMs: options.readyWaitMs }),
+    ...(options.checkClaims === undefined ? {} : { checkClaims: options.checkClaims }),
     ...(options.events === undefined
       ? {}
       : {

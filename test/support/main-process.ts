@@ -43,6 +43,9 @@ export function spawnMain(env: Record<string, string>, script = MAIN, nodeFlags:
       PATH: process.env.PATH ?? "",
       HOME: process.env.HOME ?? "",
       AUTH_MODE: "none",
+      // Tests about other things make hundreds of agents as one owner; the caps' own tests set them.
+      MAX_AGENTS_PER_OWNER: "10000000",
+      MAX_PENDING_PER_OWNER: "10000000",
       LOCAL_SOLANA_RPC_PORT: "0",
       ...env,
     },

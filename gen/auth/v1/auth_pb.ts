@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file auth/v1/auth.proto.
  */
 export const file_auth_v1_auth: GenFile = /*@__PURE__*/
-  fileDesc("ChJhdXRoL3YxL2F1dGgucHJvdG8SB2F1dGgudjEiNAoTQ3JlYXRlQXBpS2V5UmVxdWVzdBINCgVvd25lchgBIAEoCRIOCgZzY29wZXMYAiADKAkiTQoUQ3JlYXRlQXBpS2V5UmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoCBIkCgRkYXRhGAIgASgLMhYuYXV0aC52MS5DcmVhdGVkQXBpS2V5InsKDUNyZWF0ZWRBcGlLZXkSDgoGa2V5X2lkGAEgASgJEgsKA2tleRgCIAEoCRINCgVvd25lchgDIAEoCRIOCgZzY29wZXMYBCADKAkSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiQgoSTGlzdEFwaUtleXNSZXF1ZXN0Eg0KBW93bmVyGAEgASgJEg0KBWxpbWl0GAIgASgFEg4KBm9mZnNldBgDIAEoBSJJChNMaXN0QXBpS2V5c1Jlc3BvbnNlEg8KB3N1Y2Nlc3MYASABKAgSIQoEZGF0YRgCIAEoCzITLmF1dGgudjEuQXBpS2V5UGFnZSI+CgpBcGlLZXlQYWdlEiEKBGtleXMYASADKAsyEy5hdXRoLnYxLkFwaUtleUluZm8SDQoFdG90YWwYAiABKAUimwEKCkFwaUtleUluZm8SDgoGa2V5X2lkGAEgASgJEg0KBW93bmVyGAIgASgJEg4KBnNjb3BlcxgDIAMoCRIuCgpjcmVhdGVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpyZXZva2VkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIlChNSZXZva2VBcGlLZXlSZXF1ZXN0Eg4KBmtleV9pZBgBIAEoCSJQChRSZXZva2VBcGlLZXlSZXNwb25zZRIPCgdzdWNjZXNzGAEgASgIEicKBGRhdGEYAiABKAsyGS5hdXRoLnYxLlJldm9rZUFwaUtleURhdGEiIwoQUmV2b2tlQXBpS2V5RGF0YRIPCgdyZXZva2VkGAEgASgIMs4CCg1BcGlLZXlTZXJ2aWNlEmMKDENyZWF0ZUFwaUtleRIcLmF1dGgudjEuQ3JlYXRlQXBpS2V5UmVxdWVzdBodLmF1dGgudjEuQ3JlYXRlQXBpS2V5UmVzcG9uc2UiFoLT5JMCEDoBKiILL3YxL2FwaWtleXMSYAoLTGlzdEFwaUtleXMSGy5hdXRoLnYxLkxpc3RBcGlLZXlzUmVxdWVzdBocLmF1dGgudjEuTGlzdEFwaUtleXNSZXNwb25zZSIWkAIBgtPkkwINEgsvdjEvYXBpa2V5cxJ2CgxSZXZva2VBcGlLZXkSHC5hdXRoLnYxLlJldm9rZUFwaUtleVJlcXVlc3QaHS5hdXRoLnYxLlJldm9rZUFwaUtleVJlc3BvbnNlIimQAgKC0+STAiA6ASoiGy92MS9hcGlrZXlzL3trZXlfaWR9OnJldm9rZWIGcHJvdG8z", [file_google_api_annotations, file_google_protobuf_timestamp]);
+  fileDesc("ChJhdXRoL3YxL2F1dGgucHJvdG8SB2F1dGgudjEiZAoTQ3JlYXRlQXBpS2V5UmVxdWVzdBINCgVvd25lchgBIAEoCRIOCgZzY29wZXMYAiADKAkSEgoKbWF4X2FnZW50cxgDIAEoBRIaChJtYXhfcGVuZGluZ19hZ2VudHMYBCABKAUiTQoUQ3JlYXRlQXBpS2V5UmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoCBIkCgRkYXRhGAIgASgLMhYuYXV0aC52MS5DcmVhdGVkQXBpS2V5IqsBCg1DcmVhdGVkQXBpS2V5Eg4KBmtleV9pZBgBIAEoCRILCgNrZXkYAiABKAkSDQoFb3duZXIYAyABKAkSDgoGc2NvcGVzGAQgAygJEi4KCmNyZWF0ZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCm1heF9hZ2VudHMYBiABKAUSGgoSbWF4X3BlbmRpbmdfYWdlbnRzGAcgASgFIkIKEkxpc3RBcGlLZXlzUmVxdWVzdBINCgVvd25lchgBIAEoCRINCgVsaW1pdBgCIAEoBRIOCgZvZmZzZXQYAyABKAUiSQoTTGlzdEFwaUtleXNSZXNwb25zZRIPCgdzdWNjZXNzGAEgASgIEiEKBGRhdGEYAiABKAsyEy5hdXRoLnYxLkFwaUtleVBhZ2UiPgoKQXBpS2V5UGFnZRIhCgRrZXlzGAEgAygLMhMuYXV0aC52MS5BcGlLZXlJbmZvEg0KBXRvdGFsGAIgASgFIssBCgpBcGlLZXlJbmZvEg4KBmtleV9pZBgBIAEoCRINCgVvd25lchgCIAEoCRIOCgZzY29wZXMYAyADKAkSLgoKY3JlYXRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKcmV2b2tlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKbWF4X2FnZW50cxgGIAEoBRIaChJtYXhfcGVuZGluZ19hZ2VudHMYByABKAUiJQoTUmV2b2tlQXBpS2V5UmVxdWVzdBIOCgZrZXlfaWQYASABKAkiUAoUUmV2b2tlQXBpS2V5UmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoCBInCgRkYXRhGAIgASgLMhkuYXV0aC52MS5SZXZva2VBcGlLZXlEYXRhIiMKEFJldm9rZUFwaUtleURhdGESDwoHcmV2b2tlZBgBIAEoCDLOAgoNQXBpS2V5U2VydmljZRJjCgxDcmVhdGVBcGlLZXkSHC5hdXRoLnYxLkNyZWF0ZUFwaUtleVJlcXVlc3QaHS5hdXRoLnYxLkNyZWF0ZUFwaUtleVJlc3BvbnNlIhaC0+STAhA6ASoiCy92MS9hcGlrZXlzEmAKC0xpc3RBcGlLZXlzEhsuYXV0aC52MS5MaXN0QXBpS2V5c1JlcXVlc3QaHC5hdXRoLnYxLkxpc3RBcGlLZXlzUmVzcG9uc2UiFpACAYLT5JMCDRILL3YxL2FwaWtleXMSdgoMUmV2b2tlQXBpS2V5EhwuYXV0aC52MS5SZXZva2VBcGlLZXlSZXF1ZXN0Gh0uYXV0aC52MS5SZXZva2VBcGlLZXlSZXNwb25zZSIpkAICgtPkkwIgOgEqIhsvdjEvYXBpa2V5cy97a2V5X2lkfTpyZXZva2ViBnByb3RvMw", [file_google_api_annotations, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message auth.v1.CreateApiKeyRequest
@@ -32,6 +32,22 @@ export type CreateApiKeyRequest = Message<"auth.v1.CreateApiKeyRequest"> & {
    * @generated from field: repeated string scopes = 2;
    */
   scopes: string[];
+
+  /**
+   * The most agents (pending, active and paused) the owner may hold when creating with this key;
+   * 0: the service's MAX_AGENTS_PER_OWNER.
+   *
+   * @generated from field: int32 max_agents = 3;
+   */
+  maxAgents: number;
+
+  /**
+   * The most pending agents the owner may hold when creating with this key; 0: the service's
+   * MAX_PENDING_PER_OWNER.
+   *
+   * @generated from field: int32 max_pending_agents = 4;
+   */
+  maxPendingAgents: number;
 };
 
 /**
@@ -95,6 +111,18 @@ export type CreatedApiKey = Message<"auth.v1.CreatedApiKey"> & {
    * @generated from field: google.protobuf.Timestamp created_at = 5;
    */
   createdAt?: Timestamp | undefined;
+
+  /**
+   * The key's own caps; 0: the service's.
+   *
+   * @generated from field: int32 max_agents = 6;
+   */
+  maxAgents: number;
+
+  /**
+   * @generated from field: int32 max_pending_agents = 7;
+   */
+  maxPendingAgents: number;
 };
 
 /**
@@ -211,6 +239,18 @@ export type ApiKeyInfo = Message<"auth.v1.ApiKeyInfo"> & {
    * @generated from field: google.protobuf.Timestamp revoked_at = 5;
    */
   revokedAt?: Timestamp | undefined;
+
+  /**
+   * The key's own caps; 0: the service's.
+   *
+   * @generated from field: int32 max_agents = 6;
+   */
+  maxAgents: number;
+
+  /**
+   * @generated from field: int32 max_pending_agents = 7;
+   */
+  maxPendingAgents: number;
 };
 
 /**
