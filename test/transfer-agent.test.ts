@@ -166,8 +166,17 @@ describe.each(STORES)("a transfer agent on the %s store moves real tokens", (sto
       "a transfer after the new approval",
     );
     await ok("POST", `/v1/agents/${agentId}:pause`);
-    const after = (await runsOf(agentId)).filter((r) => r.outcome === "succeeded").length;
-    expect(await balance(destinationAccount)).toBe(BigInt(after) * AMOUNT_UNITS);
+    // A run signed before the pause still lands, and is recorded once its slot is confirmed (the
+    // slot after the one it landed in): every token moved is a succeeded run once that is done.
+    const settled = await until(
+      async () => {
+        const after = (await runsOf(agentId)).filter((r) => r.outcome === "succeeded").length;
+        return (await balance(destinationAccount)) === BigInt(after) * AMOUNT_UNITS ? after : undefined;
+      },
+      2 * SLOT_MS + 10_000,
+      "the moved tokens to be the succeeded runs' after the pause",
+    );
+    expect(settled).toBeGreaterThan(succeeded.length);
   });
 
   it("fails a slot at once, with the chain's reason and both figures, when no retry can mend it", async () => {
