@@ -928,7 +928,7 @@ async function memoryTransferFigures(): Promise<void> {
  * /proc. The limit beside it: a bare insert loop on the same FerretDB.
  * BENCH_FERRETDB_TRANSFER_AGENTS (default 1000; "1000,10000" for both) and
  * BENCH_FERRETDB_TRANSFER_CONCURRENCY (default 16,64) change the load; BENCH_FERRETDB_AS_SHIPPED=true
- * adds a run on FerretDB without the _id index tools/ferretdb adds.
+ * adds a run on FerretDB as shipped, without the test server's _id lookups (tools/ferretdb/overlay).
  */
 async function transferFigures(): Promise<void> {
   const counts = (process.env.BENCH_FERRETDB_TRANSFER_AGENTS ?? "1000").split(",").map(Number);
@@ -940,7 +940,7 @@ async function transferFigures(): Promise<void> {
       notes.push(await ferretTransfers(ferret, agents, concurrency, "FerretDB"));
     }
   }
-  // FerretDB as shipped, without the _id index tools/ferretdb adds: what its scans cost.
+  // FerretDB as shipped, without the test server's _id lookups (tools/ferretdb/overlay): what its scans cost.
   if (process.env.BENCH_FERRETDB_AS_SHIPPED === "true") {
     const shipped = await startFerretdb({ asShipped: true });
     try {

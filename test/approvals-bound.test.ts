@@ -159,8 +159,10 @@ describe.each(STORES)("approvals bound to their owner, on the %s store", (storeN
     expect(failed.failureReason).toMatch(/allowance/);
     expect(await mallory.balance(accountM)).toBe(0n);
     // Wallet A's allowance went only to alice's runs.
-    await alice.ok("POST", `/v1/agents/${aliceAgent}:pause`);
-    const aliceRuns = (await alice.runsOf(aliceAgent)).filter((r) => r.outcome === "succeeded").length;
+    const aliceRuns = await alice.pauseSettled(
+      aliceAgent,
+      async (n) => (await alice.balance(accountA)) === 100_000_000n - BigInt(n) * 1_000_000n,
+    );
     expect(await alice.tokenAccount(accountA)).toMatchObject({
       delegate: aliceDelegate,
       delegatedAmount: { amount: String(50_000_000 - aliceRuns * 1_000_000) },
@@ -215,8 +217,13 @@ describe.each(STORES)("approvals bound to their owner, on the %s store", (storeN
     expect((await mallory.rest("GET", `/v1/agents/${aliceAgent}`)).status).toBe(404);
     expect((await alice.rest("GET", `/v1/agents/${malloryAgent}`)).status).toBe(404);
     expect((await mallory.rest("GET", `/v1/agents/${aliceAgent}/runs`)).status).toBe(404);
-    await alice.ok("POST", `/v1/agents/${aliceAgent}:pause`);
-    const aliceRuns = (await alice.runsOf(aliceAgent)).filter((r) => r.outcome === "succeeded").length;
+    const aliceRuns = await alice.pauseSettled(aliceAgent, async (n) => {
+      const info = await alice.tokenAccount(accountA);
+      return (
+        (info?.delegatedAmount as { amount?: string } | undefined)?.amount ===
+        String(30_000_000 - n * 1_000_000)
+      );
+    });
     const usdcBefore = await alice.balance(accountA);
     // Forced to active: each run fails on the allowance before any route is asked for or signed.
     await server.context.agentStore.update("mallory", malloryAgent, () => ({
@@ -313,10 +320,14 @@ describe.each(STORES)("approvals bound to their owner, on the %s store", (storeN
       5 * SLOT_MS + 10_000,
       "two runs of each owner's agent",
     );
-    await alice.ok("POST", `/v1/agents/${aliceAgent}:pause`);
-    await bob.ok("POST", `/v1/agents/${bobAgent}:pause`);
-    const aliceRuns = await succeeded(alice, aliceAgent);
-    const bobRuns = await succeeded(bob, bobAgent);
+    const aliceRuns = await alice.pauseSettled(
+      aliceAgent,
+      async (n) => (await alice.balance(accountAusdc)) === usdcBefore - BigInt(n) * 1_000_000n,
+    );
+    const bobRuns = await bob.pauseSettled(
+      bobAgent,
+      async (n) => (await bob.balance(await ata(walletC, USDT))) === BigInt(n) * 2_000_000n,
+    );
     expect(await alice.tokenAccount(accountAusdc)).toMatchObject({
       delegate: aliceDelegate,
       delegatedAmount: { amount: String(20_000_000 - aliceRuns * 1_000_000) },

@@ -6,11 +6,11 @@
  * `startFerretdb` runs a private instance on a free loopback port with its own data directory; test
  * files that stop and restart a database use it directly, the global setup uses it for the shared one.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { rmSync } from "node:fs";
-import { mkdtemp, readdir, rm, stat } from "node:fs/promises";
+import { chmod, cp, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { buildGoTool, TOOLS_BIN } from "./go-tool.ts";
 import { accepts, freePort } from "./ports.ts";
@@ -46,7 +46,11 @@ export interface FerretdbExit {
   readonly signal: NodeJS.Signals | null;
   /** When it ended. */
   readonly at: Date;
-  /** The last STDERR_TAIL_CHARS characters it wrote to stdout and stderr. */
+  /**
+   * What it wrote to stdout and stderr: the start of a Go crash report (its `panic:` or `fatal
+   * error:` line and the failing goroutine's stack) when there was one, then the last
+   * STDERR_TAIL_CHARS characters.
+   */
   readonly output: string;
 }
 
@@ -56,36 +60,82 @@ const BINARY = join(TOOLS_BIN, "ferretdb");
 const READY_TIMEOUT_MS = 20_000;
 const EXIT_TIMEOUT_MS = 10_000;
 const STDERR_TAIL_CHARS = 8_000;
+const CRASH_HEAD_CHARS = 6_000;
 
-let building: Promise<string> | undefined;
+const OVERLAY_DIR = join(SOURCE_DIR, "overlay");
+/** The FerretDB module the wrapper is built against (tools/ferretdb/go.mod), and the file the overlay replaces. */
+const FERRETDB_MODULE = "github.com/FerretDB/FerretDB@v1.24.2";
+const OVERLAID_FILE = "internal/backends/sqlite/metadata/metadata.go";
 
-/** The path of the FerretDB wrapper binary, built with `go build` when missing or out of date. */
-export function ensureFerretdbBinary(): Promise<string> {
-  building ??= buildIfStale().catch((err: unknown) => {
-    building = undefined;
-    throw err;
-  });
-  return building;
+const building = new Map<boolean, Promise<string>>();
+
+/**
+ * The path of the FerretDB wrapper binary, built with `go build` when missing or out of date:
+ * with the one-line change of tools/ferretdb/overlay/ (lookups by _id use the _id index), or
+ * as FerretDB ships with `asShipped`.
+ */
+export function ensureFerretdbBinary(options: { asShipped?: boolean } = {}): Promise<string> {
+  const asShipped = options.asShipped === true;
+  let pending = building.get(asShipped);
+  if (pending === undefined) {
+    pending = buildIfStale(asShipped).catch((err: unknown) => {
+      building.delete(asShipped);
+      throw err;
+    });
+    building.set(asShipped, pending);
+  }
+  return pending;
 }
 
-async function buildIfStale(): Promise<string> {
-  const binaryMtime = await mtimeMs(BINARY);
+async function buildIfStale(asShipped: boolean): Promise<string> {
+  const binary = asShipped ? `${BINARY}-as-shipped` : BINARY;
+  const binaryMtime = await mtimeMs(binary);
   if (binaryMtime !== undefined) {
-    const sources = (await readdir(SOURCE_DIR)).filter(
-      (f) => f.endsWith(".go") || f === "go.mod" || f === "go.sum",
-    );
-    const newest = Math.max(
-      0,
-      ...(await Promise.all(sources.map((f) => mtimeMs(join(SOURCE_DIR, f))))).map((m) => m ?? 0),
-    );
-    if (newest <= binaryMtime) return BINARY;
+    const sources = [
+      ...(await readdir(SOURCE_DIR))
+        .filter((f) => f.endsWith(".go") || f === "go.mod" || f === "go.sum")
+        .map((f) => join(SOURCE_DIR, f)),
+      ...(asShipped ? [] : (await readdir(OVERLAY_DIR)).map((f) => join(OVERLAY_DIR, f))),
+    ];
+    const newest = Math.max(0, ...(await Promise.all(sources.map(mtimeMs))).map((m) => m ?? 0));
+    if (newest <= binaryMtime) return binary;
   }
+  const env = { GOFLAGS: "-mod=mod" };
+  const modfile = asShipped ? [] : [`-modfile=${await writePatchedModule(env)}`];
   return buildGoTool({
-    binary: BINARY,
-    what: "the FerretDB test server (tools/ferretdb)",
-    command: (dir) => ({ args: ["build", "-o", join(dir, "ferretdb"), "."], env: { GOFLAGS: "-mod=mod" } }),
+    binary,
+    what: `the FerretDB test server (tools/ferretdb${asShipped ? ", as shipped" : ""})`,
+    command: (dir) => ({ args: ["build", ...modfile, "-o", join(dir, basename(binary)), "."], env }),
     cwd: SOURCE_DIR,
   });
+}
+
+/**
+ * Go refuses overlays of files in its module cache, so the FerretDB module is copied out of it into
+ * `.tools/ferretdb-module` with the one changed file, and the build takes it through a `replace`
+ * in a go.mod of its own (`-modfile`), leaving tools/ferretdb/go.mod as committed.
+ */
+async function writePatchedModule(env: Record<string, string>): Promise<string> {
+  const go = (args: string[]) =>
+    new Promise<string>((resolve, reject) => {
+      execFile("go", args, { cwd: SOURCE_DIR, env: { ...process.env, ...env } }, (err, stdout, stderr) =>
+        err === null
+          ? resolve(stdout.trim())
+          : reject(new Error(`go ${args.join(" ")}: ${stderr}`, { cause: err })),
+      );
+    });
+  const moduleDir = JSON.parse(await go(["mod", "download", "-json", FERRETDB_MODULE])).Dir as string;
+  const work = join(TOOLS_BIN, "..", "ferretdb-module");
+  await rm(work, { recursive: true, force: true });
+  await cp(moduleDir, work, { recursive: true });
+  const patched = join(work, OVERLAID_FILE);
+  await chmod(patched, 0o644);
+  await cp(join(OVERLAY_DIR, "metadata.go"), patched);
+  const modfile = join(TOOLS_BIN, "..", "ferretdb-build.mod");
+  const goMod = await readFile(join(SOURCE_DIR, "go.mod"), "utf8");
+  await writeFile(modfile, `${goMod}\nreplace github.com/FerretDB/FerretDB => ${work}\n`);
+  await cp(join(SOURCE_DIR, "go.sum"), modfile.replace(/\.mod$/, ".sum"));
+  return modfile;
 }
 
 async function mtimeMs(path: string): Promise<number | undefined> {
@@ -99,9 +149,10 @@ async function mtimeMs(path: string): Promise<number | undefined> {
 
 /** Starts a private FerretDB on a free loopback port with a fresh data directory. */
 export async function startFerretdb(options: { asShipped?: boolean } = {}): Promise<FerretdbServer> {
-  // asShipped: without the _id index of tools/ferretdb/id_index.go, so a bench can show what it changes.
-  const flags = options.asShipped === true ? ["--id-index=false"] : [];
-  const binary = await ensureFerretdbBinary();
+  // asShipped: FerretDB without the overlay's _id lookups (tools/ferretdb/overlay/), so a bench
+  // can show what it changes.
+  const flags: string[] = [];
+  const binary = await ensureFerretdbBinary(options);
   const dataDir = await mkdtemp(join(tmpdir(), "ferretdb-test-"));
   trackDir(dataDir);
   let port = 0;
@@ -213,8 +264,18 @@ async function launch(
   );
   track(child);
   let output = "";
+  // A Go crash report starts with the reason and the failing goroutine, then dumps every other
+  // goroutine: the tail alone would lose the reason, so its start is kept apart.
+  let crash = "";
   const keep = (chunk: Buffer) => {
-    output = (output + chunk.toString("utf8")).slice(-STDERR_TAIL_CHARS);
+    const text = output + chunk.toString("utf8");
+    if (crash === "") {
+      const at = text.search(/^(panic: |fatal error: |runtime: )/m);
+      if (at >= 0) crash = text.slice(at, at + CRASH_HEAD_CHARS);
+    } else if (crash.length < CRASH_HEAD_CHARS) {
+      crash = (crash + chunk.toString("utf8")).slice(0, CRASH_HEAD_CHARS);
+    }
+    output = text.slice(-STDERR_TAIL_CHARS);
   };
   child.stdout?.on("data", keep);
   child.stderr?.on("data", keep);

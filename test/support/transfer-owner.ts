@@ -77,6 +77,29 @@ export function createTransferOwner(options: { baseUrl: string; chain: ChainClie
     },
     runsOf: async (agentId: string): Promise<Json[]> =>
       (await ok("GET", `/v1/agents/${agentId}/runs?limit=100`)).runs as Json[],
+    /**
+     * PauseAgent, then the number of the agent's succeeded runs once `agrees(count)` says the
+     * chain shows exactly that many. A run signed just before the pause still lands, and is
+     * recorded once its slot is confirmed (the slot after the one it landed in), so a count taken
+     * at once may be one short of what the chain shows. A transfer without a run, or a run without
+     * a transfer, never agrees, and fails after `withinMs`.
+     */
+    async pauseSettled(
+      agentId: string,
+      agrees: (succeeded: number) => Promise<boolean>,
+      withinMs = 15_000,
+    ): Promise<number> {
+      await ok("POST", `/v1/agents/${agentId}:pause`);
+      return until(
+        async () => {
+          const runs = (await ok("GET", `/v1/agents/${agentId}/runs?limit=100`)).runs as Json[];
+          const succeeded = runs.filter((r) => r.outcome === "succeeded").length;
+          return (await agrees(succeeded)) ? succeeded : undefined;
+        },
+        withinMs,
+        `the chain to show exactly the succeeded runs of ${agentId} after its pause`,
+      );
+    },
   };
 }
 
