@@ -43,9 +43,13 @@ export function createSentTransactions(options: {
   async function follow(tx: SentTransaction, signal: AbortSignal, justSent = false): Promise<SentOutcome> {
     let sentAt = performance.now();
     if (justSent) {
-      // Its status alone, first: a chain that lands it at once (the embedded one) says so in one
-      // call. A transaction just sent cannot have expired, so no block height is needed to decide
-      // anything yet; the loop below reads it before every status it may decide expiry on.
+      // A slot first, then its status alone. A transaction lands in the chain's working slot and is
+      // confirmed when the next slot comes (on a cluster as on the embedded chain), so a status
+      // asked for at once finds it only processed and costs a request for nothing; a slot later
+      // it says so in one call. A transaction just sent cannot have expired, so no block height is
+      // needed to decide anything yet; the loop below reads it before every status it may decide
+      // expiry on.
+      await sleep(pollMs, undefined, { signal });
       const [status] = await transfers.getSignatureStatuses([tx.signature], signal);
       if (status !== undefined) {
         return status.err === null
