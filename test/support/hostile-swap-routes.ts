@@ -1,12 +1,7 @@
 import { randomBytes } from "node:crypto";
-import {
-  type Address,
-  createSolanaRpc,
-  getAddressDecoder,
-  getAddressEncoder,
-  type ReadonlyUint8Array,
-} from "@solana/kit";
-import { findAssociatedTokenPda, getTransferCheckedInstructionDataEncoder } from "@solana-program/token";
+import { type Address, createSolanaRpc, getAddressDecoder, getAddressEncoder } from "@solana/kit";
+import { findAssociatedTokenPda } from "@solana-program/token";
+import { meta, transferCheckedWire, wire } from "../../src/local-chain/local-swap-routes.ts";
 
 /**
  * Hostile Swap API answers, as an attacker who controls them would write them (a compromised
@@ -236,16 +231,7 @@ async function drain(
   // The attacker's own account (the test makes it beforehand, so that only the refusal stands
   // between the owner's tokens and it).
   const destination = await ata(context.rpcUrl, context.stranger, mint);
-  return wire(
-    program,
-    [
-      meta(source, false, true),
-      meta(mint, false, false),
-      meta(destination, false, true),
-      meta(authority, true, false),
-    ],
-    getTransferCheckedInstructionDataEncoder().encode({ amount, decimals }),
-  );
+  return transferCheckedWire(program, source, mint, destination, authority, amount, decimals);
 }
 
 function parsedTokenOf(account: { account: { data: unknown } }): {
@@ -299,18 +285,6 @@ async function ata(rpcUrl: string, owner: string, mint: string): Promise<string>
     tokenProgram: (await programOf(rpcUrl, mint)) as Address,
   });
   return found;
-}
-
-function meta(pubkey: string, isSigner: boolean, isWritable: boolean): WireMeta {
-  return { pubkey, isSigner, isWritable };
-}
-
-function wire(
-  programId: string,
-  accounts: WireMeta[],
-  data: ArrayLike<number> | ReadonlyUint8Array,
-): WireInstruction {
-  return { programId, accounts, data: Buffer.from(data as Uint8Array).toString("base64") };
 }
 
 function randomAddress(): Address {
