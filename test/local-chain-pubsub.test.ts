@@ -465,9 +465,11 @@ describe("the PubSub port's bounds", () => {
   it("cuts off a client that stops reading once its unsent notifications pass the bound, holding no more", async () => {
     const client = await connect(url);
     const target = (await generateKeyPairSigner()).address;
+    // `processed`: told at each write. A `confirmed` subscriber hears when the next slot confirms
+    // it (as on Agave), and 500 writes can all fall within one slot, so none would be sent yet.
     await subscriptionOf(client, "accountSubscribe", [
       target,
-      { commitment: "confirmed", encoding: "base64" },
+      { commitment: "processed", encoding: "base64" },
     ]);
     // The client stops reading: what the chain writes piles up in the kernel, then in the chain.
     const socket = (client.ws as unknown as { _socket: import("node:net").Socket })._socket;
