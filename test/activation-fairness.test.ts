@@ -2,9 +2,12 @@
  * One owner's pending agents do not delay another owner's activation: 10,000 pending transfer
  * agents of one owner (never approved) are put straight into the store (as that owner could have
  * made them, had an admin raised its caps), then another owner creates an agent over REST and its
- * wallet approves it on the embedded chain. The agent is active within 2 s of the approval's
- * confirmation, on the memory store and on MongoDB (FerretDB). The scheduler polls at its default
- * interval (1 s).
+ * wallet approves it on the embedded chain. On the memory store and on MongoDB (FerretDB), the agent
+ * is active within one round of pending checks after the one under way when its approval landed:
+ * counted in rounds (`agent_pending_check_rounds_total`), not in milliseconds, so that a busy
+ * machine cannot decide it. Before per-owner round robin it took one round per 64 of the flood's
+ * agents (about 156). What that is in seconds (p50 and p99, at the default 1 s poll) is measured by
+ * the bench (BENCH_ONLY=activation, docs/performance.md); here it is only printed.
  */
 import { randomBytes } from "node:crypto";
 import { type Address, generateKeyPairSigner } from "@solana/kit";
@@ -78,8 +81,12 @@ describe.each(agentStores("activation_fairness"))(
 
     afterAll(() => stopAgentOnChain(storeName, server));
 
-    it("activates another owner's agent within 2 s of its approval landing", async () => {
+    it("activates another owner's agent in the round after the one under way when its approval landed", async () => {
       const { owners, owner } = setup;
+      const rounds = async () => {
+        const text = await (await fetch(`${server.baseUrl}/metrics`)).text();
+        return Number(/^agent_pending_check_rounds_total (\d+)/m.exec(text)?.[1] ?? Number.NaN);
+      };
       const destination = (await generateKeyPairSigner()).address;
       const started = performance.now();
       const agentId = await owners.createTransfer({
@@ -100,22 +107,30 @@ describe.each(agentStores("activation_fairness"))(
         }
       }
       const landed = performance.now();
-      await until(
-        async () =>
-          (await owners.ok("GET", `/v1/agents/${agentId}`)).status === "active" ? true : undefined,
-        30_000,
+      const roundsAtLanding = await rounds();
+      // Read after the status: an upper bound on the rounds begun before the activation.
+      const roundsAtActive = await until(
+        async () => {
+          const active = (await owners.ok("GET", `/v1/agents/${agentId}`)).status === "active";
+          return active ? await rounds() : undefined;
+        },
+        60_000,
         "the approved agent is active",
       );
       const latencyMs = performance.now() - landed;
+      const roundsTaken = roundsAtActive - roundsAtLanding;
       console.log(
-        `${storeName}: created in ${Math.round(createdMs)} ms, active ${Math.round(latencyMs)} ms after its approval landed`,
+        `${storeName}: created in ${Math.round(createdMs)} ms, active ${Math.round(latencyMs)} ms and ${roundsTaken} rounds of checks after its approval landed`,
       );
-      expect(latencyMs).toBeLessThan(2_000);
+      expect(roundsAtLanding).toBeGreaterThan(0);
+      // The round under way at the landing may have read the chain before it; the next one checks
+      // the agent; one more may begin between its activation and the read above.
+      expect(roundsTaken).toBeLessThanOrEqual(3);
       // The flood is still there, pending: it was checked, not dropped.
       expect(await server.context.agentStore.countOf(FLOODER)).toEqual({
         held: FLOOD,
         pending: FLOOD,
       });
-    }, 60_000);
+    }, 120_000);
   },
 );

@@ -6,12 +6,12 @@ const LAG_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 360
 
 /**
  * The scheduler's figures on the server's registry: runs by outcome, schedule lag (run start minus
- * its slot) and leases taken over from replicas that crashed or stalled. Returned as the scheduler
+ * its slot), rounds of pending agents' checks and leases taken over from replicas that crashed or stalled. Returned as the scheduler
  * events that feed them, so the scheduler stays free of prom-client.
  */
 export function registerSchedulerMetrics(
   registry: Registry,
-): Required<Pick<SchedulerEvents, "onRun" | "onTakeover">> {
+): Required<Pick<SchedulerEvents, "onRun" | "onTakeover" | "onPendingRound">> {
   const runs = new Counter({
     name: "agent_runs_total",
     help: "Agent run attempts finished and recorded, by outcome.",
@@ -29,7 +29,17 @@ export function registerSchedulerMetrics(
     help: "Slot leases taken over after their holder stopped renewing them.",
     registers: [registry],
   });
+  // Rounds, not agents: how many pending agents a round checks is its budget's business; a count
+  // that stops rising says this replica's scheduler has stopped activating anything.
+  const pendingRounds = new Counter({
+    name: "agent_pending_check_rounds_total",
+    help: "Rounds of pending agents' approval checks begun by this replica's scheduler (at most one a poll).",
+    registers: [registry],
+  });
   return {
+    onPendingRound() {
+      pendingRounds.inc();
+    },
     onRun(run, lagMs) {
       runs.inc({ outcome: run.outcome });
       lag.observe(Math.max(0, lagMs) / 1000);

@@ -59,6 +59,8 @@ export interface SchedulerEvents {
   onStatus?(agent: AgentRecord, status: "active" | "failed", reason?: string): void;
   /** A poll or a run failed for a reason outside the run itself (the database, say). */
   onError?(error: unknown, what: string): void;
+  /** A round of pending agents' checks began (at most one a poll). */
+  onPendingRound?(): void;
 }
 
 export interface SchedulerOptions {
@@ -442,6 +444,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
    * are activated; those that waited past readyWaitMs fail with what they waited for.
    */
   async function activatePending(look: Look): Promise<void> {
+    events.onPendingRound?.();
     discoverPending(look);
     // A look that answers soon (always on the memory store) serves this poll's checks; a slow one
     // (FerretDB at thousands of agents) is not waited for.

@@ -82,6 +82,7 @@ export function createServiceScheduler(options: ServiceSchedulerOptions): Schedu
       return undefined;
     },
     events: {
+      onPendingRound: metrics.onPendingRound,
       onRun(run, lagMs) {
         metrics.onRun(run, lagMs, worker);
         logger.info(
