@@ -25,6 +25,7 @@ import { createScheduler, type Scheduler } from "../src/scheduler/scheduler.ts";
 import { createSimulatedExecutor } from "../src/scheduler/simulated-executor.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
 import { createCatalogPriceSource } from "../src/token/catalog-price-source.ts";
+import { tickedSchedulerSettings } from "./support/scheduler-settings.ts";
 
 const catalog = loadCatalog();
 const mintOf = (symbol: string) => catalog.tokens.find((t) => t.symbol === symbol)?.mint;
@@ -117,14 +118,7 @@ describe.each([
         awaitReady: createApprovalCheck({ chain, transfers, delegates, mintOf }),
         checkClaims,
         worker: `replica-${i}`,
-        concurrency: 8,
-        pollIntervalMs: 1_000_000,
-        leaseMs: 30_000,
-        attemptTimeoutMs: 5_000,
-        maxAttempts: 3,
-        retryBaseMs: 1,
-        retryMaxMs: 2,
-        maxConsecutiveFailures: 3,
+        ...tickedSchedulerSettings(),
         now: () => new Date(nowMs),
       });
     });

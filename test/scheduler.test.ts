@@ -21,6 +21,7 @@ import { createCatalogPriceSource } from "../src/token/catalog-price-source.ts";
 import { TRANSFER_CONFIG } from "./support/agent-fixtures.ts";
 import { useCleanups } from "./support/cleanups.ts";
 import { startFerretdb } from "./support/ferretdb.ts";
+import { tickedSchedulerSettings } from "./support/scheduler-settings.ts";
 
 const HOUR = 3_600_000;
 const T0 = new Date("2031-06-01T00:00:00.000Z");
@@ -105,14 +106,7 @@ function replicas(
           ? "its token is no longer in the catalog"
           : undefined,
       worker: `replica-${i}`,
-      concurrency: 8,
-      pollIntervalMs: 1_000_000,
-      leaseMs: 30_000,
-      attemptTimeoutMs: 5_000,
-      maxAttempts: 3,
-      retryBaseMs: 1,
-      retryMaxMs: 2,
-      maxConsecutiveFailures: 3,
+      ...tickedSchedulerSettings(),
       now: shared.now,
       ...overrides,
     }),

@@ -41,6 +41,7 @@ import { loadCatalog } from "../../src/token/catalog.ts";
 import { createCatalogPriceSource } from "../../src/token/catalog-price-source.ts";
 import { createChainClient } from "../../test/support/chain-client.ts";
 import { startFerretdb } from "../../test/support/ferretdb.ts";
+import { tickedSchedulerSettings } from "../../test/support/scheduler-settings.ts";
 import { startServer } from "../../test/support/start-server.ts";
 
 const catalog = loadCatalog();
@@ -201,14 +202,7 @@ async function requestsPerCheck(
         }),
         ...(claimed ? { checkClaims: shared as CheckClaims } : {}),
         worker: `replica-${i}`,
-        concurrency: 8,
-        pollIntervalMs: 1_000_000,
-        leaseMs: 30_000,
-        attemptTimeoutMs: 5_000,
-        maxAttempts: 3,
-        retryBaseMs: 1,
-        retryMaxMs: 2,
-        maxConsecutiveFailures: 3,
+        ...tickedSchedulerSettings(),
         now: () => new Date(nowMs),
       }),
     );
