@@ -3,7 +3,7 @@
  * slot has a blockhash of its own, the one its block shows (rpc.rs get_latest_blockhash answers
  * the finalized bank's last blockhash, get_block its blockhash). web3.js's "wait for a new
  * blockhash" loop stalled every send of its Connection for up to 13 s when it did not. (A slow
- * test: it waits on the wall clock.)
+ * file: it waits on the wall clock, and so runs beside other files in the main suite.)
  */
 import { createSolanaRpc } from "@solana/kit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
