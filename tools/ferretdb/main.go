@@ -30,6 +30,19 @@ func main() {
 		go func() { log.Print(http.ListenAndServe(addr, nil)) }()
 	}
 
+	// Say which signal ended it: the test run reports this output when the shared server ends.
+	// Handled before ferretdb.New, which may already listen: a test that signals the server as soon
+	// as its port accepts must find the handler in place (under load it once did not).
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	go func() {
+		sig := <-signals
+		log.Printf("ferretdb: received %v (parent pid %d), shutting down", sig, os.Getppid())
+		stop()
+	}()
+
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	f, err := ferretdb.New(&ferretdb.Config{
 		Listener:  ferretdb.ListenerConfig{TCP: *listen},
@@ -40,17 +53,6 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-
-	// Say which signal ended it: the test run reports this output when the shared server ends.
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	signals := make(chan os.Signal, 1)
-	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	go func() {
-		sig := <-signals
-		log.Printf("ferretdb: received %v (parent pid %d), shutting down", sig, os.Getppid())
-		stop()
-	}()
 
 	log.Printf("ferretdb listening on %s", *listen)
 	if err := f.Run(ctx); err != nil {
