@@ -1,19 +1,45 @@
 import { defineConfig } from "vitest/config";
 
 /**
- * The slow tests: several service processes and a database under load (exactly once across
- * replicas, idempotency through a database crash). They run after the main suite, one file at a
- * time, so their timing does not depend on what else shares the machine's two cores.
+ * The slow tests, after the main suite (see vitest.config.ts), in two groups, one after the other:
+ * - several service processes and a database under load (exactly once across replicas,
+ *   idempotency through a database crash): two files at a time. Their checks count what landed,
+ *   whatever the timing, and they spend most of their time waiting on schedule slots;
+ * - the probes that time the service's answers while the embedded chain is busy: alone, so that
+ *   no other file decides whether a 150 ms bound holds.
  */
+const shared = {
+  globalSetup: ["test/support/mongo-global-setup.ts", "test/support/local-chain-global-setup.ts"],
+  // Tests that use the shared server fail with its cause once it has ended.
+  setupFiles: ["test/support/mongo-down.ts"],
+  testTimeout: 300_000,
+  hookTimeout: 240_000,
+  pool: "forks" as const,
+};
+const PROBES = "test/local-chain-worker.slow.test.ts";
+
 export default defineConfig({
   test: {
-    include: ["test/**/*.slow.test.ts"],
-    globalSetup: ["test/support/mongo-global-setup.ts", "test/support/local-chain-global-setup.ts"],
-    // Tests that use the shared server fail with its cause once it has ended.
-    setupFiles: ["test/support/mongo-down.ts"],
-    testTimeout: 300_000,
-    hookTimeout: 240_000,
-    pool: "forks",
-    fileParallelism: false,
+    projects: [
+      {
+        test: {
+          ...shared,
+          name: "load",
+          include: ["test/**/*.slow.test.ts"],
+          exclude: [PROBES],
+          maxWorkers: 2,
+          sequence: { groupOrder: 0 },
+        },
+      },
+      {
+        test: {
+          ...shared,
+          name: "probes",
+          include: [PROBES],
+          maxWorkers: 1,
+          sequence: { groupOrder: 1 },
+        },
+      },
+    ],
   },
 });
