@@ -23,8 +23,9 @@ export function createTransferOwner(options: { baseUrl: string; chain: ChainClie
     method: string,
     path: string,
     body?: object,
+    extraHeaders: Record<string, string> = {},
   ): Promise<{ status: number; json: Json }> => {
-    const headers: Record<string, string> = {};
+    const headers: Record<string, string> = { ...extraHeaders };
     if (body !== undefined) headers["content-type"] = "application/json";
     if (key !== undefined) headers.authorization = `Bearer ${key}`;
     const res = await fetch(`${baseUrl}${path}`, {
@@ -34,8 +35,13 @@ export function createTransferOwner(options: { baseUrl: string; chain: ChainClie
     });
     return { status: res.status, json: (await res.json()) as Json };
   };
-  const ok = async (method: string, path: string, body?: object): Promise<Json> => {
-    const { status, json } = await rest(method, path, body);
+  const ok = async (
+    method: string,
+    path: string,
+    body?: object,
+    extraHeaders?: Record<string, string>,
+  ): Promise<Json> => {
+    const { status, json } = await rest(method, path, body, extraHeaders);
     if (status !== 200) throw new Error(`${method} ${path}: HTTP ${status} ${JSON.stringify(json)}`);
     return json.data as Json;
   };
@@ -67,12 +73,20 @@ export function createTransferOwner(options: { baseUrl: string; chain: ChainClie
       expect(status.err).toBeNull();
       return approval;
     },
-    /** CreateAgent over REST: an hourly transfer agent; resolves with its id. */
-    async createTransfer(config: { source: string; destination: string; amount: number; token: string }) {
-      const created = await ok("POST", "/v1/agents", {
-        type: "transfer",
-        config: { ...config, schedule: "hourly" },
-      });
+    /**
+     * CreateAgent over REST: an hourly transfer agent; resolves with its id. With an idempotency
+     * key, a retry of a create whose answer was lost makes no second agent.
+     */
+    async createTransfer(
+      config: { source: string; destination: string; amount: number; token: string },
+      options: { idempotencyKey?: string } = {},
+    ) {
+      const created = await ok(
+        "POST",
+        "/v1/agents",
+        { type: "transfer", config: { ...config, schedule: "hourly" } },
+        options.idempotencyKey === undefined ? {} : { "idempotency-key": options.idempotencyKey },
+      );
       return created.agentId as string;
     },
     runsOf: async (agentId: string): Promise<Json[]> =>
