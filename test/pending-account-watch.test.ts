@@ -161,8 +161,11 @@ describe("the watch of pending agents' token accounts", () => {
       const watched = (n: number) => async () =>
         (await metric(running, "agent_pending_watch_accounts")) === n ? true : undefined;
 
+      // Two agents watched through the relay; the second is not approved until the end.
       const first = await createAgent(running, running.owner);
-      await until(watched(1), WITHIN_MS, "the first agent's account is watched through the relay");
+      const wallet = await fundedWallet(running);
+      const second = await createAgent(running, wallet);
+      await until(watched(2), WITHIN_MS, "both agents' accounts are watched through the relay");
 
       // The endpoint goes away: the watch loses its socket and retries in vain.
       await stopRelay();
@@ -173,16 +176,16 @@ describe("the watch of pending agents' token accounts", () => {
         "the watch saw its socket close and a reconnection fail",
       );
       expect(await metric(running, "agent_pending_watch_connected")).toBe(0);
+      expect(await metric(running, "agent_pending_watch_accounts")).toBe(0);
       await running.owners.approve(first, 100, running.owner);
       await new Promise((resolve) => setTimeout(resolve, 2_000));
       expect(await statusOf(running, first)).toBe("pending");
       // The poll (the scheduler's own, called now instead of in 60 s) activates it meanwhile.
       await running.server.scheduler?.tick();
       expect(await statusOf(running, first)).toBe("active");
+      expect(await statusOf(running, second)).toBe("pending");
 
-      // A second agent, made while the endpoint is down, is watched once it is back.
-      const wallet = await fundedWallet(running);
-      const second = await createAgent(running, wallet);
+      // Back: the watch reconnects and subscribes the second agent's account again.
       await startRelay(relayPort);
       await until(
         async () =>
@@ -191,6 +194,7 @@ describe("the watch of pending agents' token accounts", () => {
         "the watch reconnected",
       );
       await until(watched(1), WITHIN_MS, "the second agent's account is watched again");
+      expect(await metric(running, "agent_pending_watch_connected")).toBe(1);
       await running.owners.approve(second, 100, wallet);
       await until(
         async () => ((await statusOf(running, second)) === "active" ? true : undefined),

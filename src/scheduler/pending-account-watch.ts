@@ -350,9 +350,15 @@ export function createPendingAccountWatch(options: PendingAccountWatchOptions): 
       socket = undefined;
       open = false;
       if (ws !== undefined) {
-        const gone = new Promise<void>((resolve) => ws.once("close", () => resolve()));
+        let timer: NodeJS.Timeout | undefined;
+        const gone = new Promise<void>((resolve) => {
+          ws.once("close", () => resolve());
+          // Never held up by a socket that does not report its end.
+          timer = setTimeout(resolve, CLOSE_WAIT_MS);
+        });
         ws.terminate();
         await gone;
+        clearTimeout(timer);
       }
       byAccount.clear();
       byRequest.clear();
@@ -387,6 +393,8 @@ export function fairShares(counts: readonly number[], limit: number): number[] {
   return shares;
 }
 
+/** How long close() waits for the socket to report it closed. */
+const CLOSE_WAIT_MS = 1_000;
 /** First reconnection delay, and the longest. */
 const RETRY_BASE_MS = 1_000;
 const RETRY_MAX_MS = 30_000;
@@ -396,8 +404,11 @@ const HANDSHAKE_TIMEOUT_MS = 10_000;
 const PING_MS = 30_000;
 /** Largest message read: notifications carry no account data here, answers are small. */
 const MAX_MESSAGE_BYTES = 1024 * 1024;
-/** Changes of the pending agents within this are followed together. */
-const REFRESH_DELAY_MS = 50;
+/**
+ * Changes of the pending agents within this are followed together: a pass reads every pending
+ * agent known here, so a steady stream of creates makes a few passes a second, not one each.
+ */
+const REFRESH_DELAY_MS = 200;
 /** An account whose mint could not be read is tried again after this. */
 const RETRY_ACCOUNT_MS = 5_000;
 /** A (re)subscription's check is claimed per this span, so that replicas subscribing together make one. */
