@@ -65,11 +65,13 @@ describe("the watch of pending agents' token accounts", () => {
     );
     expect(await statusOf(setup, agentId)).toBe("pending");
     await setup.owners.approve(agentId, 100, setup.owner);
+    const landed = performance.now();
     await until(
       async () => ((await statusOf(setup as AgentOnChain, agentId)) === "active" ? true : undefined),
       WITHIN_MS,
       "the approved agent is active",
     );
+    console.log(`active ${Math.round(performance.now() - landed)} ms after its approval was confirmed`);
     expect(await metric(setup, "agent_pending_watch_notifications_total")).toBeGreaterThanOrEqual(1);
     // Active: no longer pending, no longer watched.
     await until(

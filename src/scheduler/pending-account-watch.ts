@@ -112,9 +112,12 @@ export function createPendingAccountWatch(options: PendingAccountWatchOptions): 
   const report = () => events.onWatched?.(subscribed(), unwatched);
 
   const send = (message: object) => {
-    if (socket === undefined || !open) return false;
-    socket.send(JSON.stringify({ jsonrpc: "2.0", ...message }));
-    return true;
+    if (socket === undefined || !open) return;
+    try {
+      socket.send(JSON.stringify({ jsonrpc: "2.0", ...message }));
+    } catch {
+      // The socket is closing: its "close" reconnects and subscribes everything again.
+    }
   };
   const subscribe = (sub: Subscription) => {
     const request = nextRequest++;
@@ -298,7 +301,13 @@ export function createPendingAccountWatch(options: PendingAccountWatchOptions): 
     ws.on("pong", () => {
       alive = true;
     });
-    ws.on("message", onMessage);
+    ws.on("message", (data) => {
+      try {
+        onMessage(data);
+      } catch {
+        // A message this client does not understand is dropped; nothing here may take the process down.
+      }
+    });
     ws.on("error", () => {
       // Followed by "close", which reconnects; the error itself may name the URL: not logged.
     });
