@@ -11,9 +11,12 @@
 import { createServer, type Server, Socket } from "node:net";
 import { type Address, generateKeyPairSigner, type KeyPairSigner } from "@solana/kit";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { fairShares } from "../src/scheduler/pending-account-watch.ts";
+import type { AgentRecord } from "../src/agent/agent-store.ts";
+import { type RunningLocalChain, startLocalChain } from "../src/local-chain/start-local-chain.ts";
+import { createPendingAccountWatch, fairShares } from "../src/scheduler/pending-account-watch.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
 import { type AgentOnChain, startAgentOnChain } from "./support/agent-on-chain.ts";
+import { createChainClient } from "./support/chain-client.ts";
 import { until } from "./support/transfer-owner.ts";
 
 const USDC = loadCatalog().tokens.find((t) => t.symbol === "USDC")?.mint as Address;
@@ -207,6 +210,79 @@ describe("the watch of pending agents' token accounts", () => {
       expect(performance.now() - started).toBeLessThan(60_000);
     }, 120_000);
   });
+});
+
+describe("createPendingAccountWatch on a local chain's PubSub port", () => {
+  let local: RunningLocalChain | undefined;
+  afterAll(async () => {
+    await local?.close();
+  });
+
+  it("shares its bound fairly between owners, oldest first, follows the pending agents, and hears changes", async () => {
+    local = await startLocalChain({ catalog: loadCatalog(), port: 0, statePath: undefined, slotMs: 100 });
+    const chain = createChainClient(local.url as string);
+    // Three owners: two with ten pending agents, one with two; each agent on an account of its own.
+    const t0 = Date.now() - 60_000;
+    const agentsOf = async (owner: string, count: number) =>
+      Promise.all(
+        Array.from({ length: count }, async (_, i) => ({
+          agentId: `${owner}-${i}`,
+          owner,
+          createdAt: new Date(t0 + i * 1000),
+          address: (await generateKeyPairSigner()).address,
+        })),
+      );
+    const owners = { a: await agentsOf("a", 10), b: await agentsOf("b", 2), c: await agentsOf("c", 10) };
+    let pending = [owners.a, owners.b, owners.c];
+    const addressOf = new Map(
+      Object.values(owners).flatMap((list) => list.map((x) => [x.agentId, x.address])),
+    );
+    /** Agents checked because their subscription was answered, and because their account changed. */
+    const subscribedFor = new Set<string>();
+    const changed: { agentIds: readonly string[]; cause: string }[] = [];
+    let watched = 0;
+    const watch = createPendingAccountWatch({
+      url: local.pubsub?.url as string,
+      maxAccounts: 6,
+      commitment: "processed",
+      pending: () => pending.map((list) => list.map((x) => x as unknown as AgentRecord)),
+      accountOf: async (agent) => addressOf.get(agent.agentId),
+      onChange: (agentIds, cause) => {
+        if (cause.startsWith("w")) for (const id of agentIds) subscribedFor.add(id);
+        else changed.push({ agentIds, cause });
+      },
+      events: { onWatched: (count) => (watched = count) },
+    });
+    try {
+      watch.refresh();
+      await until(async () => (watched === 6 ? true : undefined), 10_000, "six accounts watched");
+      // Two each: b's both, and the two oldest of a and of c.
+      expect([...subscribedFor].sort()).toEqual(["a-0", "a-1", "b-0", "b-1", "c-0", "c-1"]);
+
+      // A change of a watched account is heard, named by its slot; an unwatched one's is not.
+      await chain.airdrop(owners.a[9]?.address as Address, 1n);
+      await chain.airdrop(owners.a[0]?.address as Address, 1n);
+      await until(async () => (changed.length > 0 ? true : undefined), 10_000, "the change is heard");
+      expect(changed.map((c) => c.agentIds)).toEqual([["a-0"]]);
+      expect(changed[0]?.cause).toMatch(/^s\d+$/);
+
+      // b's agents stop being pending: its share goes to the others, and its accounts are dropped.
+      pending = [owners.a, owners.c];
+      subscribedFor.clear();
+      watch.refresh();
+      await until(async () => (subscribedFor.size === 2 ? true : undefined), 10_000, "two more subscribed");
+      expect([...subscribedFor].sort()).toEqual(["a-2", "c-2"]);
+      expect(watched).toBe(6);
+      changed.length = 0;
+      await chain.airdrop(owners.b[0]?.address as Address, 1n);
+      await chain.airdrop(owners.a[2]?.address as Address, 1n);
+      await until(async () => (changed.length > 0 ? true : undefined), 10_000, "the change is heard");
+      expect(changed.map((c) => c.agentIds)).toEqual([["a-2"]]);
+    } finally {
+      await watch.close();
+    }
+    expect(watch.watched).toBe(0);
+  }, 60_000);
 });
 
 describe("fairShares", () => {
