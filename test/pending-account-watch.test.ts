@@ -2,7 +2,8 @@
  * Activation as the approval lands: the service watches its pending agents' token accounts on the
  * embedded chain's PubSub port (accountSubscribe) and checks an agent as soon as its account
  * changes. The scheduler polls every 60 s here, so a poll cannot be what activates an agent
- * within 10 s of its approval; with the watch off (PENDING_WATCH_MAX_ACCOUNTS=0) the same agent
+ * within 10 s of its approval (on the memory store and on MongoDB, where the watch's checks are
+ * claimed in the database); with the watch off (PENDING_WATCH_MAX_ACCOUNTS=0) the same agent
  * stays pending. Past the bound, the agents left unwatched are activated by the poll; with the
  * PubSub endpoint gone (a TCP relay in front of it, stopped), the poll still activates, and once
  * it is back the watch subscribes again and activates as the approval lands. Real service, real
@@ -15,7 +16,12 @@ import type { AgentRecord } from "../src/agent/agent-store.ts";
 import { type RunningLocalChain, startLocalChain } from "../src/local-chain/start-local-chain.ts";
 import { createPendingAccountWatch, fairShares } from "../src/scheduler/pending-account-watch.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
-import { type AgentOnChain, startAgentOnChain } from "./support/agent-on-chain.ts";
+import {
+  type AgentOnChain,
+  agentStores,
+  startAgentOnChain,
+  stopAgentOnChain,
+} from "./support/agent-on-chain.ts";
 import { createChainClient } from "./support/chain-client.ts";
 import { until } from "./support/transfer-owner.ts";
 
@@ -50,40 +56,49 @@ async function fundedWallet(setup: AgentOnChain): Promise<KeyPairSigner> {
 }
 
 let setup: AgentOnChain | undefined;
+let storeName = "memory";
 afterEach(async () => {
-  await setup?.server.close();
+  await stopAgentOnChain(storeName, setup?.server);
   setup = undefined;
+  storeName = "memory";
 });
 
 describe("the watch of pending agents' token accounts", () => {
-  it("activates an agent as its approval lands, long before the next poll", async () => {
-    setup = await startAgentOnChain(LONG_POLL, [[USDC, 100_000_000n]]);
-    const agentId = await createAgent(setup, setup.owner);
-    // Its account is subscribed (the agent is known here from its creation, not from a poll).
-    await until(
-      async () =>
-        (await metric(setup as AgentOnChain, "agent_pending_watch_accounts")) === 1 ? true : undefined,
-      WITHIN_MS,
-      "the agent's token account is watched",
-    );
-    expect(await statusOf(setup, agentId)).toBe("pending");
-    await setup.owners.approve(agentId, 100, setup.owner);
-    const landed = performance.now();
-    await until(
-      async () => ((await statusOf(setup as AgentOnChain, agentId)) === "active" ? true : undefined),
-      WITHIN_MS,
-      "the approved agent is active",
-    );
-    console.log(`active ${Math.round(performance.now() - landed)} ms after its approval was confirmed`);
-    expect(await metric(setup, "agent_pending_watch_notifications_total")).toBeGreaterThanOrEqual(1);
-    // Active: no longer pending, no longer watched.
-    await until(
-      async () =>
-        (await metric(setup as AgentOnChain, "agent_pending_watch_accounts")) === 0 ? true : undefined,
-      WITHIN_MS,
-      "the active agent's account is no longer watched",
-    );
-  }, 60_000);
+  it.each(agentStores("pending_watch"))(
+    "activates an agent as its approval lands, long before the next poll (%s store)",
+    async (store, storeEnv) => {
+      storeName = store;
+      setup = await startAgentOnChain({ ...LONG_POLL, ...storeEnv() }, [[USDC, 100_000_000n]]);
+      const agentId = await createAgent(setup, setup.owner);
+      // Its account is subscribed (the agent is known here from its creation, not from a poll).
+      await until(
+        async () =>
+          (await metric(setup as AgentOnChain, "agent_pending_watch_accounts")) === 1 ? true : undefined,
+        WITHIN_MS,
+        "the agent's token account is watched",
+      );
+      expect(await statusOf(setup, agentId)).toBe("pending");
+      await setup.owners.approve(agentId, 100, setup.owner);
+      const landed = performance.now();
+      await until(
+        async () => ((await statusOf(setup as AgentOnChain, agentId)) === "active" ? true : undefined),
+        WITHIN_MS,
+        "the approved agent is active",
+      );
+      console.log(
+        `${store}: active ${Math.round(performance.now() - landed)} ms after its approval was confirmed`,
+      );
+      expect(await metric(setup, "agent_pending_watch_notifications_total")).toBeGreaterThanOrEqual(1);
+      // Active: no longer pending, no longer watched.
+      await until(
+        async () =>
+          (await metric(setup as AgentOnChain, "agent_pending_watch_accounts")) === 0 ? true : undefined,
+        WITHIN_MS,
+        "the active agent's account is no longer watched",
+      );
+    },
+    60_000,
+  );
 
   it("leaves the agent pending until the next poll when the watch is off", async () => {
     setup = await startAgentOnChain({ ...LONG_POLL, PENDING_WATCH_MAX_ACCOUNTS: "0" }, [
