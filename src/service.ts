@@ -248,10 +248,14 @@ function createServicePendingWatch(
   const url =
     config.solana.wsUrl ?? (config.solana.rpcUrl === undefined ? localChain?.pubsub?.url : undefined);
   const maxAccounts = config.scheduler.pendingWatchMaxAccounts;
-  if (check === undefined || url === undefined || maxAccounts === 0) {
+  // Simulated runs wait for no approval: nothing to watch.
+  if (check === undefined) return undefined;
+  if (url === undefined || maxAccounts === 0) {
     logger.info(
       { max_accounts: maxAccounts },
-      "pending agents are activated by the poll alone (no PubSub endpoint to watch their accounts on)",
+      url === undefined
+        ? "pending agents are activated by the poll alone: set SOLANA_WS_URL to watch their accounts on the cluster's PubSub"
+        : "pending agents are activated by the poll alone (PENDING_WATCH_MAX_ACCOUNTS=0)",
     );
     return undefined;
   }
