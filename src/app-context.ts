@@ -18,14 +18,13 @@ import type { EventLog } from "./events/event-log.ts";
 import { createMemoryEventLog } from "./events/memory-event-log.ts";
 import type { EventRepair } from "./events/mongo-event-repair.ts";
 import type { Logger } from "./logger.ts";
-import { createApprovalCheck } from "./scheduler/approval-check.ts";
+import { type ApprovalCheck, createApprovalCheck } from "./scheduler/approval-check.ts";
 import { type CheckClaims, createMemoryCheckClaims } from "./scheduler/check-claims.ts";
 import type { Executor } from "./scheduler/executor.ts";
 import { createExecutorByType } from "./scheduler/executor-by-type.ts";
 import { createMemoryRunStore } from "./scheduler/memory-run-store.ts";
 import type { RunStore } from "./scheduler/run-store.ts";
 import { createScheduleClock, type ScheduleClock } from "./scheduler/schedule-clock.ts";
-import type { ReadinessCheck } from "./scheduler/scheduler.ts";
 import { createSimulatedExecutor } from "./scheduler/simulated-executor.ts";
 import { createSwapExecutor, type SwapRefusal } from "./scheduler/swap-executor.ts";
 import { createTransferExecutor, type TransferHooks } from "./scheduler/transfer-executor.ts";
@@ -72,9 +71,10 @@ export interface AppContext {
   readonly executor: Executor;
   /**
    * What a pending agent waits for before the scheduler activates it (a transfer agent: its
-   * wallet's approval of its delegate); undefined when runs move nothing real.
+   * wallet's approval of its delegate, and the token account that shows it); undefined when runs
+   * move nothing real.
    */
-  readonly awaitReady: ReadinessCheck | undefined;
+  readonly awaitReady: ApprovalCheck | undefined;
   /** Claims of pending agents' checks, shared by the replicas on this store. */
   readonly checkClaims: CheckClaims;
   /** Tells `listener` of every agent CreateAgent creates in this process. */

@@ -46,6 +46,11 @@ export interface SchedulerConfig {
   readonly retryBaseMs: number;
   readonly retryMaxMs: number;
   readonly maxConsecutiveFailures: number;
+  /**
+   * Token accounts of pending agents watched with accountSubscribe (PENDING_WATCH_MAX_ACCOUNTS), so
+   * an approval activates its agent as it lands; 0: none, the poll alone activates.
+   */
+  readonly pendingWatchMaxAccounts: number;
   /** Schedule milliseconds per real millisecond (1: real time). */
   readonly timeScale: number;
   /** The simulated executor's faults, for demos and tests: shares of attempts that fail or hang. */
@@ -80,6 +85,11 @@ export interface AuthConfig {
 export interface SolanaConfig {
   /** SOLANA_RPC_URL: a cluster's JSON-RPC endpoint; undefined runs the embedded local chain. */
   readonly rpcUrl: string | undefined;
+  /**
+   * SOLANA_WS_URL: the cluster's PubSub (WebSocket) endpoint, where pending agents' token accounts
+   * are watched; undefined: the embedded chain's own PubSub port, and none with SOLANA_RPC_URL.
+   */
+  readonly wsUrl: string | undefined;
   /** Commitment of every read: processed, confirmed or finalized. */
   readonly commitment: SolanaCommitment;
   /** Bound on one JSON-RPC request (one attempt), in milliseconds. */
@@ -397,6 +407,7 @@ export const CONFIG_VARIABLES = {
   SCHEDULER_RETRY_BASE_MS: "1000",
   SCHEDULER_RETRY_MAX_MS: "60000",
   SCHEDULER_MAX_CONSECUTIVE_FAILURES: "3",
+  PENDING_WATCH_MAX_ACCOUNTS: "1000",
   SCHEDULE_TIME_SCALE: "1",
   SIMULATED_FAILURE_RATE: "0",
   SIMULATED_HANG_RATE: "0",
@@ -409,6 +420,7 @@ export const CONFIG_VARIABLES = {
   MONGODB_SOCKET_TIMEOUT_MS: "5000",
   MONGODB_OPERATION_TIMEOUT_MS: "5000",
   SOLANA_RPC_URL: "",
+  SOLANA_WS_URL: "",
   SOLANA_COMMITMENT: "confirmed",
   SOLANA_RPC_TIMEOUT_MS: "3000",
   SOLANA_RPC_MAX_CONCURRENCY: "16",
@@ -579,6 +591,7 @@ export function loadConfig(env: Env = process.env): Config {
     retryBaseMs: int("SCHEDULER_RETRY_BASE_MS", 0, 3_600_000),
     retryMaxMs: int("SCHEDULER_RETRY_MAX_MS", 0, 86_400_000),
     maxConsecutiveFailures: int("SCHEDULER_MAX_CONSECUTIVE_FAILURES", 1, 1000),
+    pendingWatchMaxAccounts: int("PENDING_WATCH_MAX_ACCOUNTS", 0, 10_000),
     timeScale: int("SCHEDULE_TIME_SCALE", 1, 10_000_000),
     simulatedFailureRate: ratio("SIMULATED_FAILURE_RATE"),
     simulatedHangRate: ratio("SIMULATED_HANG_RATE"),
@@ -748,6 +761,11 @@ function readSolana(read: Read, int: Int, bool: Bool, problems: string[], produc
     // Not echoed: providers put their API key in the URL.
     problems.push("SOLANA_RPC_URL must be an http:// or https:// URL");
   }
+  const wsUrl = read("SOLANA_WS_URL");
+  if (wsUrl !== "" && !isWsUrl(wsUrl)) {
+    // Not echoed either: the same providers put the same key in it.
+    problems.push("SOLANA_WS_URL must be a ws:// or wss:// URL");
+  }
   const commitment = read("SOLANA_COMMITMENT").toLowerCase();
   if (!(SOLANA_COMMITMENTS as readonly string[]).includes(commitment)) {
     problems.push(`SOLANA_COMMITMENT must be one of ${SOLANA_COMMITMENTS.join(", ")} (got "${commitment}")`);
@@ -755,6 +773,7 @@ function readSolana(read: Read, int: Int, bool: Bool, problems: string[], produc
   const statePath = read("LOCAL_SOLANA_STATE");
   return {
     rpcUrl: url === "" ? undefined : url,
+    wsUrl: wsUrl === "" ? undefined : wsUrl,
     commitment: commitment as SolanaCommitment,
     timeoutMs: int("SOLANA_RPC_TIMEOUT_MS", 10, 600_000),
     maxConcurrency: int("SOLANA_RPC_MAX_CONCURRENCY", 1, 1000),
@@ -951,6 +970,15 @@ function isHttpUrl(text: string): boolean {
   try {
     const url = new URL(text);
     return (url.protocol === "http:" || url.protocol === "https:") && url.hostname !== "";
+  } catch {
+    return false;
+  }
+}
+
+function isWsUrl(text: string): boolean {
+  try {
+    const url = new URL(text);
+    return (url.protocol === "ws:" || url.protocol === "wss:") && url.hostname !== "";
   } catch {
     return false;
   }

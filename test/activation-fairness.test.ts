@@ -34,7 +34,12 @@ describe.each(agentStores("activation_fairness"))(
     let setup: AgentOnChain;
 
     beforeAll(async () => {
-      setup = await startAgentOnChain({ SCHEDULER_ENABLED: "true", ...storeEnv() }, [[USDC, 100_000_000n]]);
+      // The poll's fairness is what this tests: the watch of pending accounts, which would activate
+      // the agent without it, is off (pending-account-watch.test.ts tests that one).
+      setup = await startAgentOnChain(
+        { SCHEDULER_ENABLED: "true", PENDING_WATCH_MAX_ACCOUNTS: "0", ...storeEnv() },
+        [[USDC, 100_000_000n]],
+      );
       server = setup.server;
       // Wallets that never approve anything: their agents stay pending for the whole test.
       const wallets = await Promise.all(Array.from({ length: 10 }, () => generateKeyPairSigner()));

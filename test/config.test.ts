@@ -56,6 +56,12 @@ describe("the process refuses bad configuration", () => {
       why: "with a secret",
     },
     { env: { SOLANA_RPC_URL: "not a url" }, names: ["SOLANA_RPC_URL"] },
+    {
+      env: { SOLANA_WS_URL: `https://${PASSWORD}@rpc.example.com` },
+      names: ["SOLANA_WS_URL"],
+      why: "not ws://, with a secret",
+    },
+    { env: { PENDING_WATCH_MAX_ACCOUNTS: "10001" }, names: ["PENDING_WATCH_MAX_ACCOUNTS"] },
     { env: { SOLANA_COMMITMENT: "max-ish" }, names: ["SOLANA_COMMITMENT"] },
     { env: { LOCAL_SOLANA_RPC_PORT: "99999" }, names: ["LOCAL_SOLANA_RPC_PORT"] },
     { env: { SOLANA_RPC_TIMEOUT_MS: "0" }, names: ["SOLANA_RPC_TIMEOUT_MS"] },
@@ -126,6 +132,7 @@ describe("loadConfig", () => {
         retryBaseMs: 1000,
         retryMaxMs: 60_000,
         maxConsecutiveFailures: 3,
+        pendingWatchMaxAccounts: 1000,
         timeScale: 1,
         simulatedFailureRate: 0,
         simulatedHangRate: 0,
@@ -143,6 +150,7 @@ describe("loadConfig", () => {
       mongo: undefined,
       solana: {
         rpcUrl: undefined,
+        wsUrl: undefined,
         commitment: "confirmed",
         timeoutMs: 3000,
         maxConcurrency: 16,
@@ -378,6 +386,7 @@ describe("loadConfig", () => {
         SCHEDULER_RETRY_BASE_MS: "10",
         SCHEDULER_RETRY_MAX_MS: "100",
         SCHEDULER_MAX_CONSECUTIVE_FAILURES: "2",
+        PENDING_WATCH_MAX_ACCOUNTS: "50",
         SCHEDULE_TIME_SCALE: "3600",
         SIMULATED_FAILURE_RATE: "0.25",
         SIMULATED_HANG_RATE: ".1",
@@ -400,6 +409,7 @@ describe("loadConfig", () => {
         MONGODB_SOCKET_TIMEOUT_MS: "0",
         MONGODB_OPERATION_TIMEOUT_MS: "1500",
         SOLANA_RPC_URL: "https://mainnet.helius-rpc.com/?api-key=secret",
+        SOLANA_WS_URL: "wss://mainnet.helius-rpc.com/?api-key=secret",
         SOLANA_COMMITMENT: "Finalized",
         SOLANA_RPC_TIMEOUT_MS: "1500",
         SOLANA_RPC_MAX_CONCURRENCY: "4",
@@ -514,6 +524,7 @@ describe("loadConfig", () => {
         retryBaseMs: 10,
         retryMaxMs: 100,
         maxConsecutiveFailures: 2,
+        pendingWatchMaxAccounts: 50,
         timeScale: 3600,
         simulatedFailureRate: 0.25,
         simulatedHangRate: 0.1,
@@ -539,6 +550,7 @@ describe("loadConfig", () => {
       },
       solana: {
         rpcUrl: "https://mainnet.helius-rpc.com/?api-key=secret",
+        wsUrl: "wss://mainnet.helius-rpc.com/?api-key=secret",
         commitment: "finalized",
         timeoutMs: 1500,
         maxConcurrency: 4,
@@ -652,6 +664,8 @@ describe("loadConfig", () => {
     );
     expect(redactRpcUrl("https://example.rpcpool.com/secret-token")).toBe("https://example.rpcpool.com");
     expect(redactRpcUrl("https://user:secret@rpc.example.com:8443/x")).toBe("https://rpc.example.com:8443");
+    // SOLANA_WS_URL is shown the same way.
+    expect(redactRpcUrl("wss://mainnet.helius-rpc.com/?api-key=secret")).toBe("wss://mainnet.helius-rpc.com");
   });
 
   it("leaves the database name to the URI when MONGODB_DB is unset", () => {

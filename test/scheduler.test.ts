@@ -8,6 +8,7 @@ import { describe, expect, inject, it } from "vitest";
 import type { AgentRecord, AgentStore, JsonObject } from "../src/agent/agent-store.ts";
 import { createMemoryAgentStore } from "../src/agent/memory-agent-store.ts";
 import { createMongoAgentStore } from "../src/agent/mongo-agent-store.ts";
+import { createMemoryCheckClaims } from "../src/scheduler/check-claims.ts";
 import type { Executor } from "../src/scheduler/executor.ts";
 import { createMemoryRunStore } from "../src/scheduler/memory-run-store.ts";
 import { createMongoRunStore } from "../src/scheduler/mongo-run-store.ts";
@@ -209,6 +210,48 @@ describe.each(STORES)("on the %s stores", (_name, make) => {
     });
     await s?.idle();
     expect((await allRuns(runs, [late])).map((r) => r.scheduledAt.getTime())).toEqual([]);
+  });
+
+  it("checks the agents checkSoon names at once, without a poll, once for the fleet per change", async () => {
+    const watched = transferAgent(1);
+    const other = transferAgent(2);
+    const { agents, runs } = await storesWith(make, [watched, other]);
+    const clock = movableClock(new Date(T0.getTime() + 1000));
+    const approved = new Set<string>();
+    const asked = new Map<string, number>();
+    let changes = 0;
+    const claims = createMemoryCheckClaims();
+    const fleet = replicas(
+      3,
+      { agents, runs, now: clock.now },
+      {
+        awaitReady: async (batch) =>
+          batch.map((agent) => {
+            asked.set(agent.agentId, (asked.get(agent.agentId) ?? 0) + 1);
+            return approved.has(agent.agentId) ? undefined : "an approval";
+          }),
+        readyWaitMs: 10 * HOUR,
+        checkClaims: claims,
+        onPendingChanged: () => {
+          changes++;
+        },
+      },
+    );
+    // Each replica learns of both from its poll (and tells its watch, onPendingChanged).
+    for (const s of fleet) await s.tick();
+    expect(changes).toBeGreaterThanOrEqual(3);
+    expect(fleet.every((s) => [...s.pendingByOwner()].flat().length === 2)).toBe(true);
+    asked.clear();
+    approved.add(watched.agentId);
+    // Every replica hears of the same change (its slot names it); no time passes, no poll comes.
+    for (const s of fleet) s.checkSoon([watched.agentId, "not-pending-here"], "s42");
+    for (let i = 0; i < 100 && (await agents.get(OWNER, watched.agentId))?.status !== "active"; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    expect(await agents.get(OWNER, watched.agentId)).toMatchObject({ status: "active" });
+    await Promise.all(fleet.map((s) => s.stop(1_000)));
+    expect(Object.fromEntries(asked)).toEqual({ [watched.agentId]: 1 });
+    expect((await agents.get(OWNER, other.agentId))?.status).toBe("pending");
   });
 
   it("fails an agent still waiting past the bound, saying what it waited for", async () => {

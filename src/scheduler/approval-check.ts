@@ -7,6 +7,11 @@ import { UnavailableError } from "../domain/errors.ts";
 import { uiAmount } from "../token/token-transaction-from-chain.ts";
 import type { ReadinessCheck } from "./scheduler.ts";
 
+/** The approval check, and the token account each agent's check reads (what a watch subscribes to). */
+export type ApprovalCheck = ReadinessCheck & {
+  accountOf(agent: AgentRecord): Promise<string | undefined>;
+};
+
 /** What a pending agent's check needs besides its token account, worked out once per agent. */
 interface Watched {
   readonly needed: string;
@@ -32,7 +37,7 @@ export function createApprovalCheck(options: {
   transfers: TransferChain;
   delegates: DelegateKeys;
   mintOf: (symbol: string) => string | undefined;
-}): ReadinessCheck {
+}): ApprovalCheck {
   const { chain, transfers, delegates } = options;
   const known = new Map<string, Watched>();
 
@@ -61,7 +66,7 @@ export function createApprovalCheck(options: {
     return watched;
   }
 
-  return async (agents) => {
+  const check: ReadinessCheck = async (agents) => {
     try {
       const watched = await Promise.all(agents.map(watchedOf));
       const reads = watched.filter((w): w is Watched => w !== undefined);
@@ -94,6 +99,9 @@ export function createApprovalCheck(options: {
       );
     }
   };
+  return Object.assign(check, {
+    accountOf: async (agent: AgentRecord) => (await watchedOf(agent))?.tokenAccount,
+  });
 }
 
 /** Agents whose facts are remembered; past it, the oldest are worked out again when next checked. */

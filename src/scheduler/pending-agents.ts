@@ -55,6 +55,10 @@ export interface PendingAgents {
   checked(agentId: string, owner: string, check: number): void;
   /** The agent is no longer pending (activated, failed, deleted): forgotten. */
   forget(agentId: string, owner: string): void;
+  /** The pending agent known by that id, if any. */
+  find(agentId: string): AgentRecord | undefined;
+  /** The agents known, one list per owner. */
+  byOwner(): Iterable<readonly AgentRecord[]>;
 }
 
 /**
@@ -62,10 +66,20 @@ export interface PendingAgents {
  * every poll, and all of them by a sweep every SWEEP_MS, which also drops agents gone from it.
  * Bounded by `maxKept`; agents past it are learnt by a later sweep.
  */
-export function createPendingAgents(options: { maxKept?: number; now?: () => number } = {}): PendingAgents {
+export function createPendingAgents(
+  options: {
+    maxKept?: number;
+    now?: () => number;
+    /** Agents were learnt or forgotten (a watch of their accounts follows them). */
+    onChange?: () => void;
+  } = {},
+): PendingAgents {
   const maxKept = options.maxKept ?? MAX_KEPT;
   const now = options.now ?? (() => performance.now());
   const byOwner = new Map<string, Map<string, Entry>>();
+  /** Each known agent's owner. */
+  const ownerOf = new Map<string, string>();
+  const changed = options.onChange ?? (() => {});
   /** Owners in the order they are taken; `next` is where the next `due` starts. */
   let owners: string[] = [];
   let next = 0;
@@ -79,7 +93,9 @@ export function createPendingAgents(options: { maxKept?: number; now?: () => num
   const remove = (owner: string, agentId: string) => {
     const agents = byOwner.get(owner);
     if (agents === undefined || !agents.delete(agentId)) return;
+    ownerOf.delete(agentId);
     size--;
+    changed();
     if (agents.size === 0) {
       byOwner.delete(owner);
       rotation.delete(owner);
@@ -89,6 +105,7 @@ export function createPendingAgents(options: { maxKept?: number; now?: () => num
   };
   const learn = (page: readonly AgentRecord[]) => {
     const at = now();
+    let added = false;
     for (const agent of page) {
       let agents = byOwner.get(agent.owner);
       const known = agents?.get(agent.agentId);
@@ -103,8 +120,11 @@ export function createPendingAgents(options: { maxKept?: number; now?: () => num
         owners.push(agent.owner);
       }
       agents.set(agent.agentId, { agent, checked: -1, seenAt: at });
+      ownerOf.set(agent.agentId, agent.owner);
       size++;
+      added = true;
     }
+    if (added) changed();
   };
 
   return {
@@ -178,6 +198,13 @@ export function createPendingAgents(options: { maxKept?: number; now?: () => num
       if (entry !== undefined && entry.checked < check) entry.checked = check;
     },
     forget: (agentId, owner) => remove(owner, agentId),
+    find(agentId) {
+      const owner = ownerOf.get(agentId);
+      return owner === undefined ? undefined : byOwner.get(owner)?.get(agentId)?.agent;
+    },
+    *byOwner() {
+      for (const agents of byOwner.values()) yield [...agents.values()].map((entry) => entry.agent);
+    },
   };
 }
 

@@ -78,6 +78,8 @@ export interface SchedulerOptions {
    * fleet; absent: every replica checks every pending agent.
    */
   readonly checkClaims?: CheckClaims;
+  /** The pending agents known here changed (learnt or forgotten): see pendingByOwner. */
+  readonly onPendingChanged?: () => void;
   /** This replica's name in leases and logs. */
   readonly worker: string;
   /** Slots run at once by this replica. */
@@ -115,6 +117,14 @@ export interface Scheduler {
    * waiting for a look at the store to find it.
    */
   notePending(agent: AgentRecord): void;
+  /**
+   * Checks these pending agents now, without waiting for the next poll (their token account
+   * changed: the approval may have landed). `cause` names the change alike in every replica that
+   * hears of it, so the fleet claims one check of it. Agents not known here as pending are ignored.
+   */
+  checkSoon(agentIds: readonly string[], cause: string): void;
+  /** The pending agents known here, one list per owner (what a watch of their accounts follows). */
+  pendingByOwner(): Iterable<readonly AgentRecord[]>;
   /** Resolves when no run of this replica is in flight. */
   idle(): Promise<void>;
   /**
@@ -131,7 +141,12 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   /** Runs in flight, by agent id: one slot of an agent at a time per replica. */
   const running = new Map<string, { done: Promise<void>; abort: AbortController }>();
   /** Pending agents known here, per owner, and when each is checked next. */
-  const pendingAgents = createPendingAgents();
+  const pendingAgents = createPendingAgents(
+    options.onPendingChanged === undefined ? {} : { onChange: options.onPendingChanged },
+  );
+  /** Agents to check at once (checkSoon), with the cause of each check (its claim's key). */
+  const soon = new Map<string, string>();
+  let soonPass: Promise<void> | undefined;
   /** The look at the store's pending agents under way, and the last one (see discoverPending). */
   let discovering: Promise<void> | undefined;
   let lastDiscovery: Look | undefined;
@@ -458,13 +473,29 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       clearTimeout(timer);
     }
     const nowMs = now().getTime();
-    let due = pendingAgents.due(nowMs, CHECK_BUDGET, CHECK_BUDGET_PER_OWNER);
+    const due = pendingAgents.due(nowMs, CHECK_BUDGET, CHECK_BUDGET_PER_OWNER);
     for (const { agent, check } of due) pendingAgents.checked(agent.agentId, agent.owner, check);
+    await checkPending(
+      due.map(({ agent, check }) => ({ agent, key: checkKeyOf(agent.agentId, check) })),
+      nowMs,
+    );
+  }
+
+  /**
+   * Checks these pending agents: each check claimed once for the fleet (by its key), the readiness
+   * check asked for all of them together (the chain is read in batches). Those that can run are
+   * activated; those that waited past readyWaitMs fail with what they waited for.
+   */
+  async function checkPending(
+    toCheck: readonly { agent: AgentRecord; key: string }[],
+    nowMs: number,
+  ): Promise<void> {
+    let due = toCheck;
     if (due.length === 0 || stopping) return;
     if (options.checkClaims !== undefined) {
-      const keys = due.map(({ agent, check }) => checkKeyOf(agent.agentId, check));
+      const keys = due.map(({ key }) => key);
       const won = await options.checkClaims.claim(keys, new Date(nowMs));
-      due = due.filter((_, i) => won.has(keys[i] as string));
+      due = due.filter(({ key }) => won.has(key));
     }
     const reasons = new Map<AgentRecord, string | undefined>();
     await forEachConcurrently(due, POLL_PARALLELISM, async ({ agent }) => {
@@ -487,6 +518,31 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
         events.onError?.(error, "activating an agent"),
       );
     });
+  }
+
+  /**
+   * Checks the agents asked for by checkSoon, outside the polls, a budget at a time, one pass at a
+   * time (a pass started meanwhile takes what came in since).
+   */
+  function checkSoonNow(): void {
+    if (soonPass !== undefined || stopping) return;
+    soonPass = (async () => {
+      while (soon.size > 0 && !stopping) {
+        const batch: { agent: AgentRecord; key: string }[] = [];
+        for (const [agentId, cause] of soon) {
+          if (batch.length >= CHECK_BUDGET) break;
+          soon.delete(agentId);
+          const agent = pendingAgents.find(agentId);
+          if (agent !== undefined) batch.push({ agent, key: `${agentId}@${cause}` });
+        }
+        await checkPending(batch, now().getTime());
+      }
+    })()
+      .catch((error: unknown) => events.onError?.(error, "checking changed pending agents"))
+      .finally(() => {
+        soonPass = undefined;
+        if (soon.size > 0) checkSoonNow();
+      });
   }
 
   /**
@@ -692,6 +748,15 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     },
     tick,
     notePending: (agent) => pendingAgents.learnNewest([agent]),
+    checkSoon(agentIds, cause) {
+      if (stopping) return;
+      for (const agentId of agentIds) {
+        if (soon.size >= MAX_SOON) break;
+        soon.set(agentId, cause);
+      }
+      checkSoonNow();
+    },
+    pendingByOwner: () => pendingAgents.byOwner(),
     async idle() {
       await polling;
       while (running.size > 0) await Promise.all([...running.values()].map((r) => r.done));
@@ -702,6 +767,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       timer = undefined;
       await polling;
       await discovering;
+      await soonPass;
       const all = Promise.all([...running.values()].map((r) => r.done));
       let graceTimer: NodeJS.Timeout | undefined;
       const graceOver = new Promise<void>((resolve) => {
@@ -717,6 +783,8 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   };
 }
 
+/** Agents waiting for a checkSoon pass, at most (past it they wait for their poll). */
+const MAX_SOON = 100_000;
 /** Due agents handled at once by one poll. */
 const POLL_PARALLELISM = 8;
 /** How late an activation may come and still run the agent's first slot. */

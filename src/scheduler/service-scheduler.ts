@@ -36,6 +36,8 @@ export interface ServiceSchedulerOptions {
   readonly readyWaitMs?: number;
   /** Claims of pending agents' checks, shared by the replicas. */
   readonly checkClaims?: CheckClaims;
+  /** The pending agents known here changed (a watch of their accounts follows them). */
+  readonly onPendingChanged?: () => void;
 }
 
 /**
@@ -63,6 +65,7 @@ export function createServiceScheduler(options: ServiceSchedulerOptions): Schedu
     ...(options.awaitReady === undefined ? {} : { awaitReady: options.awaitReady }),
     ...(options.readyWaitMs === undefined ? {} : { readyWaitMs: options.readyWaitMs }),
     ...(options.checkClaims === undefined ? {} : { checkClaims: options.checkClaims }),
+    ...(options.onPendingChanged === undefined ? {} : { onPendingChanged: options.onPendingChanged }),
     ...(options.events === undefined
       ? {}
       : {

@@ -17,6 +17,8 @@ export interface RunningServer {
   readonly listener: NetServer;
   /** What the server's streams hold now (leak checks). */
   readonly streamStats: Server["streamStats"];
+  /** The scheduler, when SCHEDULER_ENABLED (tests call its poll, tick(), themselves). */
+  readonly scheduler: Service["scheduler"];
   /** The webhook outbox's loop, when WEBHOOKS_ENABLED. */
   readonly webhooks: Service["webhooks"];
   /** Every log line the server wrote, parsed. */
@@ -66,6 +68,7 @@ export async function startServer(
     localChain: service.localChain,
     listener: service.server.listener,
     streamStats: () => service.server.streamStats(),
+    scheduler: service.scheduler,
     webhooks: service.webhooks,
     logs,
     close: () => service.close(),
