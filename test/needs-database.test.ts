@@ -14,7 +14,7 @@ describe("whether a vitest run needs the database", () => {
   it("not for files that name no database, directly or through their support files", () => {
     expect(needs("test/first-hour-errors.test.ts")).toBe(false);
     expect(needs("test/needs-database.test.ts", "-t", "anything")).toBe(false);
-    expect(needs("first-swap-agent")).toBe(false);
+    expect(needs("first-agents")).toBe(false);
   });
 
   it("for a file that uses it, directly or through a support file, and for the whole suite", () => {
