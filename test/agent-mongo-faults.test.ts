@@ -251,7 +251,7 @@ describe("agents while MongoDB fails", () => {
     // call has an unknown outcome). Recovery is therefore read from an agent nothing touches.
     const kept = await createAgent(json);
 
-    db.pause();
+    await db.pause();
     try {
       await expectAgentsUnavailable(service, known);
       await expectTokensServe(service);

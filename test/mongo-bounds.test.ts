@@ -67,7 +67,7 @@ it("a read stops when the caller's signal aborts, not when the operation timeout
   });
   try {
     await store.get("o", newAgentId()); // connected, indexes made
-    db.pause(); // the database hangs: nothing answers
+    await db.pause(); // the database hangs: nothing answers
     const signal = AbortSignal.timeout(100);
     const error = await store.get("o", newAgentId(), { signal }).then(
       () => undefined,

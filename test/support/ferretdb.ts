@@ -27,8 +27,12 @@ export interface FerretdbServer {
   restart(): Promise<void>;
   /** SIGKILL the process (a crash) and wait for its exit; the data directory stays for restart(). */
   kill(): Promise<void>;
-  /** SIGSTOP the process: connections stay open but nothing answers (a hung server). */
-  pause(): void;
+  /**
+   * SIGSTOP the process: connections stay open but nothing answers (a hung server). Resolves once
+   * every thread of it is stopped: kill() returns before they are, and a loaded machine once
+   * answered a request sent after it.
+   */
+  pause(): Promise<void>;
   /** SIGCONT a paused process. */
   resume(): void;
   /**
@@ -202,8 +206,10 @@ export async function startFerretdb(options: { asShipped?: boolean } = {}): Prom
       untrackDir(dataDir);
       await rm(dataDir, { recursive: true, force: true });
     },
-    pause() {
+    async pause() {
+      const pid = current?.pid;
       current?.signal("SIGSTOP");
+      if (pid !== undefined) await allThreadsStopped(pid);
     },
     resume() {
       current?.signal("SIGCONT");
@@ -380,4 +386,29 @@ function trackDir(dir: string): void {
 function untrackDir(dir: string): void {
   dataDirs.delete(dir);
   syncHooks();
+}
+
+/**
+ * Waits until every thread of `pid` is in the stopped state ("T", or "t" under a tracer), as
+ * /proc/<pid>/task/<tid>/stat says, or for at most 5 s (then the test goes on and says what it
+ * sees). Linux only, as the rest of the test setup.
+ */
+async function allThreadsStopped(pid: number): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  while (Date.now() < deadline) {
+    try {
+      const tasks = await readdir(`/proc/${pid}/task`);
+      const states = await Promise.all(
+        tasks.map(async (tid) => {
+          const stat = await readFile(`/proc/${pid}/task/${tid}/stat`, "utf8");
+          // The state follows the command name, which is in parentheses and may hold spaces.
+          return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+        }),
+      );
+      if (states.every((state) => state === "T" || state === "t")) return;
+    } catch {
+      return; // gone: nothing left to answer
+    }
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
 }
