@@ -268,29 +268,28 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
       // The trial is simulated with the cluster's latest blockhash in place of its own, and the
       // simulation answers it: the signed build's lifetime without a getLatestBlockhash. Until
       // then, any blockhash does (the last one seen, or a placeholder).
-      const trialLifetime = lastLifetime ?? PLACEHOLDER_LIFETIME;
-      const build = (computeUnitLimit: number, lifetime: typeof trialLifetime) =>
-        builders.swapTransaction({
-          feePayer: executor,
-          delegate,
-          taker,
-          owner: wallet,
-          input,
-          output,
-          amount: units,
-          accounts,
-          computeUnitLimit,
-          // The route's price, clamped so that price × limit stays within the fee cap.
-          computeUnitPrice: minBig(
-            route.computeUnitPrice ?? 0n,
-            builders.unitPriceCap(options.maxFeeLamports, computeUnitLimit),
-          ),
-          route: vetted.instructions,
-          lookupTables: tables.tables,
-          lifetime,
-          memo: `token-agent-service run ${execution.idempotencyKey}`,
-        });
-      const trial = await build(builders.MAX_COMPUTE_UNITS, trialLifetime);
+      const trial = await builders.swapTransaction({
+        feePayer: executor,
+        delegate,
+        taker,
+        owner: wallet,
+        input,
+        output,
+        amount: units,
+        accounts,
+        computeUnitLimit: builders.MAX_COMPUTE_UNITS,
+        // The route's price, clamped so that price × limit stays within the fee cap.
+        computeUnitPrice: minBig(
+          route.computeUnitPrice ?? 0n,
+          builders.unitPriceCap(options.maxFeeLamports, builders.MAX_COMPUTE_UNITS),
+        ),
+        route: vetted.instructions,
+        lookupTables: tables.tables,
+        lifetime: lastLifetime ?? PLACEHOLDER_LIFETIME,
+        memo: `token-agent-service run ${execution.idempotencyKey}`,
+        // Simulated, never sent: resignedSwap signs the one that is.
+        sign: false,
+      });
       if (trial.size > builders.MAX_TRANSACTION_BYTES) {
         if (step < MAX_ACCOUNTS_STEPS.length - 1) continue;
         return final(
@@ -365,7 +364,20 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
       // A cluster that gives no replacement blockhash: the shared one (see shared-transfer-chain).
       const lifetime = simulation.replacementBlockhash ?? (await transfers.getLatestBlockhash(signal));
       lastLifetime = lifetime;
-      const signed = await build(limit, lifetime);
+      // The trial's own compiled message, its budget and lifetime changed in place: what is
+      // signed is what was simulated and checked, but for those three fields.
+      const signed = builders.resignedSwap(
+        trial.compiled,
+        {
+          computeUnitLimit: limit,
+          computeUnitPrice: minBig(
+            route.computeUnitPrice ?? 0n,
+            builders.unitPriceCap(options.maxFeeLamports, limit),
+          ),
+          lifetime,
+        },
+        [executor, delegate, taker],
+      );
       const outcome = await sent.send(
         journal,
         {
