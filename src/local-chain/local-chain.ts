@@ -20,6 +20,7 @@ import {
 import type { ChainEvents } from "./chain-events.ts";
 import type { SavedAccount } from "./chain-state.ts";
 import type { Ledger, LedgerEntry, SignatureRange } from "./ledger.ts";
+import { svmAccountReader } from "./svm-account-reader.ts";
 import { type RawAccount, readMint, readTokenAccount, uiTokenAmount } from "./token-accounts.ts";
 import { type TransactionError, transactionError, transactionErrorFrom } from "./transaction-error.ts";
 import { decodeWireTransaction, type WireTransaction } from "./wire-transaction.ts";
@@ -228,9 +229,10 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
     return clock.slot;
   };
 
+  const accounts = svmAccountReader(svm);
   const readAccount = (address: string): ChainAccount | undefined => {
-    const account = svm.getAccount(address as Address);
-    if (!account.exists) return undefined;
+    const account = accounts.account(address);
+    if (account === undefined) return undefined;
     const rentEpoch = rentEpochs.size === 0 ? undefined : rentEpochs.get(address);
     return rentEpoch === undefined ? account : { ...account, rentEpoch };
   };
@@ -261,7 +263,7 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
         return;
       }
       if (wire.programs.has(key)) {
-        lamports.push(svm.getBalance(key) ?? 0n);
+        lamports.push(accounts.balance(key) ?? 0n);
         return;
       }
       const account = read(key);
