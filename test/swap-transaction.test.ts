@@ -6,7 +6,7 @@
  * tables used. Then what vetRoute drops and refuses. Called directly: the flow on chain is
  * test/swap-agent.test.ts and test/hostile-swap-routes.test.ts.
  */
-import { randomBytes } from "node:crypto";
+import { createPublicKey, randomBytes, verify } from "node:crypto";
 import {
   type Address,
   getAddressEncoder,
@@ -22,6 +22,7 @@ import {
   COMPUTE_BUDGET_PROGRAM,
   MEMO_PROGRAM,
   type PlainInstruction,
+  resignedSwap,
   swapAccountsOf,
   swapTransaction,
 } from "../src/chain/swap-transaction.ts";
@@ -122,6 +123,81 @@ describe("a swap's transaction", () => {
     // The vault comes through the lookup table, not as a static key.
     expect(keys).not.toContain(vault);
     expect(message.addressTableLookups?.map((l) => l.lookupTableAddress)).toEqual([table]);
+  });
+
+  it("signs the trial's own message with a new budget and lifetime, as a fresh build would be", async () => {
+    const feePayer = key();
+    const delegate = key();
+    const taker = key();
+    const owner = address();
+    const accounts = await swapAccountsOf(owner, taker.address, USDC, JUP, associatedTokenAccount);
+    const vault = address();
+    const table = address();
+    const route: PlainInstruction[] = [
+      {
+        programAddress: TOKEN_PROGRAM_ADDRESS,
+        accounts: [
+          { address: accounts.takerInput, signer: false, writable: true },
+          { address: vault, signer: false, writable: true },
+          { address: taker.address, signer: true, writable: false },
+        ],
+        data: new Uint8Array([3, 1, 0, 0, 0, 0, 0, 0, 0]),
+      },
+    ];
+    const plan = {
+      feePayer,
+      delegate,
+      taker,
+      owner,
+      input: USDC,
+      output: JUP,
+      amount: 1_500_000n,
+      accounts,
+      route,
+      lookupTables: { [table]: [vault] },
+      memo: "token-agent-service run resign",
+    };
+    const trial = await swapTransaction({
+      ...plan,
+      computeUnitLimit: 1_400_000,
+      computeUnitPrice: 7n,
+      lifetime: { blockhash: "11111111111111111111111111111111", lastValidBlockHeight: 0n },
+      sign: false,
+    });
+    // The trial is unsigned: simulations check no signatures.
+    const unsigned = getTransactionDecoder().decode(getBase64Encoder().encode(trial.transaction));
+    expect(Object.values(unsigned.signatures).every((s) => s === null || s.every((b) => b === 0))).toBe(true);
+
+    const lifetime = { blockhash: address(), lastValidBlockHeight: 500n };
+    const resigned = resignedSwap(
+      trial.compiled,
+      { computeUnitLimit: 123_456, computeUnitPrice: 987_654_321n, lifetime },
+      [feePayer, delegate, taker],
+    );
+    const fresh = await swapTransaction({
+      ...plan,
+      computeUnitLimit: 123_456,
+      computeUnitPrice: 987_654_321n,
+      lifetime,
+    });
+    // Ed25519 signatures are deterministic: the same message signed by the same keys is the same bytes.
+    expect(resigned).toEqual({ transaction: fresh.transaction, signature: fresh.signature });
+    // And each signature holds for its signer's key over the message, as kit decodes them.
+    const sent = getTransactionDecoder().decode(getBase64Encoder().encode(resigned.transaction));
+    for (const [signer, signature] of Object.entries(sent.signatures)) {
+      const publicKey = createPublicKey({
+        key: {
+          kty: "OKP",
+          crv: "Ed25519",
+          x: Buffer.from(getAddressEncoder().encode(signer as Address)).toString("base64url"),
+        },
+        format: "jwk",
+      });
+      expect(
+        verify(null, sent.messageBytes as unknown as Uint8Array, publicKey, signature as Uint8Array),
+      ).toBe(true);
+    }
+    expect(trial.compiled.message).not.toEqual(fresh.compiled.message);
   });
 
   it("vets a route: drops idempotent creations and the taker's own close, refuses what names our keys", async () => {

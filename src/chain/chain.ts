@@ -129,6 +129,12 @@ export interface Simulated {
    * last block height a transaction made with it can land at; undefined when it gave none.
    */
   readonly replacementBlockhash?: { readonly blockhash: string; readonly lastValidBlockHeight: bigint };
+  /**
+   * The fee payer's lamports just before and after the simulated transaction, on the very state
+   * it was simulated on (Agave 3's preBalances[0] and postBalances[0]); undefined when the cluster
+   * gives none. A read made before the simulation is stale by whatever landed in between.
+   */
+  readonly feePayerLamports?: { readonly before: bigint; readonly after: bigint };
 }
 
 /** What the cluster knows of a sent transaction. */

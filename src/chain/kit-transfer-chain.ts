@@ -180,6 +180,7 @@ export function createKitTransferChain(options: {
               : rawAccountOf(account.lamports, account.owner, account.data[0] as string);
           }),
           ...replacementOf(value),
+          ...feePayerLamportsOf(value),
         };
       }),
     async sendTransaction(transaction, signal, sendOptions) {
@@ -239,4 +240,18 @@ function replacementOf(value: unknown): Pick<Simulated, "replacementBlockhash"> 
       lastValidBlockHeight: BigInt(replacement.lastValidBlockHeight),
     },
   };
+}
+
+/** The fee payer's balances around a simulation, when the cluster gave them (Agave 3 does). */
+function feePayerLamportsOf(value: unknown): Pick<Simulated, "feePayerLamports"> {
+  const { preBalances, postBalances } = value as { preBalances?: unknown; postBalances?: unknown };
+  const first = (list: unknown) => {
+    const at = Array.isArray(list) ? (list[0] as unknown) : undefined;
+    return typeof at === "bigint" || (typeof at === "number" && Number.isSafeInteger(at))
+      ? BigInt(at)
+      : undefined;
+  };
+  const before = first(preBalances);
+  const after = first(postBalances);
+  return before === undefined || after === undefined ? {} : { feePayerLamports: { before, after } };
 }

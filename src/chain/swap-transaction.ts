@@ -4,8 +4,7 @@ import {
   compileTransaction,
   compressTransactionMessageUsingAddressLookupTables,
   createNoopSigner,
-  getCompiledTransactionMessageDecoder,
-  getTransactionEncoder,
+  getBase58Decoder,
   type Instruction,
 } from "@solana/kit";
 import {
@@ -13,6 +12,7 @@ import {
   getCreateAssociatedTokenIdempotentInstruction,
   getTransferCheckedInstruction,
 } from "@solana-program/token";
+import { base58AddressBytes } from "./base58-address.ts";
 import type { SigningKey } from "./ed25519-key.ts";
 import {
   type AssociatedAccountOf,
@@ -21,10 +21,10 @@ import {
   MEMO_PROGRAM_ADDRESS,
   memoInstruction,
   PROGRAMS,
-  signCompiled,
   type TokenRef,
   transactionMessage,
 } from "./token-transactions.ts";
+import { parseV0Message, type V0Message } from "./v0-message.ts";
 
 /** An instruction in plain values, as a route from upstream gives it (see SwapApi). */
 export interface PlainInstruction {
@@ -121,6 +121,11 @@ export async function swapTransaction(plan: {
   readonly lookupTables: Readonly<Record<string, readonly string[]>>;
   readonly lifetime: Lifetime;
   readonly memo: string;
+  /**
+   * False: a trial, left unsigned (zeros). Simulations check no signatures (and cannot with a
+   * replaced blockhash); resignedSwap signs the transaction that is sent.
+   */
+  readonly sign?: boolean;
 }): Promise<{
   transaction: string;
   signature: string;
@@ -130,6 +135,8 @@ export async function swapTransaction(plan: {
   signers: readonly string[];
   /** Every account the transaction may write, its lookup tables' included (as the tables were given). */
   writable: readonly string[];
+  /** The compiled message, for resignedSwap. */
+  compiled: CompiledSwap;
 }> {
   const { feePayer, delegate, taker, accounts } = plan;
   const payer = createNoopSigner(feePayer.address);
@@ -180,26 +187,98 @@ export async function swapTransaction(plan: {
     tables,
   );
   const compiled = compileTransaction(message);
-  const signers = Object.keys(compiled.signatures);
+  const messageBytes = compiled.messageBytes as unknown as Uint8Array;
+  const layout = parseV0Message(messageBytes);
+  const signers = layout.staticAccounts.slice(0, layout.numSignerAccounts);
+  const swap: CompiledSwap = { message: messageBytes, layout, signers };
   // Only the three keys of the design ever sign; any other signer is left unsigned (and the
   // executor refuses such a route before it gets here).
-  const { signed, transaction, signature } = signCompiled(compiled, feePayer, [feePayer, delegate, taker]);
+  const { transaction, signature } = signSwap(swap, plan.sign === false ? [] : [feePayer, delegate, taker]);
   return {
     transaction,
     signature,
-    size: getTransactionEncoder().encode(signed).length,
+    size: wireSize(swap),
     signers,
-    writable: writableOf(compiled.messageBytes as unknown as Uint8Array, plan.lookupTables),
+    writable: writableOf(layout, plan.lookupTables),
+    compiled: swap,
   };
 }
 
+/** A swap's compiled message, kept so that its signed form need not be compiled again. */
+export interface CompiledSwap {
+  readonly message: Uint8Array;
+  readonly layout: V0Message;
+  /** The addresses whose signatures it requires, in the order the wire carries them. */
+  readonly signers: readonly string[];
+}
+
+/**
+ * The same compiled swap with a new compute budget and lifetime, signed: the three fields are of
+ * fixed size (a u32, a u64 and 32 bytes), so they are written in place and nothing else of the
+ * message changes. The transaction sent is thus byte for byte the one simulated, but for them.
+ */
+export function resignedSwap(
+  swap: CompiledSwap,
+  change: {
+    readonly computeUnitLimit: number;
+    readonly computeUnitPrice: bigint;
+    readonly lifetime: Lifetime;
+  },
+  keys: readonly SigningKey[],
+): { transaction: string; signature: string } {
+  const { layout } = swap;
+  const message = new Uint8Array(swap.message);
+  const blockhash = base58AddressBytes(change.lifetime.blockhash);
+  if (blockhash === undefined) throw new TypeError(`not a blockhash: ${change.lifetime.blockhash}`);
+  message.set(blockhash, layout.blockhashAt);
+  const view = new DataView(message.buffer, message.byteOffset, message.byteLength);
+  const budget = (index: number, discriminator: number, length: number) => {
+    const ix = layout.instructions[index];
+    if (
+      ix === undefined ||
+      layout.staticAccounts[ix.programIdIndex] !== COMPUTE_BUDGET_PROGRAM ||
+      ix.dataLength !== length ||
+      message[ix.dataAt] !== discriminator
+    ) {
+      throw new Error(`instruction ${index} of the swap is not its compute budget's`);
+    }
+    return ix.dataAt + 1;
+  };
+  view.setUint32(budget(0, 2, 5), change.computeUnitLimit, true);
+  view.setBigUint64(budget(1, 3, 9), change.computeUnitPrice, true);
+  return signSwap({ ...swap, message }, keys);
+}
+
+/** The wire transaction of a compiled swap, signed by those of `keys` it requires (zeros for any other). */
+function signSwap(
+  swap: CompiledSwap,
+  keys: readonly SigningKey[],
+): { transaction: string; signature: string } {
+  const { message, signers } = swap;
+  const wire = new Uint8Array(wireSize(swap));
+  // A compact-u16 below 128 is one byte; a v0 message has at most a few signers.
+  wire[0] = signers.length;
+  for (const [i, signer] of signers.entries()) {
+    const key = keys.find((k) => k.address === signer);
+    if (key !== undefined) wire.set(key.sign(message), 1 + 64 * i);
+  }
+  wire.set(message, 1 + 64 * signers.length);
+  return {
+    transaction: Buffer.from(wire.buffer, wire.byteOffset, wire.byteLength).toString("base64"),
+    // The fee payer's signature (the first) names the transaction.
+    signature: getBase58Decoder().decode(wire.subarray(1, 65)),
+  };
+}
+
+/** Bytes on the wire: the signatures' count, the signatures, the message. */
+function wireSize(swap: CompiledSwap): number {
+  if (swap.signers.length >= 128) throw new RangeError("too many signers");
+  return 1 + 64 * swap.signers.length + swap.message.length;
+}
+
 /** The writable accounts of a compiled message: its static ones, then those it loads from tables. */
-function writableOf(
-  messageBytes: Uint8Array,
-  lookupTables: Readonly<Record<string, readonly string[]>>,
-): string[] {
-  const message = getCompiledTransactionMessageDecoder().decode(messageBytes);
-  const { numSignerAccounts, numReadonlySignerAccounts, numReadonlyNonSignerAccounts } = message.header;
+function writableOf(message: V0Message, lookupTables: Readonly<Record<string, readonly string[]>>): string[] {
+  const { numSignerAccounts, numReadonlySignerAccounts, numReadonlyNonSignerAccounts } = message;
   const keys = message.staticAccounts;
   const out: string[] = [];
   keys.forEach((key, i) => {
@@ -209,8 +288,7 @@ function writableOf(
         : i < keys.length - numReadonlyNonSignerAccounts;
     if (writable) out.push(key);
   });
-  const lookups = "addressTableLookups" in message ? (message.addressTableLookups ?? []) : [];
-  for (const lookup of lookups) {
+  for (const lookup of message.addressTableLookups) {
     const table = lookupTables[lookup.lookupTableAddress] ?? [];
     for (const index of lookup.writableIndexes) {
       const at = table[index];

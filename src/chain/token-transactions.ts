@@ -15,7 +15,6 @@ import {
   type Transaction,
 } from "@solana/kit";
 import {
-  findAssociatedTokenPda,
   getApproveCheckedInstruction,
   getCreateAssociatedTokenIdempotentInstruction,
   getTransferCheckedInstruction,
@@ -23,6 +22,7 @@ import {
 } from "@solana-program/token";
 import type { TokenProgram } from "./chain.ts";
 import type { SigningKey } from "./ed25519-key.ts";
+import { associatedTokenAddress } from "./program-address.ts";
 import { TOKEN_2022_PROGRAM_ADDRESS } from "./token-programs.ts";
 
 /** A recent blockhash and the last block height a transaction made with it can land at. */
@@ -49,21 +49,18 @@ export const PROGRAMS: Record<TokenProgram, Address> = {
 
 /** The wallet's associated token account for the token (its address; it may not exist yet). */
 export async function associatedTokenAccount(owner: string, token: TokenRef): Promise<string> {
-  const [account] = await findAssociatedTokenPda({
-    owner: address(owner),
-    mint: address(token.mint),
-    tokenProgram: PROGRAMS[token.program],
-  });
-  return account;
+  // Synchronous SHA-256 and base58 (see program-address.ts): kit's findAssociatedTokenPda, made
+  // cheap enough for the new taker of every swap.
+  return associatedTokenAddress(owner, token.mint, PROGRAMS[token.program]);
 }
 
 /** How a transaction builder finds a wallet's associated token account. */
 export type AssociatedAccountOf = (owner: string, token: TokenRef) => Promise<string>;
 
 /**
- * associatedTokenAccount, remembering up to `max` answers: a program-derived address costs about
- * a millisecond (SHA-256 through WebCrypto and an on-curve check per bump tried), and a keeper
- * derives the same sources and destinations at every slot.
+ * associatedTokenAccount, remembering up to `max` answers: a program-derived address costs an
+ * on-curve check (BigInt arithmetic) and a SHA-256 per bump tried, and a keeper derives the same
+ * sources and destinations at every slot.
  */
 export function createAssociatedAccountCache(max = 10_000): AssociatedAccountOf {
   const known = new Map<string, Promise<string>>();

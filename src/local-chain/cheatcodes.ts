@@ -1,11 +1,7 @@
 import { isAddress } from "@solana/addresses";
 import { type Address, none, type Option, some } from "@solana/kit";
-import {
-  AccountState,
-  findAssociatedTokenPda,
-  getTokenEncoder,
-  TOKEN_PROGRAM_ADDRESS,
-} from "@solana-program/token";
+import { AccountState, getTokenEncoder, TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
+import { associatedTokenAddress } from "../chain/program-address.ts";
 import { invalidParams, JsonRpcError, paramError } from "./json-rpc-error.ts";
 import type { RpcMethod } from "./json-rpc-handler.ts";
 import { AccountRefusedError, type LocalChain } from "./local-chain.ts";
@@ -69,7 +65,8 @@ export function cheatcodeMethods(chain: LocalChain): Record<string, RpcMethod> {
       const program = (optional(params[3], surfpoolPubkey) ?? TOKEN_PROGRAM_ADDRESS) as Address;
       // As surfpool: the mint is not checked, amounts are base units, the address written is the
       // associated token account of (owner, mint, program), created when missing.
-      const [address] = await findAssociatedTokenPda({ owner, mint, tokenProgram: program });
+      // Synchronously (program-address.ts): the test Swap API server calls this for every route.
+      const address = associatedTokenAddress(owner, mint, program) as Address;
       const native = mint === NATIVE_MINT;
       const rent = chain.rentExemption(ACCOUNT_SIZE);
       const current = chain.account(address);

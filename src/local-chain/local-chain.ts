@@ -9,6 +9,7 @@ import {
   type Transaction,
 } from "@solana/kit";
 import { Clock, EpochSchedule, FailedTransactionMetadata, LiteSVM, type TransactionMetadata } from "litesvm";
+import { base58AddressBytes } from "../chain/base58-address.ts";
 import { stringifyJsonBigInts } from "../chain/json-bigints.ts";
 import { RENT_EXEMPT_EPOCH } from "./account-encoding.ts";
 import {
@@ -20,6 +21,7 @@ import {
 import type { ChainEvents } from "./chain-events.ts";
 import type { SavedAccount } from "./chain-state.ts";
 import type { Ledger, LedgerEntry, SignatureRange } from "./ledger.ts";
+import { svmAccountReader } from "./svm-account-reader.ts";
 import { type RawAccount, readMint, readTokenAccount, uiTokenAmount } from "./token-accounts.ts";
 import { type TransactionError, transactionError, transactionErrorFrom } from "./transaction-error.ts";
 import { decodeWireTransaction, type WireTransaction } from "./wire-transaction.ts";
@@ -228,9 +230,10 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
     return clock.slot;
   };
 
+  const accounts = svmAccountReader(svm);
   const readAccount = (address: string): ChainAccount | undefined => {
-    const account = svm.getAccount(address as Address);
-    if (!account.exists) return undefined;
+    const account = accounts.account(address);
+    if (account === undefined) return undefined;
     const rentEpoch = rentEpochs.size === 0 ? undefined : rentEpochs.get(address);
     return rentEpoch === undefined ? account : { ...account, rentEpoch };
   };
@@ -261,7 +264,7 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
         return;
       }
       if (wire.programs.has(key)) {
-        lamports.push(svm.getBalance(key) ?? 0n);
+        lamports.push(accounts.balance(key) ?? 0n);
         return;
       }
       const account = read(key);
@@ -552,16 +555,7 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
       }
       if (!replaceRecentBlockhash) return { simulation: simulateWire(wire, accounts) };
       const latest = chain.latestBlockhash("processed");
-      const messageBytes = getCompiledTransactionMessageEncoder().encode({
-        ...wire.message,
-        lifetimeToken: latest.blockhash,
-      });
-      const replaced = decode(
-        encodeTransaction.encode({
-          messageBytes,
-          signatures: wire.transaction.signatures,
-        } as unknown as Transaction) as Uint8Array,
-      );
+      const replaced = decode(withBlockhash(bytes, wire, latest.blockhash));
       return { simulation: simulateWire(replaced, accounts), replacement: latest };
     },
 
@@ -763,4 +757,24 @@ export function transactionJsonOf(wire: WireTransaction) {
         : {}),
     },
   };
+}
+
+/**
+ * The wire transaction with another recent blockhash: the 32 bytes after the message's keys,
+ * written in place (the message was just decoded, so its layout is known). Re-encoding it through
+ * kit's codecs, as this did, read every key of it through BigInt base58 twice.
+ */
+function withBlockhash(bytes: Uint8Array, wire: WireTransaction, blockhash: string): Uint8Array {
+  const hash = base58AddressBytes(blockhash);
+  if (hash === undefined) throw new TypeError(`not a blockhash: ${blockhash}`);
+  const messageBytes = wire.transaction.messageBytes as unknown as Uint8Array;
+  const messageAt = bytes.length - messageBytes.length;
+  const keys = wire.message.staticAccounts.length;
+  // Legacy: header (3 bytes); v0: a version byte first. Then the keys' compact-u16 count.
+  const countAt = messageAt + (wire.version === 0 ? 4 : 3);
+  const countBytes = keys < 0x80 ? 1 : keys < 0x4000 ? 2 : 3;
+  const at = countAt + countBytes + 32 * keys;
+  const copy = new Uint8Array(bytes);
+  copy.set(hash, at);
+  return copy;
 }

@@ -1,5 +1,5 @@
 import type { JsonObject } from "../agent/agent-store.ts";
-import type { Chain, RawAccountState, TokenAccountState, TransferChain } from "../chain/chain.ts";
+import type { Chain, RawAccountState, Simulated, TokenAccountState, TransferChain } from "../chain/chain.ts";
 import type { DelegateKeys } from "../chain/delegate-keys.ts";
 import type { SigningKey } from "../chain/ed25519-key.ts";
 import type { SwapRefusal } from "../chain/swap-refusals.ts";
@@ -268,29 +268,28 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
       // The trial is simulated with the cluster's latest blockhash in place of its own, and the
       // simulation answers it: the signed build's lifetime without a getLatestBlockhash. Until
       // then, any blockhash does (the last one seen, or a placeholder).
-      const trialLifetime = lastLifetime ?? PLACEHOLDER_LIFETIME;
-      const build = (computeUnitLimit: number, lifetime: typeof trialLifetime) =>
-        builders.swapTransaction({
-          feePayer: executor,
-          delegate,
-          taker,
-          owner: wallet,
-          input,
-          output,
-          amount: units,
-          accounts,
-          computeUnitLimit,
-          // The route's price, clamped so that price × limit stays within the fee cap.
-          computeUnitPrice: minBig(
-            route.computeUnitPrice ?? 0n,
-            builders.unitPriceCap(options.maxFeeLamports, computeUnitLimit),
-          ),
-          route: vetted.instructions,
-          lookupTables: tables.tables,
-          lifetime,
-          memo: `token-agent-service run ${execution.idempotencyKey}`,
-        });
-      const trial = await build(builders.MAX_COMPUTE_UNITS, trialLifetime);
+      const trial = await builders.swapTransaction({
+        feePayer: executor,
+        delegate,
+        taker,
+        owner: wallet,
+        input,
+        output,
+        amount: units,
+        accounts,
+        computeUnitLimit: builders.MAX_COMPUTE_UNITS,
+        // The route's price, clamped so that price × limit stays within the fee cap.
+        computeUnitPrice: minBig(
+          route.computeUnitPrice ?? 0n,
+          builders.unitPriceCap(options.maxFeeLamports, builders.MAX_COMPUTE_UNITS),
+        ),
+        route: vetted.instructions,
+        lookupTables: tables.tables,
+        lifetime: lastLifetime ?? PLACEHOLDER_LIFETIME,
+        memo: `token-agent-service run ${execution.idempotencyKey}`,
+        // Simulated, never sent: resignedSwap signs the one that is.
+        sign: false,
+      });
       if (trial.size > builders.MAX_TRANSACTION_BYTES) {
         if (step < MAX_ACCOUNTS_STEPS.length - 1) continue;
         return final(
@@ -325,18 +324,23 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
       }
       const ownerOutputIndex = writable.indexOf(accounts.ownerOutput);
       const creations = ownerOutputIndex >= 0 && before[ownerOutputIndex] === undefined ? 1n : 0n;
-      const moved = builders.endStateProblem(writable, before, simulation.raw, {
-        keys,
-        ownerInput: accounts.ownerInput,
-        ownerOutput: accounts.ownerOutput,
-        amount: units,
-        minimumOut: route.minimumOut,
-        outputMint: output.mint,
-        executorSpendBound:
-          options.maxFeeLamports +
-          LAMPORTS_PER_SIGNATURE * BigInt(trial.signers.length) +
-          creations * rentExempt(TOKEN_ACCOUNT_RENT_BYTES),
-      });
+      const moved = builders.endStateProblem(
+        writable,
+        executorAsSimulated(executor.address, writable, before, simulation),
+        simulation.raw,
+        {
+          keys,
+          ownerInput: accounts.ownerInput,
+          ownerOutput: accounts.ownerOutput,
+          amount: units,
+          minimumOut: route.minimumOut,
+          outputMint: output.mint,
+          executorSpendBound:
+            options.maxFeeLamports +
+            LAMPORTS_PER_SIGNATURE * BigInt(trial.signers.length) +
+            creations * rentExempt(TOKEN_ACCOUNT_RENT_BYTES),
+        },
+      );
       if (moved !== undefined) {
         return refuse("simulation", `the swap was refused before signing: its simulation ${moved}`);
       }
@@ -360,7 +364,20 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
       // A cluster that gives no replacement blockhash: the shared one (see shared-transfer-chain).
       const lifetime = simulation.replacementBlockhash ?? (await transfers.getLatestBlockhash(signal));
       lastLifetime = lifetime;
-      const signed = await build(limit, lifetime);
+      // The trial's own compiled message, its budget and lifetime changed in place: what is
+      // signed is what was simulated and checked, but for those three fields.
+      const signed = builders.resignedSwap(
+        trial.compiled,
+        {
+          computeUnitLimit: limit,
+          computeUnitPrice: minBig(
+            route.computeUnitPrice ?? 0n,
+            builders.unitPriceCap(options.maxFeeLamports, limit),
+          ),
+          lifetime,
+        },
+        [executor, delegate, taker],
+      );
       const outcome = await sent.send(
         journal,
         {
@@ -676,6 +693,29 @@ function writableOf(route: readonly PlainInstruction[], feePayer: string, accoun
     for (const account of ix.accounts) if (account.writable) out.add(account.address);
   }
   return [...out];
+}
+
+/**
+ * The state before that the end-state check holds the simulation to, with the executor's lamports
+ * as they were on the very state the cluster simulated on (its preBalances[0]: the executor is the
+ * fee payer, the message's first account). The executor pays every run's fees and rent, so the
+ * read made before the simulation is stale by whatever other runs landed in between: compared with
+ * it, a run seemed to take their fees too and was refused. The cluster's figure is used only when
+ * its after agrees with the simulated account's; otherwise (or with no figure) the read stands.
+ */
+function executorAsSimulated(
+  feePayer: string,
+  writable: readonly string[],
+  before: readonly (RawAccountState | undefined)[],
+  simulation: Simulated,
+): readonly (RawAccountState | undefined)[] {
+  const lamports = simulation.feePayerLamports;
+  const at = writable.indexOf(feePayer);
+  const read = before[at];
+  if (lamports === undefined || read === undefined || simulation.raw[at]?.lamports !== lamports.after) {
+    return before;
+  }
+  return before.map((state, i) => (i === at ? { ...read, lamports: lamports.before } : state));
 }
 
 /** A token account in the shape the spend check takes, from its stored bytes (undefined: none). */

@@ -1,0 +1,60 @@
+/**
+ * Base58 for 32-byte keys without BigInt. Kit's codec turns every address into a BigInt and
+ * divides it by 58 one digit at a time; the profile of the swap path showed it among the service's
+ * largest costs (each run derives, compares and encodes dozens of addresses). This is the plain
+ * byte-array algorithm Bitcoin's reference code uses: small integers only.
+ */
+const ALPHABET = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
+const DIGIT = new Int8Array(128).fill(-1);
+for (let i = 0; i < ALPHABET.length; i++) DIGIT[ALPHABET.charCodeAt(i)] = i;
+
+/** The 32 bytes of a base58 key, or undefined when the text is not one. */
+export function base58AddressBytes(text: string): Uint8Array | undefined {
+  if (text.length < 32 || text.length > 44) return undefined;
+  const bytes = new Uint8Array(32);
+  let length = 0;
+  let zeros = 0;
+  while (zeros < text.length && text.charCodeAt(zeros) === 49 /* "1" */) zeros++;
+  for (let i = zeros; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    let carry = code < 128 ? (DIGIT[code] as number) : -1;
+    if (carry < 0) return undefined;
+    for (let j = 0; j < length; j++) {
+      carry += (bytes[31 - j] as number) * 58;
+      bytes[31 - j] = carry & 0xff;
+      carry >>= 8;
+    }
+    while (carry > 0) {
+      if (length === 32) return undefined;
+      bytes[31 - length] = carry & 0xff;
+      length++;
+      carry >>= 8;
+    }
+  }
+  // Each leading "1" is a leading zero byte: together they make exactly 32.
+  return zeros + length === 32 ? bytes : undefined;
+}
+
+/** A 32-byte key as base58 text. */
+export function base58Address(bytes: Uint8Array): string {
+  let zeros = 0;
+  while (zeros < bytes.length && bytes[zeros] === 0) zeros++;
+  // 32 bytes are at most 44 digits.
+  const digits = new Uint8Array(44);
+  let length = 0;
+  for (let i = zeros; i < bytes.length; i++) {
+    let carry = bytes[i] as number;
+    for (let j = 0; j < length; j++) {
+      carry += (digits[j] as number) << 8;
+      digits[j] = carry % 58;
+      carry = (carry / 58) | 0;
+    }
+    while (carry > 0) {
+      digits[length++] = carry % 58;
+      carry = (carry / 58) | 0;
+    }
+  }
+  let text = "1".repeat(zeros);
+  for (let j = length - 1; j >= 0; j--) text += ALPHABET[digits[j] as number];
+  return text;
+}

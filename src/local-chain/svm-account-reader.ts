@@ -1,0 +1,64 @@
+import type { Address } from "@solana/kit";
+import type { LiteSVM } from "litesvm";
+import { base58Address, base58AddressBytes } from "../chain/base58-address.ts";
+
+/** An account as LiteSVM's getAccount gives one that exists. */
+export type SvmAccount = Extract<ReturnType<LiteSVM["getAccount"]>, { exists: true }>;
+
+/** The native account LiteSVM's binding hands its wrapper. */
+interface NativeAccount {
+  data(): Uint8Array;
+  executable(): boolean;
+  lamports(): bigint;
+  owner(): Uint8Array;
+}
+
+/**
+ * LiteSVM's getAccount and getBalance, without its wrapper's BigInt base58: the wrapper turns each
+ * address into bytes and each owner back into text through kit's codec, and the chain reads
+ * every account a transaction names before and after it runs (the swap bench's profile put the
+ * codec among the embedded chain's largest costs). Straight to the binding, with the byte-array
+ * codec (base58-address.ts); the same shapes. Should a LiteSVM release move its binding, the
+ * wrapper's own methods serve.
+ */
+export function svmAccountReader(svm: LiteSVM): {
+  account: (address: string) => SvmAccount | undefined;
+  balance: (address: string) => bigint | undefined;
+} {
+  const native = (svm as unknown as { inner?: Record<string, unknown> }).inner;
+  const getAccount = native?.getAccount;
+  const getBalance = native?.getBalance;
+  if (typeof getAccount !== "function" || typeof getBalance !== "function") {
+    return {
+      account: (address) => {
+        const account = svm.getAccount(address as Address);
+        return account.exists ? account : undefined;
+      },
+      balance: (address) => svm.getBalance(address as Address) ?? undefined,
+    };
+  }
+  const bytesOf = (address: string) => {
+    const bytes = base58AddressBytes(address);
+    if (bytes === undefined) throw new TypeError(`not a base58 address: ${address}`);
+    return bytes;
+  };
+  return {
+    account(address) {
+      const account = getAccount.call(native, bytesOf(address)) as NativeAccount | null;
+      if (account === null) return undefined;
+      const data = account.data();
+      return {
+        exists: true,
+        address: address as Address,
+        executable: account.executable(),
+        lamports: account.lamports() as SvmAccount["lamports"],
+        programAddress: base58Address(account.owner()) as Address,
+        space: BigInt(data.length),
+        data,
+      } as SvmAccount;
+    },
+    balance(address) {
+      return (getBalance.call(native, bytesOf(address)) as bigint | null) ?? undefined;
+    },
+  };
+}

@@ -1,0 +1,93 @@
+/**
+ * The synchronous program-derived addresses and base58 (src/chain/program-address.ts,
+ * base58-address.ts) against kit's own, over random keys: the service derives its takers'
+ * associated accounts with them, so a difference would send tokens to an account nobody owns.
+ */
+import { generateKeyPairSync, randomBytes } from "node:crypto";
+import { type Address, getAddressDecoder, getAddressEncoder, getProgramDerivedAddress } from "@solana/kit";
+import { findAssociatedTokenPda, TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
+import { describe, expect, it } from "vitest";
+import { base58Address, base58AddressBytes } from "../src/chain/base58-address.ts";
+import { associatedTokenAddress, findProgramAddress, isOnCurve } from "../src/chain/program-address.ts";
+import { TOKEN_2022_PROGRAM_ADDRESS } from "../src/chain/token-programs.ts";
+
+const decoder = getAddressDecoder();
+const encoder = getAddressEncoder();
+/** Random keys, with some leading zero bytes (their base58 starts with "1"s). */
+const randomKey = (i: number) => {
+  const bytes = randomBytes(32);
+  bytes.fill(0, 0, i % 5 === 0 ? i % 3 : 0);
+  return new Uint8Array(bytes);
+};
+
+describe("base58 addresses without BigInt", () => {
+  it("encode and decode as kit's codec does, leading zeros included", () => {
+    for (let i = 0; i < 2_000; i++) {
+      const bytes = randomKey(i);
+      const text = decoder.decode(bytes);
+      expect(base58Address(bytes)).toBe(text);
+      expect(base58AddressBytes(text)).toEqual(bytes);
+    }
+    expect(base58Address(new Uint8Array(32))).toBe("11111111111111111111111111111111");
+    expect(base58Address(new Uint8Array(32).fill(255))).toBe(decoder.decode(new Uint8Array(32).fill(255)));
+  });
+
+  it("refuse what is not a 32-byte key", () => {
+    for (const text of [
+      "",
+      "1111111111111111111111111111111", // 31 zero bytes
+      "111111111111111111111111111111111", // 33
+      "0OIl1111111111111111111111111111", // not in the alphabet
+      `${decoder.decode(new Uint8Array(32).fill(255))}1`, // more than 32 bytes
+      "JUPyiwrYJFskUPiHa7hkeR8VUtAeFoSYbKedZNsDvCNé",
+    ]) {
+      expect(base58AddressBytes(text), text).toBeUndefined();
+    }
+  });
+});
+
+describe("program-derived addresses without WebCrypto", () => {
+  it("find each associated token account kit finds", async () => {
+    for (let i = 0; i < 300; i++) {
+      const owner = decoder.decode(randomKey(i));
+      const mint = decoder.decode(randomKey(i + 1));
+      const program = i % 2 === 0 ? TOKEN_PROGRAM_ADDRESS : TOKEN_2022_PROGRAM_ADDRESS;
+      const [expected] = await findAssociatedTokenPda({
+        owner: owner as Address,
+        mint: mint as Address,
+        tokenProgram: program,
+      });
+      expect(associatedTokenAddress(owner, mint, program), `${owner} ${mint}`).toBe(expected);
+    }
+  });
+
+  it("give kit's bump, past the ones on the curve", async () => {
+    let skipped = 0;
+    for (let i = 0; i < 200; i++) {
+      const seed = randomKey(i);
+      const program = decoder.decode(randomKey(i + 7)) as Address;
+      const [address, bump] = await getProgramDerivedAddress({ programAddress: program, seeds: [seed] });
+      expect(findProgramAddress([seed], encoder.encode(program) as Uint8Array)).toEqual([address, bump]);
+      if (bump < 255) skipped++;
+    }
+    // About half of the first bumps are on the curve: the on-curve test was exercised both ways.
+    expect(skipped).toBeGreaterThan(50);
+  });
+
+  it("tell points on the curve from points off it", () => {
+    // Public keys are on the curve; a program-derived address is not.
+    for (let i = 0; i < 50; i++) {
+      const jwk = generateKeyPairSync("ed25519").publicKey.export({ format: "jwk" });
+      expect(isOnCurve(new Uint8Array(Buffer.from(jwk.x as string, "base64url")))).toBe(true);
+    }
+    const ata = base58AddressBytes(
+      associatedTokenAddress(
+        "9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM",
+        "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v",
+        TOKEN_PROGRAM_ADDRESS,
+      ),
+    ) as Uint8Array;
+    expect(isOnCurve(ata)).toBe(false);
+    expect(isOnCurve(new Uint8Array(31))).toBe(false);
+  });
+});
