@@ -71,6 +71,18 @@ export function createKitTransferChain(options: {
   const commitment = options.commitment === "processed" ? "confirmed" : options.commitment;
   const abort = (signal: AbortSignal | undefined) => (signal === undefined ? {} : { abortSignal: signal });
   let sent = 0;
+  /** One getMultipleAccounts (at most MULTIPLE_ACCOUNTS_LIMIT addresses), base64, as the cluster answers. */
+  const readMultiple = async (addresses: readonly string[], signal: AbortSignal | undefined) =>
+    addresses.length === 0
+      ? []
+      : (
+          await rpc
+            .getMultipleAccounts(
+              addresses.map((a) => address(a)),
+              { encoding: "base64", commitment },
+            )
+            .send(abort(signal))
+        ).value;
 
   return {
     getTokenAccount: (at, signal) =>
@@ -81,31 +93,17 @@ export function createKitTransferChain(options: {
         return value === null ? undefined : tokenAccountOf(at, value.owner, value.data[0]);
       }),
     getAccounts: (addresses, signal) =>
-      guardChainRead(signal, async () => {
-        if (addresses.length === 0) return [];
-        const { value } = await rpc
-          .getMultipleAccounts(
-            addresses.map((a) => address(a)),
-            { encoding: "base64", commitment },
-          )
-          .send(abort(signal));
-        return value.map((account) =>
-          account === null
-            ? undefined
-            : rawAccountOf(account.lamports, account.owner, account.data[0] as string),
-        );
-      }),
+      guardChainRead(signal, async () =>
+        (await readMultiple(addresses, signal)).map((account) =>
+          account === null ? undefined : rawAccountOf(account.lamports, account.owner, account.data[0]),
+        ),
+      ),
     getTokenAccounts: (addresses, signal) =>
       guardChainRead(signal, async () => {
         const out: (TokenAccountState | undefined)[] = [];
         for (let i = 0; i < addresses.length; i += MULTIPLE_ACCOUNTS_LIMIT) {
           const chunk = addresses.slice(i, i + MULTIPLE_ACCOUNTS_LIMIT);
-          const { value } = await rpc
-            .getMultipleAccounts(
-              chunk.map((a) => address(a)),
-              { encoding: "base64", commitment },
-            )
-            .send(abort(signal));
+          const value = await readMultiple(chunk, signal);
           chunk.forEach((at, j) => {
             const account = value[j];
             out.push(
