@@ -56,7 +56,7 @@ import { startFakeJupiter } from "../test/support/fake-jupiter.ts";
 import { type FerretdbServer, startFerretdb } from "../test/support/ferretdb.ts";
 import { startJupiterSwapServer } from "../test/support/jupiter-swap-server.ts";
 import { startLateForwarder } from "../test/support/late-forwarder.ts";
-import { freePort, waitForPort } from "../test/support/ports.ts";
+import { freePort, freePortPair, waitForPort } from "../test/support/ports.ts";
 import {
   npmScript,
   npmStartCommand,
@@ -580,7 +580,7 @@ async function priceFigures(): Promise<void> {
 
 /** `npm run local-chain` on a free port, as replicas share one. */
 async function startLocalChainProcess(): Promise<{ chainPort: number; chainProcess: ChildProcess }> {
-  const chainPort = await freePort();
+  const chainPort = await freePortPair();
   const chainProcess = spawn(process.execPath, [...startFlags, localChainScript], {
     cwd: root,
     env: { ...process.env, LOCAL_SOLANA_RPC_PORT: String(chainPort), LOG_LEVEL: "warn" },
@@ -659,7 +659,7 @@ async function memorySwapFigures(): Promise<void> {
   const AGENTS = Number(process.env.BENCH_SWAP_AGENTS ?? 1000);
   const usdc = "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v";
   const jup = "JUPyiwrYJFskUPiHa7hkeR8VUtAeFoSYbKedZNsDvCN";
-  const chainPort = await freePort();
+  const chainPort = await freePortPair();
   const seedPath = join(work, "delegate-swaps.seed");
   const delegates = createDelegateKeys({ secret: writeDelegateSeed(seedPath) });
   const forwarder = await startLateForwarder();
@@ -842,7 +842,7 @@ function executorKeypair(): string {
  */
 async function memoryTransferFigures(): Promise<void> {
   const AGENTS = Number(process.env.BENCH_TRANSFER_AGENTS ?? 1000);
-  const chainPort = await freePort();
+  const chainPort = await freePortPair();
   const seedPath = join(work, "delegate-memory.seed");
   const delegates = createDelegateKeys({ secret: writeDelegateSeed(seedPath) });
   const runner = await start(["node", ...startFlags, mainScript], {
