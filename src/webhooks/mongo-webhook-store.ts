@@ -25,6 +25,8 @@ import {
 } from "./webhook-store.ts";
 
 const WRITE_CONCERN = { w: "majority" } as const;
+/** How long a resent delivery's outbox copy waits while its history copy is deleted (see resend). */
+const RESEND_HOLD_MS = 60_000;
 
 interface EndpointDoc {
   _id: string;
@@ -328,9 +330,17 @@ export function createMongoWebhookStore(options: MongoWebhookStoreOptions): Webh
         if (found?.owner !== owner || found.endpointId !== endpointId) return undefined;
         const resent: DeliveryRecord = { ...found, status: "pending", nextAttemptAt: now, windowStart: now };
         moved.delete(deliveryId);
-        await outbox.replaceOne({ _id: deliveryId }, toDeliveryDoc(resent), { upsert: true });
-        // Out of the history (rare, and a scan on FerretDB), so the outbox copy is the one.
+        // Into the outbox held back, out of the history (rare, and a scan on FerretDB), then due:
+        // an attempt that ended while the old copy was still in the history would have had its
+        // insert there ignored as a duplicate, and the delete then lost the delivery altogether
+        // (a loaded run listed none). Should this process die in between, the held copy is
+        // attempted once its hold ends, and until the history copy is gone that one is shown.
+        const held = new Date(now.getTime() + RESEND_HOLD_MS);
+        await outbox.replaceOne({ _id: deliveryId }, toDeliveryDoc({ ...resent, nextAttemptAt: held }), {
+          upsert: true,
+        });
         await history.deleteOne({ _id: deliveryId });
+        await outbox.updateOne({ _id: deliveryId }, { $set: { nextAttemptAt: now } });
         return resent;
       }),
     cursor: () =>
