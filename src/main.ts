@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { Counter, type Registry } from "prom-client";
 import { ConfigError } from "./config.ts";
 import { createIdleHeapRelease, type IdleHeapRelease } from "./idle-heap-release.ts";
@@ -124,17 +125,31 @@ function idleHeapRelease(registry: Registry, logger: Logger): IdleHeapRelease | 
 
 /**
  * Test hook of the exactly-once test across replicas, not configuration: TEST_KILL_AT_SEND=N:before
- * (or N:after) SIGKILLs this process at its Nth new transfer, after the transaction was kept and
- * before it went out (or right after it went out, before the outcome was known).
+ * SIGKILLs this process at its Nth new transfer or swap after the transaction was kept and before
+ * it went out, once that transaction's blockhash has expired (the process keeps its lease and
+ * works on meanwhile, as a replica stalled at the send would), so the replica that takes the slot
+ * over must sign anew; N:after SIGKILLs it right after the Nth went out, before its outcome was
+ * known.
  */
 function killHook(text: string | undefined): TransferHooks | undefined {
   const match = /^(\d+):(before|after)$/.exec(text ?? "");
   if (match === null) return undefined;
   let left = Number(match[1]);
-  const kill = () => {
-    if (--left === 0) process.kill(process.pid, "SIGKILL");
+  const kill = () => process.kill(process.pid, "SIGKILL");
+  if (match[2] === "after") {
+    return {
+      afterSend: () => {
+        if (--left === 0) kill();
+      },
+    };
+  }
+  return {
+    async beforeSend(kept, blockHeight) {
+      if (--left !== 0) return;
+      while ((await blockHeight()) <= kept.lastValidBlockHeight) await sleep(200);
+      kill();
+    },
   };
-  return match[2] === "before" ? { beforeSend: kill } : { afterSend: kill };
 }
 
 await main();

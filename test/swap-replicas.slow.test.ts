@@ -5,7 +5,8 @@
  * delegate at a time, so agents never contend for one), run 5 hourly slots each, schedule time
  * scaled so that slots are seconds apart. One replica is SIGKILLed right after a swap went out and
  * before its outcome was recorded; another is SIGKILLed after a swap was kept and before it went
- * out, and its lease outlives the transaction's blockhash, so the replica that takes the slot over
+ * out, once that transaction's blockhash had expired (it stalls there, holding its lease), so the
+ * replica that takes the slot over
  * must ask for a fresh route and sign anew; a third is SIGTERMed mid-run. Counted afterwards
  * straight from the chain: every owner's output account changed once per succeeded slot (each
  * change the one its run recorded), its input account went down by exactly one amount per

@@ -3,9 +3,8 @@
  * and one database (FerretDB); 100 transfer agents run 5 hourly slots each, schedule time scaled
  * so that slots are seconds apart. One replica is SIGKILLed right after a transfer went out and
  * before its outcome was recorded; another is SIGKILLed after a transfer was kept and before it
- * went out, and its lease outlives the transaction's blockhash (slots of 40 ms: a blockhash
- * expires 6 s after it was issued), so the replica that takes the slot over must sign anew; a
- * third is SIGTERMed mid-run. Counted afterwards straight from the chain: every agent's
+ * went out, once that transaction's blockhash had expired (it stalls there, holding its lease),
+ * so the replica that takes the slot over must sign anew; a third is SIGTERMed mid-run. Counted afterwards straight from the chain: every agent's
  * destination received one transfer per succeeded slot, every due slot succeeded, no slot twice.
  */
 import { randomBytes } from "node:crypto";

@@ -13,9 +13,16 @@ export type SentOutcome =
   | { readonly kind: "failed"; readonly tx: SentTransaction; readonly err: unknown }
   | { readonly kind: "expired" };
 
-/** Points where the exactly-once tests across replicas kill a process. */
+/**
+ * Points where the exactly-once tests across replicas kill a process. `beforeSend` is awaited,
+ * with the kept transaction and the chain's block height to ask, so that a hook can stall the
+ * send until that transaction's blockhash has expired.
+ */
 export interface SendHooks {
-  readonly beforeSend?: () => void;
+  readonly beforeSend?: (
+    kept: { readonly lastValidBlockHeight: bigint },
+    blockHeight: () => Promise<bigint>,
+  ) => void | Promise<void>;
   readonly afterSend?: () => void;
 }
 
@@ -115,7 +122,7 @@ export function createSentTransactions(options: {
     ): Promise<SentOutcome | "lease_lost"> {
       if (!(await journal.record(kept))) return "lease_lost";
       const tx: SentTransaction = { ...kept, generation: 0, recordedAt: new Date() };
-      options.hooks?.beforeSend?.();
+      await options.hooks?.beforeSend?.(tx, () => transfers.getBlockHeight(signal));
       try {
         // The send's own preflight is a simulation too: a transaction it refuses was not sent and
         // cannot land, so the run fails with the chain's reason (and a later attempt that finds it

@@ -120,8 +120,8 @@ function replicaEnv(options: {
     ...options.extra,
     SCHEDULE_TIME_SCALE: String(options.scale),
     SCHEDULER_POLL_INTERVAL_MS: "250",
-    // Longer than a blockhash lives (150 slots of 40 ms): a slot taken over from a replica that
-    // died before sending finds its transaction expired.
+    // The kill before a send waits for the kept transaction's blockhash to expire (main.ts's
+    // hook), so a take-over signs anew however long the lease.
     SCHEDULER_LEASE_MS: "8000",
     SCHEDULER_CONCURRENCY: "16",
     SCHEDULER_MAX_ATTEMPTS: "20",
