@@ -57,6 +57,7 @@ import { type FerretdbServer, startFerretdb } from "../test/support/ferretdb.ts"
 import { startJupiterSwapServer } from "../test/support/jupiter-swap-server.ts";
 import { startLateForwarder } from "../test/support/late-forwarder.ts";
 import { freePort, freePortPair, waitForPort } from "../test/support/ports.ts";
+import { procStatFields } from "../test/support/proc-stat.ts";
 import {
   npmScript,
   npmStartCommand,
@@ -1600,7 +1601,7 @@ async function serviceCounters(base: string) {
 
 /** CPU time (user + system) a process has used, in ms, from /proc (clock ticks of 10 ms). */
 function processCpuMs(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+  const fields = procStatFields(readFileSync(`/proc/${pid}/stat`, "utf8"));
   return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 

@@ -4,10 +4,11 @@
  * a node process left holding them. The real npm, the real `start` script.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { accepts, freePort, freePortPair } from "./support/ports.ts";
+import { processAlive, readProcStat } from "./support/proc-stat.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 
@@ -76,13 +77,10 @@ function descendants(pid: number): number[] {
   const children = new Map<number, number[]>();
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
-    } catch {
-      // Gone meanwhile.
-    }
+    const fields = readProcStat(`/proc/${entry}/stat`);
+    if (fields === undefined) continue; // gone meanwhile
+    const ppid = Number(fields[1]);
+    children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
   }
   const out: number[] = [];
   const queue = [pid];
@@ -93,15 +91,6 @@ function descendants(pid: number): number[] {
     }
   }
   return out;
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 describe("npm start, then kill of npm's pid", () => {
@@ -116,10 +105,10 @@ describe("npm start, then kill of npm's pid", () => {
       // out; a SIGKILL says nothing): none is left holding the ports. Whether a port accepts
       // afterwards is not asked: on a busy machine another test's server may be given it again.
       await until(
-        async () => started.every((pid) => !alive(pid)) && /shutting down/.test(said()),
+        async () => started.every((pid) => !processAlive(pid)) && /shutting down/.test(said()),
         15_000,
         "the service's processes have exited, shutting down",
-        () => `; still alive: [${started.filter(alive).join(", ")}]; it said:\n${said()}`,
+        () => `; still alive: [${started.filter(processAlive).join(", ")}]; it said:\n${said()}`,
       );
     } finally {
       npm.kill("SIGKILL");

@@ -15,6 +15,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CONFIG_VARIABLES } from "../../src/config.ts";
 import { isDocsServer } from "./docs-server-pid.ts";
+import { processAlive } from "./proc-stat.ts";
 
 const MAIN = fileURLToPath(new URL("../../src/main.ts", import.meta.url));
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -60,20 +61,11 @@ const deadline = Date.now() + 30_000;
 for (;;) {
   const text = readFileSync(logFile, "utf8");
   if (/"msg":"serving /.test(text)) break;
-  if (child.exitCode !== null || !alive(child.pid ?? 0) || Date.now() > deadline) {
+  if (child.exitCode !== null || !processAlive(child.pid ?? 0) || Date.now() > deadline) {
     process.stderr.write(`npm start did not serve:\n${text}\n`);
     process.exit(1);
   }
   await new Promise((resolve) => setTimeout(resolve, 50));
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 async function stop(pid: number): Promise<void> {
