@@ -3,6 +3,7 @@
  * its cause in the failing tests' messages (test/support/mongo-global-setup.ts), not leave them
  * with a driver's connection error.
  */
+import { MongoClient } from "mongodb";
 import { afterAll, describe, expect, it } from "vitest";
 import { type FerretdbExit, type FerretdbServer, startFerretdb } from "./support/ferretdb.ts";
 
@@ -40,6 +41,25 @@ describe("the test FerretDB's unexpected end", () => {
     const ended = nextExit(server);
     process.kill(pidOf(server), "SIGKILL");
     expect((await ended).signal).toBe("SIGKILL");
+  });
+
+  it("a Go crash report longer than the kept tail still says what crashed, from its first line", async () => {
+    const server = await startFerretdb();
+    servers.push(server);
+    // 60 open connections: a goroutine dump of every one of them, far longer than the tail kept.
+    const client = new MongoClient(server.uri, { minPoolSize: 60, maxPoolSize: 60 });
+    try {
+      await Promise.all(Array.from({ length: 60 }, () => client.db("crash").command({ ping: 1 })));
+      const ended = nextExit(server);
+      // Go's runtime answers SIGQUIT as it answers a fatal error: the reason, every goroutine, code 2.
+      process.kill(pidOf(server), "SIGQUIT");
+      const exit = await ended;
+      expect(exit.code).toBe(2);
+      expect(exit.output.startsWith("SIGQUIT: quit"), exit.output.slice(0, 200)).toBe(true);
+      expect(exit.output).toMatch(/\[\.\.\. \d+ characters left out \.\.\.\]\n/);
+    } finally {
+      await client.close(true);
+    }
   });
 
   it("an end asked for (kill, restart, stop) is no surprise", async () => {

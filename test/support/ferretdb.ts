@@ -14,6 +14,7 @@ import { basename, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { buildGoTool, TOOLS_BIN } from "./go-tool.ts";
 import { accepts, freePort } from "./ports.ts";
+import { procStatFields } from "./proc-stat.ts";
 
 export interface FerretdbServer {
   /** `mongodb://127.0.0.1:<port>/` */
@@ -270,18 +271,35 @@ async function launch(
   );
   track(child);
   let output = "";
-  // A Go crash report starts with the reason and the failing goroutine, then dumps every other
-  // goroutine: the tail alone would lose the reason, so its start is kept apart.
+  // A Go crash report starts with the reason (a panic, a fatal error, or the signal that ended it:
+  // "SIGBUS: bus error") and the failing goroutine, then dumps every other goroutine: the tail
+  // alone would lose the reason, so its start is kept apart, from where it begins in the stream.
   let crash = "";
+  let written = 0;
+  let crashAt = -1;
   const keep = (chunk: Buffer) => {
-    const text = output + chunk.toString("utf8");
-    if (crash === "") {
-      const at = text.search(/^(panic: |fatal error: |runtime: )/m);
-      if (at >= 0) crash = text.slice(at, at + CRASH_HEAD_CHARS);
+    const piece = chunk.toString("utf8");
+    const text = output + piece;
+    const textStart = written - output.length;
+    written += piece.length;
+    if (crashAt < 0) {
+      const at = text.search(/^(panic: |fatal error: |runtime: |unexpected fault address|SIG[A-Z]+: )/m);
+      if (at >= 0) {
+        crashAt = textStart + at;
+        crash = text.slice(at, at + CRASH_HEAD_CHARS);
+      }
     } else if (crash.length < CRASH_HEAD_CHARS) {
-      crash = (crash + chunk.toString("utf8")).slice(0, CRASH_HEAD_CHARS);
+      crash = (crash + piece).slice(0, CRASH_HEAD_CHARS);
     }
     output = text.slice(-STDERR_TAIL_CHARS);
+  };
+  /** The crash report's start (as far as the tail does not hold it), then the tail. */
+  const said = () => {
+    const tailStart = written - output.length;
+    if (crashAt < 0 || crashAt >= tailStart) return output;
+    const head = crash.slice(0, tailStart - crashAt);
+    const gap = tailStart - crashAt - head.length;
+    return gap > 0 ? `${head}\n[... ${gap} characters left out ...]\n${output}` : head + output;
   };
   child.stdout?.on("data", keep);
   child.stderr?.on("data", keep);
@@ -291,7 +309,9 @@ async function launch(
   });
   // "close" comes after the pipes have given their last bytes, so the output is complete.
   const ended = new Promise<Omit<FerretdbExit, "port">>((resolve) => {
-    child.once("close", (code, signal) => resolve({ pid: child.pid, code, signal, at: new Date(), output }));
+    child.once("close", (code, signal) =>
+      resolve({ pid: child.pid, code, signal, at: new Date(), output: said() }),
+    );
   });
   let spawnError: Error | undefined;
   child.once("error", (err) => {
@@ -313,14 +333,14 @@ async function launch(
     if (spawnError !== undefined || child.exitCode !== null || child.signalCode !== null) {
       await terminate("SIGKILL");
       const how = spawnError?.message ?? `exit code ${child.exitCode ?? child.signalCode}`;
-      const message = `FerretDB (${binary}) on port ${port} exited during startup (${how}); its output:\n${output}`;
+      const message = `FerretDB (${binary}) on port ${port} exited during startup (${how}); its output:\n${said()}`;
       throw /address already in use/.test(output) ? new PortInUseError(message) : new Error(message);
     }
     if (await accepts(port)) return { pid: child.pid, ended, terminate, signal: (sig) => child.kill(sig) };
     if (Date.now() > deadline) {
       await terminate("SIGKILL");
       throw new Error(
-        `FerretDB (${binary}) did not accept connections on 127.0.0.1:${port} within ${READY_TIMEOUT_MS} ms; its output:\n${output}`,
+        `FerretDB (${binary}) did not accept connections on 127.0.0.1:${port} within ${READY_TIMEOUT_MS} ms; its output:\n${said()}`,
       );
     }
     await sleep(50);
@@ -400,9 +420,7 @@ async function allThreadsStopped(pid: number): Promise<void> {
       const tasks = await readdir(`/proc/${pid}/task`);
       const states = await Promise.all(
         tasks.map(async (tid) => {
-          const stat = await readFile(`/proc/${pid}/task/${tid}/stat`, "utf8");
-          // The state follows the command name, which is in parentheses and may hold spaces.
-          return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+          return procStatFields(await readFile(`/proc/${pid}/task/${tid}/stat`, "utf8"))[0];
         }),
       );
       if (states.every((state) => state === "T" || state === "t")) return;
