@@ -1,5 +1,6 @@
 import { availableParallelism } from "node:os";
 import { defineConfig } from "vitest/config";
+import { LongestFirstSequencer } from "./test/support/longest-first-sequencer.ts";
 
 export default defineConfig({
   test: {
@@ -20,5 +21,6 @@ export default defineConfig({
     // cores 18-84 % busy), so a third file fills that wait; the load tests that need the cores alone
     // run afterwards (vitest.slow.config.ts).
     maxWorkers: availableParallelism() + 1,
+    sequence: { sequencer: LongestFirstSequencer },
   },
 });

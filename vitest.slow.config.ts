@@ -1,4 +1,5 @@
 import { defineConfig } from "vitest/config";
+import { LongestFirstSequencer } from "./test/support/longest-first-sequencer.ts";
 
 /**
  * The slow tests, after the main suite (see vitest.config.ts), in two groups, one after the other:
@@ -20,6 +21,8 @@ const PROBES = "test/local-chain-worker.slow.test.ts";
 
 export default defineConfig({
   test: {
+    // The longest load test first: of the two at a time, neither ends long after the other.
+    sequence: { sequencer: LongestFirstSequencer },
     projects: [
       {
         test: {
