@@ -15,12 +15,7 @@ import { type Address, generateKeyPairSigner, type KeyPairSigner } from "@solana
 import { findAssociatedTokenPda, getApproveInstruction, TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadCatalog } from "../src/token/catalog.ts";
-import {
-  type AgentOnChain,
-  fastScheduleEnv,
-  startAgentOnChain,
-  stopAgentOnChain,
-} from "./support/agent-on-chain.ts";
+import { type AgentOnChain, fastScheduleEnv } from "./support/agent-on-chain.ts";
 import type { ChainClient } from "./support/chain-client.ts";
 import {
   type AnswerMutator,
@@ -29,9 +24,9 @@ import {
   type HostileRoute,
   slowAnswer,
 } from "./support/hostile-swap-routes.ts";
-import { type JupiterSwapServer, startJupiterSwapServer } from "./support/jupiter-swap-server.ts";
-import { startLateForwarder } from "./support/late-forwarder.ts";
+import type { JupiterSwapServer } from "./support/jupiter-swap-server.ts";
 import type { RunningServer } from "./support/start-server.ts";
+import { type SwapOnChain, startSwapOnChain } from "./support/swap-on-chain.ts";
 import { type Json, until } from "./support/transfer-owner.ts";
 
 const catalog = loadCatalog().tokens;
@@ -82,7 +77,7 @@ describe("hostile Swap API answers move nothing but the run's swap", () => {
   let executor: Address;
   let delegate: string;
   let oldWallet: KeyPairSigner;
-  let forwarder: Awaited<ReturnType<typeof startLateForwarder>>;
+  let swapChain: SwapOnChain | undefined;
   const answers = createAnswerSwitch();
   const ok = (method: string, path: string, body?: object) => owners.ok(method, path, body);
   const balance = (account: Address) => owners.balance(account);
@@ -132,20 +127,21 @@ describe("hostile Swap API answers move nothing but the run's swap", () => {
   });
 
   beforeAll(async () => {
-    forwarder = await startLateForwarder();
-    ({ server, chain, owners, owner } = await startAgentOnChain({ ...ENV, JUPITER_SWAP_URL: forwarder.url }, [
-      [USDC, 100_000_000n],
-      [BONK, 10_000_000_000n],
-      // The owner's output account exists, as after an earlier swap: no run pays its rent.
-      [USDT, 0n],
-    ]));
-    jupiter = await startJupiterSwapServer({
-      rpcUrl: server.localChain?.url as string,
-      pools: [{ mintA: USDC, mintB: USDT, reserveA: RESERVE, reserveB: RESERVE }],
-      lookupTable: true,
-      mutate: answers.mutate,
+    swapChain = await startSwapOnChain({
+      env: ENV,
+      funds: [
+        [USDC, 100_000_000n],
+        [BONK, 10_000_000_000n],
+        // The owner's output account exists, as after an earlier swap: no run pays its rent.
+        [USDT, 0n],
+      ],
+      jupiter: {
+        pools: [{ mintA: USDC, mintB: USDT, reserveA: RESERVE, reserveB: RESERVE }],
+        lookupTable: true,
+        mutate: answers.mutate,
+      },
     });
-    forwarder.forwardTo(jupiter.url);
+    ({ server, chain, owners, owner, jupiter } = swapChain);
     // The attacker's token accounts exist, empty: a drain that got through would land in them.
     for (const mint of [USDC, USDT, BONK, JUP])
       await chain.setTokenBalance(jupiter.stranger as Address, mint, 0n);
@@ -186,9 +182,7 @@ describe("hostile Swap API answers move nothing but the run's swap", () => {
   });
 
   afterAll(async () => {
-    await stopAgentOnChain("memory", server);
-    await jupiter?.close();
-    await forwarder?.close();
+    await swapChain?.stop();
   });
 
   it.each(ROWS)("%s", async (mode, expected) => {

@@ -19,8 +19,6 @@ import {
   expectFailedAfterRevoke,
   expectLandedAsRecorded,
   fastScheduleEnv,
-  startAgentOnChain,
-  stopAgentOnChain,
 } from "./support/agent-on-chain.ts";
 import { createProtocols, grpcJsProtocol } from "./support/callers.ts";
 import type { ChainClient } from "./support/chain-client.ts";
@@ -28,10 +26,9 @@ import {
   type JupiterSwapServer,
   type JupiterSwapServerMode,
   SERVER_COMPUTE_UNIT_PRICE,
-  startJupiterSwapServer,
 } from "./support/jupiter-swap-server.ts";
-import { startLateForwarder } from "./support/late-forwarder.ts";
 import type { RunningServer } from "./support/start-server.ts";
+import { type SwapOnChain, startSwapOnChain } from "./support/swap-on-chain.ts";
 import { type Json, until } from "./support/transfer-owner.ts";
 
 const catalog = loadCatalog().tokens;
@@ -59,8 +56,8 @@ describe.concurrent.each(STORES)("a swap agent on the %s store swaps real tokens
   // wait on schedule slots); within a store, the cases run in order, as they share that server.
   describe("in order", { concurrent: false }, () => {
     let server: RunningServer;
+    let swapChain: SwapOnChain | undefined;
     let jupiter: JupiterSwapServer;
-    let forwarder: Awaited<ReturnType<typeof startLateForwarder>>;
     let chain: ChainClient;
     let owner: KeyPairSigner;
     let ownerUsdc: Address;
@@ -90,26 +87,23 @@ describe.concurrent.each(STORES)("a swap agent on the %s store swaps real tokens
       ).agentId as string;
 
     beforeAll(async () => {
-      forwarder = await startLateForwarder();
-      ({ server, chain, owners, owner } = await startAgentOnChain(
-        { ...ENV, JUPITER_SWAP_URL: forwarder.url, ...storeEnv() },
-        [[USDC, 100_000_000n]],
-      ));
-      jupiter = await startJupiterSwapServer({
-        rpcUrl: server.localChain?.url as string,
-        pools: [{ mintA: USDC, mintB: JUP, reserveA: RESERVE_USDC, reserveB: RESERVE_JUP }],
-        // The pool's vaults and mints come through a real lookup table, as Jupiter's routes do.
-        lookupTable: true,
+      swapChain = await startSwapOnChain({
+        env: { ...ENV, ...storeEnv() },
+        funds: [[USDC, 100_000_000n]],
+        jupiter: {
+          pools: [{ mintA: USDC, mintB: JUP, reserveA: RESERVE_USDC, reserveB: RESERVE_JUP }],
+          // The pool's vaults and mints come through a real lookup table, as Jupiter's routes do.
+          lookupTable: true,
+        },
+        storeName,
       });
-      forwarder.forwardTo(jupiter.url);
+      ({ server, chain, owners, owner, jupiter } = swapChain);
       ownerUsdc = await ata(owner.address, USDC);
       ownerJup = await ata(owner.address, JUP);
     });
 
     afterAll(async () => {
-      await stopAgentOnChain(storeName, server);
-      await jupiter?.close();
-      await forwarder?.close();
+      await swapChain?.stop();
     });
 
     it("approve, three swaps, one slot skipped out of band, revoke, failed", async () => {

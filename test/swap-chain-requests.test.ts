@@ -10,15 +10,9 @@
 import type { Address } from "@solana/kit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadCatalog } from "../src/token/catalog.ts";
-import {
-  type AgentOnChain,
-  fastScheduleEnv,
-  startAgentOnChain,
-  stopAgentOnChain,
-} from "./support/agent-on-chain.ts";
-import { type JupiterSwapServer, startJupiterSwapServer } from "./support/jupiter-swap-server.ts";
-import { startLateForwarder } from "./support/late-forwarder.ts";
+import { type AgentOnChain, fastScheduleEnv } from "./support/agent-on-chain.ts";
 import type { RunningServer } from "./support/start-server.ts";
+import { type SwapOnChain, startSwapOnChain } from "./support/swap-on-chain.ts";
 import { type Json, until } from "./support/transfer-owner.ts";
 
 const catalog = loadCatalog().tokens;
@@ -40,30 +34,25 @@ async function chainRequests(baseUrl: string): Promise<Map<string, number>> {
 }
 
 describe("a swap's chain requests, at the transport", () => {
+  let swapChain: SwapOnChain | undefined;
   let server: RunningServer;
-  let jupiter: JupiterSwapServer;
-  let forwarder: Awaited<ReturnType<typeof startLateForwarder>>;
   let owners: AgentOnChain["owners"];
   let owner: AgentOnChain["owner"];
 
   beforeAll(async () => {
-    forwarder = await startLateForwarder();
-    ({ server, owners, owner } = await startAgentOnChain(
-      { ...fastScheduleEnv(SLOT_MS), JUPITER_SWAP_URL: forwarder.url },
-      [[USDC, 100_000_000n]],
-    ));
-    jupiter = await startJupiterSwapServer({
-      rpcUrl: server.localChain?.url as string,
-      pools: [{ mintA: USDC, mintB: JUP, reserveA: 1_000_000_000_000n, reserveB: 2_000_000_000_000n }],
-      lookupTable: true,
+    swapChain = await startSwapOnChain({
+      env: fastScheduleEnv(SLOT_MS),
+      funds: [[USDC, 100_000_000n]],
+      jupiter: {
+        pools: [{ mintA: USDC, mintB: JUP, reserveA: 1_000_000_000_000n, reserveB: 2_000_000_000_000n }],
+        lookupTable: true,
+      },
     });
-    forwarder.forwardTo(jupiter.url);
+    ({ server, owners, owner } = swapChain);
   });
 
   afterAll(async () => {
-    await stopAgentOnChain("memory", server);
-    await jupiter?.close();
-    await forwarder?.close();
+    await swapChain?.stop();
   });
 
   it(`is at most 4 a swap, none of them reading the landed transaction back`, async () => {

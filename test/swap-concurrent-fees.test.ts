@@ -9,15 +9,8 @@
 import { type Address, generateKeyPairSigner, type KeyPairSigner } from "@solana/kit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadCatalog } from "../src/token/catalog.ts";
-import {
-  type AgentOnChain,
-  fastScheduleEnv,
-  startAgentOnChain,
-  stopAgentOnChain,
-} from "./support/agent-on-chain.ts";
-import { type JupiterSwapServer, startJupiterSwapServer } from "./support/jupiter-swap-server.ts";
-import { startLateForwarder } from "./support/late-forwarder.ts";
-import type { RunningServer } from "./support/start-server.ts";
+import { type AgentOnChain, fastScheduleEnv } from "./support/agent-on-chain.ts";
+import { type SwapOnChain, startSwapOnChain } from "./support/swap-on-chain.ts";
 import { until } from "./support/transfer-owner.ts";
 
 const catalog = loadCatalog().tokens;
@@ -28,36 +21,30 @@ const SLOT_MS = 8_000;
 const WALLETS = 12;
 
 describe("swaps of many wallets due at once", () => {
-  let server: RunningServer;
-  let jupiter: JupiterSwapServer;
-  let forwarder: Awaited<ReturnType<typeof startLateForwarder>>;
+  let swapChain: SwapOnChain | undefined;
   let chain: AgentOnChain["chain"];
   let owners: AgentOnChain["owners"];
 
   beforeAll(async () => {
-    forwarder = await startLateForwarder();
-    ({ server, owners, chain } = await startAgentOnChain(
-      { ...fastScheduleEnv(SLOT_MS), JUPITER_SWAP_URL: forwarder.url },
-      [],
-    ));
-    jupiter = await startJupiterSwapServer({
-      rpcUrl: server.localChain?.url as string,
-      // A pool per wallet: a pool's output vault has one delegate at a time.
-      pools: Array.from({ length: WALLETS }, () => ({
-        mintA: USDC,
-        mintB: JUP,
-        reserveA: 1_000_000_000_000n,
-        reserveB: 2_000_000_000_000n,
-      })),
-      poolPerTaker: true,
+    swapChain = await startSwapOnChain({
+      env: fastScheduleEnv(SLOT_MS),
+      funds: [],
+      jupiter: {
+        // A pool per wallet: a pool's output vault has one delegate at a time.
+        pools: Array.from({ length: WALLETS }, () => ({
+          mintA: USDC,
+          mintB: JUP,
+          reserveA: 1_000_000_000_000n,
+          reserveB: 2_000_000_000_000n,
+        })),
+        poolPerTaker: true,
+      },
     });
-    forwarder.forwardTo(jupiter.url);
+    ({ owners, chain } = swapChain);
   });
 
   afterAll(async () => {
-    await stopAgentOnChain("memory", server);
-    await jupiter?.close();
-    await forwarder?.close();
+    await swapChain?.stop();
   });
 
   it("are none refused for the fees the others' transactions took from the executor", async () => {
@@ -97,10 +84,20 @@ describe("swaps of many wallets due at once", () => {
     );
     const failed = all.flat().filter((run) => run.outcome === "failed");
     expect(failed.map((run) => run.error)).toEqual([]);
-    // They were due together (first slots within a second of one another), so their runs overlapped.
-    const firstSlots = all.map((runs) =>
-      Math.min(...runs.map((run) => Date.parse(run.scheduledAt as string))),
+    // What the case is about happened: runs were under way at once, each one's transaction able to
+    // land between another's read and its simulation. (When they were due is not the point: on a
+    // loaded machine the agents' creations, hence their slots, spread over seconds, and their runs
+    // as well.)
+    const intervals = all
+      .flat()
+      .filter((run) => run.startedAt !== undefined && run.finishedAt !== undefined)
+      .map((run) => ({
+        start: Date.parse(run.startedAt as string),
+        end: Date.parse(run.finishedAt as string),
+      }));
+    const mostAtOnce = Math.max(
+      ...intervals.map(({ start }) => intervals.filter((r) => r.start <= start && start < r.end).length),
     );
-    expect(Math.max(...firstSlots) - Math.min(...firstSlots)).toBeLessThan(1_000);
+    expect(mostAtOnce, "runs under way at once").toBeGreaterThanOrEqual(2);
   });
 });
