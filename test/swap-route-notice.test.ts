@@ -68,6 +68,8 @@ describe("a Swap API that cannot be reached", () => {
       `${origin}/swap/v2`,
     );
     expect(routes.notice()).toBe(`swap routes come from the Swap API at ${origin} (JUPITER_SWAP_URL)`);
+    // The Swap API client's bound reaches the executor through the notice (Executor.upstreamOf).
+    expect(routes.api.maxCalls).toBe(4 + 16);
     const failure = await routes.api
       .build({
         inputMint: ADDRESS,
