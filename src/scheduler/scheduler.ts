@@ -162,7 +162,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
    */
   const onUpstream = new Map<string, number>();
   /** Upstreams the last poll left due agents for, being full; and how many it left. */
-  const fullUpstreams = new Set<string>();
+  const fullUpstreams = new Map<string, UpstreamBound>();
   let leftForUpstreams = 0;
   /** Pending agents known here, per owner, and when each is checked next. */
   const pendingAgents = createPendingAgents(
@@ -699,7 +699,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       const upstream = executor.upstreamOf?.(agent);
       if (upstream !== undefined) {
         if ((onUpstream.get(upstream.name) ?? 0) >= upstream.calls) {
-          fullUpstreams.add(upstream.name);
+          fullUpstreams.set(upstream.name, upstream);
           left++;
           return;
         }
@@ -781,7 +781,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       timer = undefined;
       void tick().then(() => {
         if (stopping || !looping) return;
-        if (!backlog) schedulePoll(options.pollIntervalMs);
+        if (!backlog) schedulePoll(roomOnFullUpstream() ? 0 : options.pollIntervalMs);
         else if (options.concurrency - busy() >= wakeAt) schedulePoll(0);
         // Otherwise the run that frees enough capacity polls (see startRun); the interval still
         // bounds the wait.
@@ -798,11 +798,20 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   function onRunEnded(upstream: UpstreamBound | undefined): void {
     if (!looping || stopping || polling !== undefined) return;
     const free = options.concurrency - busy();
-    const roomOnUpstream =
-      upstream !== undefined &&
-      fullUpstreams.has(upstream.name) &&
-      upstream.calls - (onUpstream.get(upstream.name) ?? 0) >= Math.max(1, Math.ceil(upstream.calls / 2));
-    if ((backlog && free >= wakeAt) || (roomOnUpstream && free > 0)) schedulePoll(0);
+    if ((backlog && free >= wakeAt) || (upstream !== undefined && roomOnFullUpstream())) schedulePoll(0);
+  }
+
+  /**
+   * An upstream the last poll left due runs for has half its room free again (and a slot is free
+   * to start them in): a poll now starts them.
+   */
+  function roomOnFullUpstream(): boolean {
+    if (busy() >= options.concurrency) return false;
+    for (const upstream of fullUpstreams.values()) {
+      const room = upstream.calls - (onUpstream.get(upstream.name) ?? 0);
+      if (room >= Math.max(1, Math.ceil(upstream.calls / 2))) return true;
+    }
+    return false;
   }
 
   /** A run on `upstream` ended, or its claim failed: its place there is free. */
