@@ -15,6 +15,9 @@
  *   the next poll: a due agent whose slot is already settled is advanced without running again
  *   (by the first poll SETTLED_GRACE_MS after the settle: until then its holder is likely
  *   advancing it itself, and a second advance would only race it).
+ * - A run waiting on an upstream (a swap's route from the Swap API: Executor.upstreamOf) is out of
+ *   the `concurrency` count while it waits, so due transfers run in the slots a slow upstream would
+ *   hold idle; at most the upstream's own bound of such runs are in flight, so it refuses none.
  * - Stopping (SIGTERM) stops claiming at once, lets attempts in flight finish within a deadline
  *   (a run waiting to retry makes no new attempt), and only then releases their leases; a run
  *   whose executor is still busy is never released (that is Agenda's double-run bug), its lease
