@@ -655,9 +655,15 @@ async function approvedAgents(
  * not read back. Figures: swaps a second from the
  * first slot to the last confirmed signature, the lag from slot to confirmed signature p50 and p99,
  * the process's CPU and chain requests per swap.
+ *
+ * BENCH_SWAP_ROUTE_MS delays each route that long (a slow Swap API), and BENCH_SWAP_TRANSFERS adds
+ * that many transfer agents to the same process, due a few seconds after the swaps: their lag says
+ * whether transfers wait behind the swaps' routes (CPU and requests are then per run of either).
  */
 async function memorySwapFigures(): Promise<void> {
   const AGENTS = Number(process.env.BENCH_SWAP_AGENTS ?? 1000);
+  const ROUTE_MS = Number(process.env.BENCH_SWAP_ROUTE_MS ?? 0);
+  const TRANSFERS = Number(process.env.BENCH_SWAP_TRANSFERS ?? 0);
   const usdc = "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v";
   const jup = "JUPyiwrYJFskUPiHa7hkeR8VUtAeFoSYbKedZNsDvCN";
   const chainPort = await freePortPair();
@@ -689,6 +695,14 @@ async function memorySwapFigures(): Promise<void> {
       reserveB: 2_000_000_000_000n,
     })),
     poolPerTaker: true,
+    ...(ROUTE_MS > 0
+      ? {
+          mutate: async (answer) => {
+            await new Promise((resolve) => setTimeout(resolve, ROUTE_MS));
+            return answer;
+          },
+        }
+      : {}),
   });
   forwarder.forwardTo(jupiter.url);
   const wallets = (await approvedAgents(localChainRpc(rpcUrl), AGENTS, delegates)).map((a) => a.source);
@@ -707,12 +721,23 @@ async function memorySwapFigures(): Promise<void> {
       },
     })),
   );
-  const { cpu, requests, done, failed } = await awaitFirstRuns(base, runner.pid, AGENTS, "swaps");
+  const transferIds =
+    TRANSFERS > 0
+      ? await createTransferAgents(base, await approvedAgents(localChainRpc(rpcUrl), TRANSFERS, delegates))
+      : [];
+  const { cpu, requests, done, failed } = await awaitFirstRuns(
+    base,
+    runner.pid,
+    AGENTS + TRANSFERS,
+    "swaps and transfers",
+  );
   const firstRuns: { scheduledAt: number; finishedAt: number }[] = [];
+  const firstTransfers: { scheduledAt: number; finishedAt: number }[] = [];
   const reasons = new Map<string, number>();
-  for (let i = 0; i < ids.length; i += 50) {
+  const all = [...ids, ...transferIds];
+  for (let i = 0; i < all.length; i += 50) {
     const pages = await Promise.all(
-      ids.slice(i, i + 50).map(async (id) => {
+      all.slice(i, i + 50).map(async (id) => {
         const res = await fetch(`${base}/v1/agents/${id}/runs?limit=100`);
         return (
           (await res.json()) as {
@@ -721,7 +746,8 @@ async function memorySwapFigures(): Promise<void> {
         ).data.runs;
       }),
     );
-    for (const runs of pages) {
+    for (const [j, runs] of pages.entries()) {
+      const into = i + j < ids.length ? firstRuns : firstTransfers;
       for (const run of runs) {
         if (run.outcome !== "failed") continue;
         // Figures out of the reason, so that reasons that differ only in them count together.
@@ -732,7 +758,7 @@ async function memorySwapFigures(): Promise<void> {
         .filter((r) => r.outcome === "succeeded")
         .sort((a, b) => a.scheduledAt.localeCompare(b.scheduledAt))[0];
       if (first !== undefined) {
-        firstRuns.push({
+        into.push({
           scheduledAt: Date.parse(first.scheduledAt),
           finishedAt: Date.parse(first.finishedAt),
         });
@@ -745,14 +771,24 @@ async function memorySwapFigures(): Promise<void> {
   const firstSlot = Math.min(...firstRuns.map((r) => r.scheduledAt));
   const lastSlot = Math.max(...firstRuns.map((r) => r.scheduledAt));
   const lastConfirmed = Math.max(...firstRuns.map((r) => r.finishedAt));
-  const lags = firstRuns.map((r) => r.finishedAt - r.scheduledAt).sort((a, b) => a - b);
+  const lagsOf = (runs: readonly { scheduledAt: number; finishedAt: number }[]) =>
+    runs.map((r) => r.finishedAt - r.scheduledAt).sort((a, b) => a - b);
+  const quantile = (lags: readonly number[], q: number) =>
+    ((lags[Math.min(lags.length - 1, Math.floor(q * lags.length))] ?? Number.NaN) / 1000).toFixed(2);
+  const lags = lagsOf(firstRuns);
   const at = (q: number) => lags[Math.min(lags.length - 1, Math.floor(q * lags.length))] as number;
   const perSecond = (firstRuns.length * 1000) / (lastConfirmed - firstSlot);
+  const perRun = TRANSFERS > 0 ? "run (swap or transfer)" : "swap";
+  const transferLags = lagsOf(firstTransfers);
   notes.push(
-    `swaps in one process (memory store, embedded chain, the Jupiter-shaped test server), ${AGENTS} agents due within ${((lastSlot - firstSlot) / 1000).toFixed(1)} s: ` +
+    `swaps in one process (memory store, embedded chain, the Jupiter-shaped test server${ROUTE_MS > 0 ? `, each route ${ROUTE_MS} ms late` : ""}), ${AGENTS} agents due within ${((lastSlot - firstSlot) / 1000).toFixed(1)} s: ` +
       `${perSecond.toFixed(1)} a second; lag from slot to confirmed signature p50 ${(at(0.5) / 1000).toFixed(2)} s, ` +
-      `p99 ${(at(0.99) / 1000).toFixed(2)} s; ${(cpu / Math.max(1, done)).toFixed(2)} ms of the process's CPU per swap; ` +
-      `${(requests / Math.max(1, done)).toFixed(2)} chain RPC requests per swap; ${failed} failed attempts retried` +
+      `p99 ${(at(0.99) / 1000).toFixed(2)} s; ` +
+      (TRANSFERS > 0
+        ? `${firstTransfers.length} transfer agents beside them, lag p50 ${quantile(transferLags, 0.5)} s, p99 ${quantile(transferLags, 0.99)} s, max ${quantile(transferLags, 1)} s; `
+        : "") +
+      `${(cpu / Math.max(1, done)).toFixed(2)} ms of the process's CPU per ${perRun}; ` +
+      `${(requests / Math.max(1, done)).toFixed(2)} chain RPC requests per ${perRun}; ${failed} failed attempts retried` +
       (reasons.size === 0
         ? ""
         : ` (${[...reasons]

@@ -410,6 +410,7 @@ function afterEachRun(executor: Executor, after: () => void): Executor {
         after();
       }
     },
+    ...(executor.upstreamOf === undefined ? {} : { upstreamOf: (agent) => executor.upstreamOf?.(agent) }),
   };
 }
 

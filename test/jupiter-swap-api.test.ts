@@ -629,6 +629,29 @@ describe("an unwell upstream", () => {
     expect((await unavailable(api)).reason).toBe("unreachable");
   });
 
+  it("takes maxCalls builds at once (in flight and waiting), and refuses one more as overloaded", async () => {
+    // An upstream that answers nothing until the test lets it: every call stays in flight.
+    const held: http.ServerResponse[] = [];
+    const upstream = await startUpstream((_req, res) => {
+      held.push(res);
+    });
+    const api = apiFor(upstream, { maxConcurrency: 2, maxQueued: 1 });
+    // What the scheduler bounds swap runs by (see Executor.upstreamOf).
+    expect(api.maxCalls).toBe(3);
+    const taken = Array.from({ length: 3 }, () =>
+      api.build(request).then(
+        () => "answered",
+        () => "failed",
+      ),
+    );
+    expect((await unavailable(api)).reason).toBe("overloaded");
+    for (let i = 0; i < 100 && held.length < 2; i++) await new Promise((r) => setTimeout(r, 10));
+    for (const res of held.splice(0)) json(realisticAnswer())(undefined as never, res);
+    for (let i = 0; i < 100 && held.length < 1; i++) await new Promise((r) => setTimeout(r, 10));
+    for (const res of held.splice(0)) json(realisticAnswer())(undefined as never, res);
+    expect(await Promise.all(taken)).toEqual(["answered", "answered", "answered"]);
+  });
+
   it("consecutive faults open the circuit, and then no call is made", async () => {
     const upstream = await startUpstream(json({}, 500));
     const api = apiFor(upstream, { breaker: { failures: 2, openMs: 60_000 } });

@@ -4,6 +4,8 @@
  * history: every (agent, slot) has one succeeded run, none missing, none twice.
  */
 import { randomBytes } from "node:crypto";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { describe, expect, inject, it } from "vitest";
 import type { AgentRecord, AgentStore, JsonObject } from "../src/agent/agent-store.ts";
 import { createMemoryAgentStore } from "../src/agent/memory-agent-store.ts";
@@ -19,6 +21,7 @@ import { createSimulatedExecutor } from "../src/scheduler/simulated-executor.ts"
 import { slotAt } from "../src/scheduler/slots.ts";
 import { catalogSymbolLookup, loadCatalog } from "../src/token/catalog.ts";
 import { createCatalogPriceSource } from "../src/token/catalog-price-source.ts";
+import { createJsonUpstream } from "../src/upstream/json-upstream.ts";
 import { TRANSFER_CONFIG } from "./support/agent-fixtures.ts";
 import { useCleanups } from "./support/cleanups.ts";
 import { startFerretdb } from "./support/ferretdb.ts";
@@ -670,6 +673,112 @@ describe.each(STORES)("polling on the %s stores", (_name, make) => {
     // About ten polls in a second; a poll that starts right after the last one would make hundreds.
     expect(queries).toBeGreaterThanOrEqual(3);
     expect(queries).toBeLessThanOrEqual(12);
+  });
+
+  it("swaps waiting for a slow Swap API hold no slot: due transfers finish meanwhile, and the Swap API refuses none", async () => {
+    // A Swap API that answers after 2 s, behind the service's own upstream client: 3 calls at
+    // once and 1 waiting (4 in all; past that its bulkhead refuses calls as `overloaded`).
+    const ROUTE_MS = 2_000;
+    const UPSTREAM = { name: "swap_api", calls: 4 };
+    let firstAnswerAt = Number.POSITIVE_INFINITY;
+    const server = createServer((_req, res) => {
+      setTimeout(() => {
+        firstAnswerAt = Math.min(firstAnswerAt, performance.now());
+        res.setHeader("content-type", "application/json");
+        res.end("{}");
+      }, ROUTE_MS);
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    defer(
+      () =>
+        new Promise<void>((resolve) => {
+          server.closeAllConnections();
+          server.close(() => resolve());
+        }),
+    );
+    const outcomes = new Map<string, number>();
+    const swapApi = createJsonUpstream({
+      name: "the test Swap API",
+      baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      timeoutMs: 20_000,
+      maxConcurrency: 3,
+      maxQueued: 1,
+      breaker: { failures: 100, openMs: 30_000 },
+      defaultRetryAfterMs: 1_000,
+      onCall: (_endpoint, outcome) => outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1),
+    });
+    // More swaps due than the Swap API takes at once, due before the transfers (so that a poll
+    // meets them first), and a concurrency of 2.
+    const slot = slotAt(T0, "hourly", 1);
+    const swapsCreatedAt = new Date(T0.getTime() - 60_000);
+    const swaps = Array.from({ length: 6 }, (_, i) => ({
+      ...transferAgent(i),
+      type: "swap" as const,
+      status: "active" as const,
+      createdAt: swapsCreatedAt,
+      nextRunAt: slotAt(swapsCreatedAt, "hourly", 1),
+    }));
+    const transfers = Array.from({ length: 3 }, (_, i) => ({
+      ...transferAgent(10 + i),
+      status: "active" as const,
+      nextRunAt: slot,
+    }));
+    const { agents, runs } = await storesWith(make, [...swaps, ...transfers]);
+    const inFlight = { all: 0, swaps: 0, maxAll: 0, maxSwaps: 0 };
+    const transfersDone: number[] = [];
+    const executor: Executor = {
+      upstreamOf: (agent) => (agent.type === "swap" ? UPSTREAM : undefined),
+      async execute(execution) {
+        const swap = execution.agent.type === "swap";
+        inFlight.all++;
+        if (swap) inFlight.swaps++;
+        inFlight.maxAll = Math.max(inFlight.maxAll, inFlight.all);
+        inFlight.maxSwaps = Math.max(inFlight.maxSwaps, inFlight.swaps);
+        try {
+          if (swap) {
+            const route = () => swapApi.getJson("swap_build", "/build", 1_000, { signal: execution.signal });
+            await (execution.awaitingUpstream?.(route) ?? route());
+          } else {
+            transfersDone.push(performance.now());
+          }
+          return { ok: true, result: { kind: execution.agent.type } };
+        } finally {
+          inFlight.all--;
+          if (swap) inFlight.swaps--;
+        }
+      },
+    };
+    const clock = movableClock(slot);
+    // A poll interval that never fires: the swaps left for the full Swap API must be started by
+    // the runs that free it, not by a later poll. random ~1: the due order is kept (swaps first).
+    const [s] = replicas(
+      1,
+      { agents, runs, now: clock.now },
+      { executor, concurrency: 2, pollIntervalMs: 600_000, random: () => 0.99999 },
+    );
+    s?.start();
+    defer(async () => {
+      await s?.stop(1_000);
+    });
+    const records = [...swaps, ...transfers];
+    const deadline = performance.now() + 30_000;
+    while ((await allRuns(runs, records)).filter((r) => r.outcome === "succeeded").length < records.length) {
+      expect(performance.now(), "every run within 30 s").toBeLessThan(deadline);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await s?.stop(1_000);
+    // The transfers ran while the routes were being waited for.
+    expect(transfersDone).toHaveLength(3);
+    expect(Math.max(...transfersDone)).toBeLessThan(firstAnswerAt);
+    // No swap was refused by the Swap API's bound: every one asked once and was answered.
+    expect(outcomes.get("overloaded") ?? 0).toBe(0);
+    expect(outcomes.get("ok")).toBe(6);
+    // Bounded: at most `calls` swaps at once, and `concurrency` other runs beside them; more than
+    // `concurrency` in all, since the swaps' wait is not counted.
+    expect(inFlight.maxSwaps).toBeLessThanOrEqual(UPSTREAM.calls);
+    expect(inFlight.maxAll).toBeLessThanOrEqual(2 + UPSTREAM.calls);
+    expect(inFlight.maxAll).toBeGreaterThan(2);
+    expect((await allRuns(runs, records)).map((r) => r.outcome)).toEqual(records.map(() => "succeeded"));
   });
 
   it("leaves a slot another replica holds alone until its lease could have run out, then takes it over", async () => {

@@ -57,6 +57,16 @@ describe("a Swap API that cannot be reached", () => {
     expect(got.data.notice).toBe(created.notice);
   });
 
+  it("the service's executor bounds swap runs by the Swap API's builds at once (8 + 64 by default), transfers by none", () => {
+    const agent = { agentId: "a", owner: "o", config: {} };
+    // What the scheduler runs at most of at once, out of its count while they wait for routes.
+    expect(server.context.executor.upstreamOf?.({ ...agent, type: "swap" })).toEqual({
+      name: "swap_api",
+      calls: 8 + 64,
+    });
+    expect(server.context.executor.upstreamOf?.({ ...agent, type: "transfer" })).toBeUndefined();
+  });
+
   it("a build's failure names JUPITER_SWAP_URL and the URL's origin, never its path or key", async () => {
     const routes = jupiterRouteNotice(
       createJupiterSwapApi({
@@ -68,6 +78,8 @@ describe("a Swap API that cannot be reached", () => {
       `${origin}/swap/v2`,
     );
     expect(routes.notice()).toBe(`swap routes come from the Swap API at ${origin} (JUPITER_SWAP_URL)`);
+    // The Swap API client's bound reaches the executor through the notice (Executor.upstreamOf).
+    expect(routes.api.maxCalls).toBe(4 + 16);
     const failure = await routes.api
       .build({
         inputMint: ADDRESS,

@@ -9,5 +9,6 @@ import type { Executor } from "./executor.ts";
 export function createExecutorByType(executors: Readonly<Record<AgentType, Executor>>): Executor {
   return {
     execute: (execution) => executors[execution.agent.type as AgentType].execute(execution),
+    upstreamOf: (agent) => executors[agent.type as AgentType]?.upstreamOf?.(agent),
   };
 }

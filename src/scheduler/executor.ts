@@ -54,6 +54,23 @@ export interface Execution {
   readonly idempotencyKey: string;
   readonly signal: AbortSignal;
   readonly journal: ExecutionJournal;
+  /**
+   * Waits for `work`, a call to the upstream this run's agent waits on (Executor.upstreamOf: a
+   * swap's route from the Swap API), with the run out of the scheduler's concurrency count, so
+   * that a slow upstream does not hold its slots idle while other due runs (transfers) could use
+   * them. Absent (tests' own executions), or no upstream bound for this agent: `work` just runs.
+   */
+  readonly awaitingUpstream?: <T>(work: () => Promise<T>) => Promise<T>;
+}
+
+/**
+ * An upstream that runs wait on, and how many calls it takes at once, those waiting for a turn
+ * included (its bulkhead's concurrency plus queue): past that it refuses calls.
+ */
+export interface UpstreamBound {
+  /** Runs of agents with the same name share the bound. */
+  readonly name: string;
+  readonly calls: number;
 }
 
 export type ExecutionResult =
@@ -70,6 +87,12 @@ export type ExecutionResult =
 
 export interface Executor {
   execute(execution: Execution): Promise<ExecutionResult>;
+  /**
+   * The upstream a run of `agent` waits on (one call at a time), if any: the scheduler runs at most
+   * its `calls` such runs at once, so that none is refused for want of room, and lets them wait
+   * for it out of the concurrency count (Execution.awaitingUpstream).
+   */
+  upstreamOf?(agent: ExecutedAgent): UpstreamBound | undefined;
 }
 
 /** The idempotency key of one (agent, slot). */

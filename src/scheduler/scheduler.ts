@@ -15,6 +15,9 @@
  *   the next poll: a due agent whose slot is already settled is advanced without running again
  *   (by the first poll SETTLED_GRACE_MS after the settle: until then its holder is likely
  *   advancing it itself, and a second advance would only race it).
+ * - A run waiting on an upstream (a swap's route from the Swap API: Executor.upstreamOf) is out of
+ *   the `concurrency` count while it waits, so due transfers run in the slots a slow upstream would
+ *   hold idle; at most the upstream's own bound of such runs are in flight, so it refuses none.
  * - Stopping (SIGTERM) stops claiming at once, lets attempts in flight finish within a deadline
  *   (a run waiting to retry makes no new attempt), and only then releases their leases; a run
  *   whose executor is still busy is never released (that is Agenda's double-run bug), its lease
@@ -27,7 +30,13 @@ import { CLOCK_SKEW_ALLOWANCE_MS } from "../domain/clock-skew.ts";
 import type { RunAnnouncer } from "../events/run-announcer.ts";
 import { abortableSleep } from "./abortable-sleep.ts";
 import { type CheckClaims, checkKeyOf } from "./check-claims.ts";
-import { type ExecutionJournal, type ExecutionResult, type Executor, executionKeyOf } from "./executor.ts";
+import {
+  type ExecutionJournal,
+  type ExecutionResult,
+  type Executor,
+  executionKeyOf,
+  type UpstreamBound,
+} from "./executor.ts";
 import { createPendingAgents } from "./pending-agents.ts";
 import type { Lease, RunRecord, RunStore, SentTransaction, SlotRef } from "./run-store.ts";
 import { runIdOf } from "./run-store.ts";
@@ -140,6 +149,24 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   const reuseMs = options.reuseMs ?? REUSE_MS;
   /** Runs in flight, by agent id: one slot of an agent at a time per replica. */
   const running = new Map<string, { done: Promise<void>; abort: AbortController }>();
+  /**
+   * Runs (by agent) waiting on their upstream (Execution.awaitingUpstream, a swap's route): still
+   * in flight, but not counted against `concurrency`, so that a slow Swap API does not hold the
+   * slots idle while transfers are due.
+   */
+  const waiting = new Set<string>();
+  /** Runs that count against `concurrency`. */
+  const busy = () => running.size - waiting.size;
+  /**
+   * Runs in flight (or being claimed) per upstream they wait on, by its name: at most its `calls`,
+   * so that the upstream never refuses one for want of room however many wait out of the count.
+   * Hence at most `concurrency` runs of agents on no upstream, and `calls` on each upstream, are
+   * in flight at once.
+   */
+  const onUpstream = new Map<string, number>();
+  /** Upstreams the last poll left due agents for, being full; and how many it left. */
+  const fullUpstreams = new Map<string, UpstreamBound>();
+  let leftForUpstreams = 0;
   /** Pending agents known here, per owner, and when each is checked next. */
   const pendingAgents = createPendingAgents(
     options.onPendingChanged === undefined ? {} : { onChange: options.onPendingChanged },
@@ -274,7 +301,12 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     if (updated !== undefined && failedNow !== undefined) events.onStatus?.(updated, "failed", failedNow);
   }
 
-  async function runSlot(agent: AgentRecord, first: Lease, abort: AbortController): Promise<void> {
+  async function runSlot(
+    agent: AgentRecord,
+    first: Lease,
+    abort: AbortController,
+    upstream: UpstreamBound | undefined,
+  ): Promise<void> {
     let lease: Lease | undefined = first;
     let finished = false;
     const slot: SlotRef = first;
@@ -342,6 +374,18 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
         return lease !== undefined && current !== undefined && current.status === "active";
       },
     };
+    /** Waits for `work` out of the count: the upstream has room for it (see onUpstream). */
+    const awaitingUpstream = async <T>(work: () => Promise<T>): Promise<T> => {
+      if (waiting.has(agent.agentId)) return work();
+      waiting.add(agent.agentId);
+      // A slot is free while this run waits: due work may start in it.
+      onRunEnded(undefined);
+      try {
+        return await work();
+      } finally {
+        waiting.delete(agent.agentId);
+      }
+    };
     try {
       // A first claim starts at attempt 1; a taken-over or released slot continues the count.
       let attempt = first.generation === 0 ? 1 : (await runs.attempts(slot)) + 1;
@@ -357,6 +401,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
             idempotencyKey: executionKeyOf(slot.agentId, slot.scheduledAt),
             signal: attemptAbort,
             journal,
+            ...(upstream === undefined ? {} : { awaitingUpstream }),
           })
           .catch((): ExecutionResult => ({ ok: false, error: "the executor failed unexpectedly" }));
         // Lost or stopped mid-attempt: whatever happened is not ours to record.
@@ -412,14 +457,17 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     }
   }
 
-  function startRun(agent: AgentRecord, lease: Lease): void {
+  /** Starts a run; `upstream` is the one it waits on, with a place already taken in onUpstream. */
+  function startRun(agent: AgentRecord, lease: Lease, upstream: UpstreamBound | undefined): void {
     const abort = new AbortController();
-    const done = runSlot(agent, lease, abort)
+    const done = runSlot(agent, lease, abort, upstream)
       .catch((error: unknown) => events.onError?.(error, "running a slot"))
       .finally(() => {
         running.delete(agent.agentId);
+        waiting.delete(agent.agentId);
+        if (upstream !== undefined) leaveUpstream(upstream);
         endedHere.set(slotKeyOf(lease.agentId, lease.scheduledAt), runsEnded++);
-        onRunEnded();
+        onRunEnded(upstream);
       });
     running.set(agent.agentId, { done, abort });
   }
@@ -571,7 +619,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     const lookAtPending = !backlog || !recent(lastPendingLook);
     if (lookAtPending) lastPendingLook = { realMs, nowMs, tookMs: 0 };
     const activation = lookAtPending ? activatePending(lastPendingLook as Look) : Promise.resolve();
-    const free = options.concurrency - running.size;
+    const free = options.concurrency - busy();
     if (free <= 0) {
       await activation;
       // Nothing looked at: what the last poll knew of a backlog still holds. (Saying "none" here
@@ -595,7 +643,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       for (const [key, ended] of endedHere) if (ended < endedBefore) endedHere.delete(key);
       window = Math.min(
         MAX_WINDOW,
-        free * WINDOW_PER_FREE_RUN + running.size + heldElsewhere.size + settledSeen.size,
+        free * WINDOW_PER_FREE_RUN + running.size + heldElsewhere.size + settledSeen.size + leftForUpstreams,
       );
       const look: Look = { realMs, nowMs, tookMs: 0 };
       const asked = agents.due(new Date(nowMs), window).then((answer) => {
@@ -636,6 +684,9 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     let claiming = 0;
     let started = 0;
     let tried = 0;
+    /** Agents left because the upstream they would wait on is full: a run ending there polls again. */
+    let left = 0;
+    fullUpstreams.clear();
     // Their holders died between settling and advancing: advanced here, not run again.
     await forEachConcurrently(stranded, POLL_PARALLELISM, ([agent, settled]) => advance(agent, settled));
     // Agents are handled a few at a time: a poll costs a few round trips rather than a few per
@@ -645,7 +696,19 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       if (agent.status !== "active" || agent.nextRunAt === undefined) return;
       const key = slotKeyOf(agent.agentId, agent.nextRunAt);
       if (endedHere.has(key)) return;
-      if (running.size + claiming >= options.concurrency) return;
+      if (busy() + claiming >= options.concurrency) return;
+      // A run that would wait on a full upstream is not started (it would be refused, or hold a
+      // slot while it queues): another due run may use the slot.
+      const upstream = executor.upstreamOf?.(agent);
+      if (upstream !== undefined) {
+        if ((onUpstream.get(upstream.name) ?? 0) >= upstream.calls) {
+          fullUpstreams.set(upstream.name, upstream);
+          left++;
+          return;
+        }
+        onUpstream.set(upstream.name, (onUpstream.get(upstream.name) ?? 0) + 1);
+      }
+      let ran = false;
       tried++;
       claiming++;
       try {
@@ -676,16 +739,20 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
           return;
         }
         heldElsewhere.delete(key);
-        startRun(agent, lease);
+        startRun(agent, lease, upstream);
+        ran = true;
         started++;
       } finally {
         claiming--;
+        if (!ran && upstream !== undefined) leaveUpstream(upstream);
       }
     });
+    leftForUpstreams = left;
     // Nothing left in a reused answer: the next poll asks again.
-    if (reuse !== undefined && tried >= runnable.length) lastDue = undefined;
+    if (reuse !== undefined && tried + left >= runnable.length) lastDue = undefined;
     // More is due than was started: agents left untried, or a full window (more may lie beyond it).
-    return (started > 0 || reuse !== undefined) && (tried < runnable.length || due.length >= window);
+    // Those left for a full upstream are not: a run ending there polls again (see onRunEnded).
+    return (started > 0 || reuse !== undefined) && (tried + left < runnable.length || due.length >= window);
   }
 
   function tick(): Promise<void> {
@@ -717,8 +784,8 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       timer = undefined;
       void tick().then(() => {
         if (stopping || !looping) return;
-        if (!backlog) schedulePoll(options.pollIntervalMs);
-        else if (options.concurrency - running.size >= wakeAt) schedulePoll(0);
+        if (!backlog) schedulePoll(roomOnFullUpstream() ? 0 : options.pollIntervalMs);
+        else if (options.concurrency - busy() >= wakeAt) schedulePoll(0);
         // Otherwise the run that frees enough capacity polls (see startRun); the interval still
         // bounds the wait.
         else schedulePoll(options.pollIntervalMs);
@@ -727,17 +794,34 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     timer.unref();
   }
 
-  /** A run ended: with due work left, poll now if enough capacity is free. */
-  function onRunEnded(): void {
-    if (
-      looping &&
-      !stopping &&
-      backlog &&
-      polling === undefined &&
-      options.concurrency - running.size >= wakeAt
-    ) {
-      schedulePoll(0);
+  /**
+   * A run ended (or left the count to wait on `upstream`'s answer): with due work left, poll now if
+   * enough capacity is free; with due runs left for its full upstream, once half of it is free.
+   */
+  function onRunEnded(upstream: UpstreamBound | undefined): void {
+    if (!looping || stopping || polling !== undefined) return;
+    const free = options.concurrency - busy();
+    if ((backlog && free >= wakeAt) || (upstream !== undefined && roomOnFullUpstream())) schedulePoll(0);
+  }
+
+  /**
+   * An upstream the last poll left due runs for has half its room free again (and a slot is free
+   * to start them in): a poll now starts them.
+   */
+  function roomOnFullUpstream(): boolean {
+    if (busy() >= options.concurrency) return false;
+    for (const upstream of fullUpstreams.values()) {
+      const room = upstream.calls - (onUpstream.get(upstream.name) ?? 0);
+      if (room >= Math.max(1, Math.ceil(upstream.calls / 2))) return true;
     }
+    return false;
+  }
+
+  /** A run on `upstream` ended, or its claim failed: its place there is free. */
+  function leaveUpstream(upstream: UpstreamBound): void {
+    const left = (onUpstream.get(upstream.name) ?? 1) - 1;
+    if (left > 0) onUpstream.set(upstream.name, left);
+    else onUpstream.delete(upstream.name);
   }
 
   return {

@@ -16,7 +16,7 @@ import {
 } from "../token/jupiter-swap-api.ts";
 import type { PriceSource } from "../token/token-source.ts";
 import { uiAmount } from "../token/token-transaction-from-chain.ts";
-import type { Execution, ExecutionResult, Executor } from "./executor.ts";
+import type { Execution, ExecutionResult, Executor, UpstreamBound } from "./executor.ts";
 import {
   createSentTransactions,
   EXPIRED,
@@ -129,7 +129,14 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
     return final(error);
   };
 
-  return signingExecutor(run);
+  // Runs wait on the Swap API for their routes: the scheduler runs at most as many swaps as it
+  // takes builds at once (none is refused for want of room), out of its count while they wait.
+  const routeBound: UpstreamBound | undefined =
+    swaps.maxCalls === undefined ? undefined : { name: SWAP_API_UPSTREAM, calls: swaps.maxCalls };
+  return {
+    ...signingExecutor(run),
+    ...(routeBound === undefined ? {} : { upstreamOf: () => routeBound }),
+  };
 
   async function run(execution: Execution): Promise<ExecutionResult> {
     const { agent, journal, signal } = execution;
@@ -203,21 +210,24 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
     for (const [step, maxAccounts] of MAX_ACCOUNTS_STEPS.entries()) {
       let route: SwapBuild;
       try {
-        route = await swaps.build({
-          inputMint: input.mint,
-          outputMint: output.mint,
-          amount: units,
-          taker: taker.address,
-          // The taker as payer too (Jupiter: "no effect when equal to taker"): the executor's
-          // address is never given to the Swap API, and a route instruction that would have
-          // the payer fund something names the taker, which holds no lamports, and fails in
-          // simulation instead.
-          payer: taker.address,
-          destinationTokenAccount: accounts.ownerOutput,
-          slippageBps: config.slippageBps,
-          ...(maxAccounts === undefined ? {} : { maxAccounts }),
-          signal,
-        });
+        const ask = () =>
+          swaps.build({
+            inputMint: input.mint,
+            outputMint: output.mint,
+            amount: units,
+            taker: taker.address,
+            // The taker as payer too (Jupiter: "no effect when equal to taker"): the executor's
+            // address is never given to the Swap API, and a route instruction that would have
+            // the payer fund something names the taker, which holds no lamports, and fails in
+            // simulation instead.
+            payer: taker.address,
+            destinationTokenAccount: accounts.ownerOutput,
+            slippageBps: config.slippageBps,
+            ...(maxAccounts === undefined ? {} : { maxAccounts }),
+            signal,
+          });
+        // Waiting for its turn at the Swap API, the run holds no scheduler slot (see upstreamOf).
+        route = await (execution.awaitingUpstream?.(ask) ?? ask());
       } catch (error) {
         if (error instanceof NoRouteError) {
           return final(
@@ -643,6 +653,9 @@ type SwapConfig = {
   readonly minPrice?: number;
   readonly maxPrice?: number;
 };
+
+/** The name under which swap runs share the Swap API's bound in the scheduler. */
+const SWAP_API_UPSTREAM = "swap_api";
 
 /** What one run swaps, and where. */
 interface Swap {

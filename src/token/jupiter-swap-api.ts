@@ -82,6 +82,11 @@ export class SwapApiUnavailableError extends Error {
 
 export interface SwapApi {
   build(request: SwapBuildRequest): Promise<SwapBuild>;
+  /**
+   * Builds it takes at once, those waiting for a turn included; past that it refuses them at once
+   * (`overloaded`). Absent: no such bound (a local route source).
+   */
+  readonly maxCalls?: number;
 }
 
 export interface JupiterSwapApiOptions {
@@ -135,13 +140,15 @@ export function swapBuildFromAnswer(answer: unknown, request: SwapBuildRequest, 
 }
 
 export function createJupiterSwapApi(options: JupiterSwapApiOptions): SwapApi {
+  const maxConcurrency = options.maxConcurrency ?? 4;
+  const maxQueued = options.maxQueued ?? 16;
   const upstream = createJsonUpstream({
     name: "Jupiter's Swap API",
     baseUrl: options.baseUrl.replace(/\/+$/, ""),
     headers: options.apiKey === undefined ? {} : { "x-api-key": options.apiKey },
     timeoutMs: options.timeoutMs,
-    maxConcurrency: options.maxConcurrency ?? 4,
-    maxQueued: options.maxQueued ?? 16,
+    maxConcurrency,
+    maxQueued,
     breaker: options.breaker ?? { failures: 5, openMs: 30_000 },
     defaultRetryAfterMs: 10_000,
     ...(options.onCall === undefined ? {} : { onCall: options.onCall }),
@@ -149,6 +156,7 @@ export function createJupiterSwapApi(options: JupiterSwapApiOptions): SwapApi {
     ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
   });
   return {
+    maxCalls: maxConcurrency + maxQueued,
     async build(request) {
       const query = buildQuery(request);
       let answer: unknown;

@@ -28,6 +28,7 @@ export function jupiterRouteNotice(
   const hint = `JUPITER_SWAP_URL is ${origin}; set it to a Swap API this service can reach`;
   return {
     api: {
+      ...(api.maxCalls === undefined ? {} : { maxCalls: api.maxCalls }),
       async build(request) {
         try {
           const route = await api.build(request);
