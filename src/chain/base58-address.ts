@@ -37,10 +37,19 @@ export function base58AddressBytes(text: string): Uint8Array | undefined {
 
 /** A 32-byte key as base58 text. */
 export function base58Address(bytes: Uint8Array): string {
+  return base58Text(bytes);
+}
+
+/**
+ * Any bytes as base58 text, as kit's base58 decoder writes them ("" for none, a "1" per leading
+ * zero byte): signatures, and instruction data in JSON-RPC's "json" encoding. Quadratic in the
+ * length like kit's, but on small integers.
+ */
+export function base58Text(bytes: Uint8Array): string {
   let zeros = 0;
   while (zeros < bytes.length && bytes[zeros] === 0) zeros++;
-  // 32 bytes are at most 44 digits.
-  const digits = new Uint8Array(44);
+  // log(256) / log(58) < 1.366: each byte makes at most 1.37 digits.
+  const digits = new Uint8Array(Math.ceil(((bytes.length - zeros) * 137) / 100) + 1);
   let length = 0;
   for (let i = zeros; i < bytes.length; i++) {
     let carry = bytes[i] as number;

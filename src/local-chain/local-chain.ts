@@ -22,6 +22,7 @@ import type { ChainEvents } from "./chain-events.ts";
 import type { SavedAccount } from "./chain-state.ts";
 import type { Ledger, LedgerEntry, SignatureRange } from "./ledger.ts";
 import { svmAccountReader } from "./svm-account-reader.ts";
+import { svmTransactions } from "./svm-transactions.ts";
 import { type RawAccount, readMint, readTokenAccount, uiTokenAmount } from "./token-accounts.ts";
 import { type TransactionError, transactionError, transactionErrorFrom } from "./transaction-error.ts";
 import { decodeWireTransaction, type WireTransaction } from "./wire-transaction.ts";
@@ -231,6 +232,7 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
   };
 
   const accounts = svmAccountReader(svm);
+  const transactions = svmTransactions(svm);
   const readAccount = (address: string): ChainAccount | undefined => {
     const account = accounts.account(address);
     if (account === undefined) return undefined;
@@ -373,7 +375,7 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
     svm.withSigverify(false);
     let result: ReturnType<LiteSVM["simulateTransaction"]>;
     try {
-      result = svm.simulateTransaction(wire.transaction);
+      result = transactions.simulate(wire);
     } finally {
       svm.withSigverify(true);
     }
@@ -412,7 +414,7 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
     const keys = wire.accounts;
     const slot = clock.slot;
     const pre = balances(wire);
-    const result = svm.sendTransaction(wire.transaction);
+    const result = transactions.send(wire);
     const after = new Map<string, ChainAccount | undefined>();
     const post = balances(wire, pre, (address) => {
       const account = readAccount(address);
