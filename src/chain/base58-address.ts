@@ -45,7 +45,7 @@ export function base58Address(bytes: Uint8Array): string {
  * zero byte): signatures, and instruction data in JSON-RPC's "json" encoding. Quadratic in the
  * length like kit's, but on small integers.
  */
-export function base58Text(bytes: Uint8Array): string {
+export function base58Text(bytes: ArrayLike<number>): string {
   let zeros = 0;
   while (zeros < bytes.length && bytes[zeros] === 0) zeros++;
   // log(256) / log(58) < 1.366: each byte makes at most 1.37 digits.

@@ -1,4 +1,4 @@
-import { createPublicKey, verify } from "node:crypto";
+import { createPublicKey, type KeyObject, verify } from "node:crypto";
 import {
   type Address,
   getAddressEncoder,
@@ -9,7 +9,7 @@ import {
   type Transaction,
 } from "@solana/kit";
 import { Clock, EpochSchedule, FailedTransactionMetadata, LiteSVM, type TransactionMetadata } from "litesvm";
-import { base58AddressBytes } from "../chain/base58-address.ts";
+import { base58AddressBytes, base58Text } from "../chain/base58-address.ts";
 import { stringifyJsonBigInts } from "../chain/json-bigints.ts";
 import { RENT_EXEMPT_EPOCH } from "./account-encoding.ts";
 import {
@@ -290,16 +290,33 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
     return { lamports, tokens };
   };
 
+  /**
+   * Signers' public keys as node:crypto holds them, by address: the same few sign most
+   * transactions (the service's executor signs every swap), and making one costs about as much as
+   * a verification. Bounded: emptied when full.
+   */
+  const signerKeys = new Map<string, KeyObject>();
+  const signerKey = (signer: string): KeyObject => {
+    let key = signerKeys.get(signer);
+    if (key === undefined) {
+      key = createPublicKey({
+        key: Buffer.concat([
+          ED25519_SPKI_PREFIX,
+          base58AddressBytes(signer) ?? (addresses.encode(signer as Address) as Uint8Array),
+        ]),
+        format: "der",
+        type: "spki",
+      });
+      if (signerKeys.size >= SIGNER_KEYS_CACHED) signerKeys.clear();
+      signerKeys.set(signer, key);
+    }
+    return key;
+  };
   const signaturesVerify = (wire: WireTransaction): boolean => {
     const message = wire.transaction.messageBytes as unknown as Uint8Array;
     return Object.entries(wire.transaction.signatures).every(([signer, signature]) => {
       if (signature === null) return false;
-      const key = createPublicKey({
-        key: Buffer.concat([ED25519_SPKI_PREFIX, addresses.encode(signer as Address) as Uint8Array]),
-        format: "der",
-        type: "spki",
-      });
-      return verify(null, message, key, signature as Uint8Array);
+      return verify(null, message, signerKey(signer), signature as Uint8Array);
     });
   };
 
@@ -727,11 +744,12 @@ export function createSvm(accounts: readonly (readonly [string, SavedAccount])[]
 }
 /** DER prefix of an Ed25519 public key in SPKI form; the 32 key bytes follow. */
 const ED25519_SPKI_PREFIX = Buffer.from("302a300506032b6570032100", "hex");
+const SIGNER_KEYS_CACHED = 1_024;
+const EMPTY = new Uint8Array();
 
 /** The transaction in JSON-RPC's "json" encoding. */
 export function transactionJsonOf(wire: WireTransaction) {
   const { message } = wire;
-  const base58 = getBase58Decoder();
   return {
     signatures: wire.signatures,
     message: {
@@ -745,7 +763,7 @@ export function transactionJsonOf(wire: WireTransaction) {
       instructions: message.instructions.map((instruction) => ({
         programIdIndex: instruction.programAddressIndex,
         accounts: instruction.accountIndices ?? [],
-        data: base58.decode(instruction.data ?? new Uint8Array()),
+        data: base58Text(instruction.data ?? EMPTY),
         stackHeight: null,
       })),
       ...(message.version === 0

@@ -30,11 +30,11 @@ class SimulatedInfo extends SimulatedTransactionInfo {
     this.#native = native;
   }
   override postAccounts(): PostAccount[] {
-    return this.#native.postAccounts().map(({ address, account }) => {
-      const native = account();
+    return this.#native.postAccounts().map((entry) => {
+      const native = entry.account();
       const data = native.data();
       return {
-        address: base58Address(address) as Address,
+        address: base58Address(entry.address) as Address,
         executable: native.executable(),
         lamports: native.lamports(),
         programAddress: base58Address(native.owner()) as Address,
