@@ -7,6 +7,7 @@
 import {
   address,
   generateKeyPairSigner,
+  getBase64EncodedWireTransaction,
   type KeyPairSigner,
   generateKeyPairSigner as newSigner,
 } from "@solana/kit";
@@ -254,5 +255,27 @@ describe("blocks on the local chain's clock", () => {
     expect(await chain.rpc.getBlocks(finalized + 1n, undefined, { commitment: "finalized" }).send()).toEqual(
       [],
     );
+  });
+});
+
+describe("simulations' loaded account sizes", () => {
+  it("count a called program's data as it is now, after a cheatcode rewrote it", async () => {
+    // The chain keeps the sizes of called programs between simulations: a rewrite must show.
+    const program = (await newSigner()).address;
+    const simulate = async () => {
+      const transaction = await chain.sign(payer, [{ programAddress: program, data: new Uint8Array([1]) }]);
+      const { result } = (await chain.raw("simulateTransaction", [
+        getBase64EncodedWireTransaction(transaction),
+        { encoding: "base64", commitment: "confirmed" },
+      ])) as { result: { value: { err: unknown; loadedAccountsDataSize: number } } };
+      expect(result.value.err).not.toBeNull();
+      return result.value.loadedAccountsDataSize;
+    };
+    const absent = await simulate();
+    expect(await simulate()).toBe(absent);
+    await chain.raw("surfnet_setAccount", [program, { lamports: 1_000_000_000, data: "ab".repeat(1_000) }]);
+    expect(await simulate()).toBe(absent + 1_000 + 64);
+    await chain.raw("surfnet_setAccount", [program, { data: "ab".repeat(10) }]);
+    expect(await simulate()).toBe(absent + 10 + 64);
   });
 });

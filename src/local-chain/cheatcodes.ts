@@ -12,6 +12,7 @@ const SYSTEM_PROGRAM = "11111111111111111111111111111111" as Address;
 const NATIVE_MINT = "So11111111111111111111111111111111111111112";
 /** A token account's size (the base layout surfpool writes, for either program). */
 const ACCOUNT_SIZE = 165;
+const ASSOCIATED_CACHED = 10_000;
 /** Largest account data a cheatcode writes (Solana's MAX_PERMITTED_DATA_LENGTH, 10 MiB). */
 const MAX_DATA_BYTES = 10 * 1024 * 1024;
 
@@ -23,6 +24,10 @@ const MAX_DATA_BYTES = 10 * 1024 * 1024;
  * A developer funds a wallet with any catalog token in one call.
  */
 export function cheatcodeMethods(chain: LocalChain): Record<string, RpcMethod> {
+  /** Associated token accounts by (owner, mint, program): a pure function's answers, bounded. */
+  const associated = new Map<string, Address>();
+  // Codecs hold no state; made once, as each costs more to make than to use.
+  const tokenEncoder = getTokenEncoder();
   return {
     surfnet_setAccount(params) {
       requireParams(params, 2);
@@ -65,8 +70,15 @@ export function cheatcodeMethods(chain: LocalChain): Record<string, RpcMethod> {
       const program = (optional(params[3], surfpoolPubkey) ?? TOKEN_PROGRAM_ADDRESS) as Address;
       // As surfpool: the mint is not checked, amounts are base units, the address written is the
       // associated token account of (owner, mint, program), created when missing.
-      // Synchronously (program-address.ts): the test Swap API server calls this for every route.
-      const address = associatedTokenAddress(owner, mint, program) as Address;
+      // Synchronously (program-address.ts) and kept: the test Swap API server calls this for
+      // every route, on the pool it made (the on-curve test is BigInt arithmetic).
+      const key = `${owner}:${mint}:${program}`;
+      let address = associated.get(key);
+      if (address === undefined) {
+        address = associatedTokenAddress(owner, mint, program) as Address;
+        if (associated.size >= ASSOCIATED_CACHED) associated.clear();
+        associated.set(key, address);
+      }
       const native = mint === NATIVE_MINT;
       const rent = chain.rentExemption(ACCOUNT_SIZE);
       const current = chain.account(address);
@@ -75,7 +87,7 @@ export function cheatcodeMethods(chain: LocalChain): Record<string, RpcMethod> {
         throw paramError("Failed to unpack token account data: Parse error: Failed to unpack token account");
       }
       const amount = optional(update.amount, u64Param) ?? existing?.amount ?? 0n;
-      const data = getTokenEncoder().encode({
+      const data = tokenEncoder.encode({
         mint,
         owner,
         amount,

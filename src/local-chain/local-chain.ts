@@ -1,4 +1,4 @@
-import { createPublicKey, verify } from "node:crypto";
+import { createPublicKey, type KeyObject, verify } from "node:crypto";
 import {
   type Address,
   getAddressEncoder,
@@ -9,7 +9,7 @@ import {
   type Transaction,
 } from "@solana/kit";
 import { Clock, EpochSchedule, FailedTransactionMetadata, LiteSVM, type TransactionMetadata } from "litesvm";
-import { base58AddressBytes } from "../chain/base58-address.ts";
+import { base58AddressBytes, base58Text } from "../chain/base58-address.ts";
 import { stringifyJsonBigInts } from "../chain/json-bigints.ts";
 import { RENT_EXEMPT_EPOCH } from "./account-encoding.ts";
 import {
@@ -22,6 +22,7 @@ import type { ChainEvents } from "./chain-events.ts";
 import type { SavedAccount } from "./chain-state.ts";
 import type { Ledger, LedgerEntry, SignatureRange } from "./ledger.ts";
 import { svmAccountReader } from "./svm-account-reader.ts";
+import { svmTransactions } from "./svm-transactions.ts";
 import { type RawAccount, readMint, readTokenAccount, uiTokenAmount } from "./token-accounts.ts";
 import { type TransactionError, transactionError, transactionErrorFrom } from "./transaction-error.ts";
 import { decodeWireTransaction, type WireTransaction } from "./wire-transaction.ts";
@@ -231,6 +232,7 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
   };
 
   const accounts = svmAccountReader(svm);
+  const transactions = svmTransactions(svm);
   const readAccount = (address: string): ChainAccount | undefined => {
     const account = accounts.account(address);
     if (account === undefined) return undefined;
@@ -288,16 +290,51 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
     return { lamports, tokens };
   };
 
+  /**
+   * Signers' public keys as node:crypto holds them, by address: the same few sign most
+   * transactions (the service's executor signs every swap), and making one costs about as much as
+   * a verification. Bounded: emptied when full.
+   */
+  const signerKeys = new Map<string, KeyObject>();
+  const signerKey = (signer: string): KeyObject => {
+    let key = signerKeys.get(signer);
+    if (key === undefined) {
+      key = createPublicKey({
+        key: Buffer.concat([
+          ED25519_SPKI_PREFIX,
+          base58AddressBytes(signer) ?? (addresses.encode(signer as Address) as Uint8Array),
+        ]),
+        format: "der",
+        type: "spki",
+      });
+      if (signerKeys.size >= SIGNER_KEYS_CACHED) signerKeys.clear();
+      signerKeys.set(signer, key);
+    }
+    return key;
+  };
+  /**
+   * The loaded size (data and 64 bytes of header) of the programs transactions call, by address:
+   * a program's data is often hundreds of kilobytes, and reading it copies it out of LiteSVM for
+   * each simulation. Forgotten where the chain writes an account (setAccount, a transaction's
+   * writable keys); bounded: emptied when full.
+   */
+  const programSizes = new Map<string, number>();
+  const programSize = (key: string): number => {
+    let size = programSizes.get(key);
+    if (size === undefined) {
+      const account = readAccount(key);
+      size = account === undefined ? 0 : account.data.length + 64;
+      if (programSizes.size >= PROGRAM_SIZES_CACHED) programSizes.clear();
+      programSizes.set(key, size);
+    }
+    return size;
+  };
+
   const signaturesVerify = (wire: WireTransaction): boolean => {
     const message = wire.transaction.messageBytes as unknown as Uint8Array;
     return Object.entries(wire.transaction.signatures).every(([signer, signature]) => {
       if (signature === null) return false;
-      const key = createPublicKey({
-        key: Buffer.concat([ED25519_SPKI_PREFIX, addresses.encode(signer as Address) as Uint8Array]),
-        format: "der",
-        type: "spki",
-      });
-      return verify(null, message, key, signature as Uint8Array);
+      return verify(null, message, signerKey(signer), signature as Uint8Array);
     });
   };
 
@@ -363,9 +400,16 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
   const simulateWire = (wire: WireTransaction, accounts: readonly string[]): Simulation => {
     const checked = precheck(wire);
     if (checked !== null) return unrun(wire, checked, accounts, true);
-    const pre = balances(wire);
+    // Each account read once for both its balances and its size (state does not move meanwhile).
+    const read = new Map<string, ChainAccount | undefined>();
+    const readOnce = (key: string) => {
+      if (!read.has(key)) read.set(key, readAccount(key));
+      return read.get(key);
+    };
+    const pre = balances(wire, undefined, readOnce);
     const loadedAccountsDataSize = wire.accounts.reduce((sum, key) => {
-      const account = readAccount(key);
+      if (wire.programs.has(key)) return sum + programSize(key);
+      const account = readOnce(key);
       return sum + (account === undefined ? 0 : account.data.length + 64);
     }, 0);
     // Signatures are checked apart (sendTransaction always, simulateTransaction when asked), as a
@@ -373,7 +417,7 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
     svm.withSigverify(false);
     let result: ReturnType<LiteSVM["simulateTransaction"]>;
     try {
-      result = svm.simulateTransaction(wire.transaction);
+      result = transactions.simulate(wire);
     } finally {
       svm.withSigverify(true);
     }
@@ -408,11 +452,12 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
     };
   };
 
-  const execute = (wire: WireTransaction, bytes: Uint8Array): void => {
+  /** `simulated`: the balances of a preflight simulation run just before, on this very state. */
+  const execute = (wire: WireTransaction, bytes: Uint8Array, simulated?: Balances): void => {
     const keys = wire.accounts;
     const slot = clock.slot;
-    const pre = balances(wire);
-    const result = svm.sendTransaction(wire.transaction);
+    const pre = simulated ?? balances(wire);
+    const result = transactions.send(wire);
     const after = new Map<string, ChainAccount | undefined>();
     const post = balances(wire, pre, (address) => {
       const account = readAccount(address);
@@ -425,6 +470,7 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
     if (failed && (post.lamports[0] ?? 0n) >= (pre.lamports[0] ?? 0n)) return;
     wire.accounts.forEach((key, i) => {
       if (!wire.writable[i]) return;
+      programSizes.delete(key);
       if (rentEpochs.delete(key)) stale.add(key);
       // Programs' balances are read without their data: those are read at the next save.
       if (!keepSavedAccounts || !after.has(key)) {
@@ -524,6 +570,7 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
         rentEpochs.delete(address);
       else rentEpochs.set(address, account.rentEpoch);
       decimals.delete(address);
+      programSizes.delete(address);
       stale.add(address);
       changed();
       events?.emit({ kind: "account", address, slot: clock.slot });
@@ -532,18 +579,21 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
 
     send(bytes, { skipPreflight }) {
       const wire = decode(bytes);
+      let simulated: Balances | undefined;
       if (!skipPreflight) {
         const simulation = signaturesVerify(wire)
           ? simulateWire(wire, [])
           : unrun(wire, transactionError("SignatureFailure"), [], false);
         if (simulation.err !== null) return { kind: "preflight-failed", simulation };
+        // Nothing runs between the preflight and the send: its "before" is the send's.
+        simulated = simulation.balances?.pre;
       }
       const signature = wire.signatures[0] as string;
       // A cluster drops what it cannot run (LiteSVM checks signatures as it runs: a bad one is not
       // charged, so it does not land); the caller learns it from getSignatureStatuses.
       if (precheck(wire) === null) {
         events?.emit({ kind: "received", signature });
-        execute(wire, bytes);
+        execute(wire, bytes, simulated);
       }
       return { kind: "sent", signature };
     },
@@ -725,11 +775,13 @@ export function createSvm(accounts: readonly (readonly [string, SavedAccount])[]
 }
 /** DER prefix of an Ed25519 public key in SPKI form; the 32 key bytes follow. */
 const ED25519_SPKI_PREFIX = Buffer.from("302a300506032b6570032100", "hex");
+const SIGNER_KEYS_CACHED = 1_024;
+const PROGRAM_SIZES_CACHED = 1_024;
+const EMPTY = new Uint8Array();
 
 /** The transaction in JSON-RPC's "json" encoding. */
 export function transactionJsonOf(wire: WireTransaction) {
   const { message } = wire;
-  const base58 = getBase58Decoder();
   return {
     signatures: wire.signatures,
     message: {
@@ -743,7 +795,7 @@ export function transactionJsonOf(wire: WireTransaction) {
       instructions: message.instructions.map((instruction) => ({
         programIdIndex: instruction.programAddressIndex,
         accounts: instruction.accountIndices ?? [],
-        data: base58.decode(instruction.data ?? new Uint8Array()),
+        data: base58Text(instruction.data ?? EMPTY),
         stackHeight: null,
       })),
       ...(message.version === 0

@@ -7,6 +7,7 @@ import {
   type Mint as Token2022Mint,
   type Token as Token2022Token,
 } from "@solana-program/token-2022";
+import { base58Address } from "../chain/base58-address.ts";
 
 /** The two token programs, by the name JSON-RPC's jsonParsed gives them. */
 export const TOKEN_PROGRAMS: Readonly<Record<string, "spl-token" | "spl-token-2022">> = {
@@ -78,6 +79,7 @@ const decoded = new WeakMap<RawAccount, TokenAccountState | undefined>();
 
 function decodeTokenAccount(account: RawAccount): TokenAccountState | undefined {
   if (kindOf(account) !== "account") return undefined;
+  if (account.data.length === ACCOUNT_SIZE) return baseTokenAccount(account);
   try {
     const token =
       account.programAddress === TOKEN_PROGRAM_ADDRESS
@@ -109,4 +111,36 @@ export function decimalString(amount: bigint, decimals: number): string {
   const whole = digits.slice(0, -decimals);
   const fraction = digits.slice(-decimals).replace(/0+$/, "");
   return fraction === "" ? whole : `${whole}.${fraction}`;
+}
+
+/**
+ * A token account of the base layout (165 bytes, either program), read by hand as the codecs
+ * would: kit's decoders read mint, owner and delegate through BigInt base58 and a decoder object
+ * per field, and the chain reads every token account a transaction names before and after it
+ * runs. The same object as decodeTokenAccount's codecs give (test/token-account-bytes.test.ts):
+ * an option is Some only when its u32 tag is exactly 1, and a state past Frozen is no account.
+ */
+function baseTokenAccount(account: RawAccount): TokenAccountState | undefined {
+  const data = account.data as Uint8Array;
+  const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+  const state = data[108] as number;
+  // Uninitialized is no account; a state the program does not know is a decoding error.
+  if (state === 0 || state > 2) return undefined;
+  const optionOf = <T>(at: number, value: () => T) =>
+    view.getUint32(at, true) === 1
+      ? { __option: "Some" as const, value: value() }
+      : { __option: "None" as const };
+  const address = (at: number) => base58Address(data.subarray(at, at + 32)) as Address;
+  return {
+    mint: address(0),
+    owner: address(32),
+    amount: view.getBigUint64(64, true),
+    delegate: optionOf(72, () => address(76)),
+    state,
+    isNative: optionOf(109, () => view.getBigUint64(113, true)),
+    delegatedAmount: view.getBigUint64(121, true),
+    closeAuthority: optionOf(129, () => address(133)),
+    extensions: { __option: "None" },
+    program: account.programAddress,
+  };
 }

@@ -1,14 +1,14 @@
 import {
   type Address,
   type CompiledTransactionMessageWithLifetime,
-  getAddressDecoder,
-  getBase58Decoder,
   getCompiledTransactionMessageDecoder,
   getTransactionDecoder,
   type LegacyCompiledTransactionMessage,
   type Transaction,
   type V0CompiledTransactionMessage,
 } from "@solana/kit";
+import { base58Address, base58Text } from "../chain/base58-address.ts";
+import { decodeTransactionBytes } from "./transaction-bytes.ts";
 
 /** Solana's packet size: the largest serialized transaction a validator accepts (PACKET_DATA_SIZE). */
 export const MAX_TRANSACTION_BYTES = 1232;
@@ -34,6 +34,8 @@ export type RunnableMessage = (LegacyCompiledTransactionMessage | V0CompiledTran
 
 /** A transaction from the wire, with what the local chain needs to know of it before running it. */
 export interface WireTransaction {
+  /** The bytes as sent: what kit's transaction encoder gives back for `transaction`. */
+  readonly bytes: Uint8Array;
   readonly transaction: Transaction;
   readonly message: RunnableMessage;
   readonly version: "legacy" | 0;
@@ -58,7 +60,8 @@ export class WireTransactionError extends Error {
 }
 
 /**
- * Decodes a transaction as sent, with @solana/kit's codecs, and resolves its address lookup tables
+ * Decodes a transaction as sent, by hand where its form is plain (transaction-bytes.ts) and else
+ * with @solana/kit's codecs, and resolves its address lookup tables
  * through `lookupTable` (the table account's data). Throws WireTransactionError for bytes that are
  * not a transaction this chain can run (too long, malformed, an unsupported version, a lookup
  * table that is missing or an index past its end).
@@ -72,23 +75,9 @@ export function decodeWireTransaction(
       `transaction too large: ${bytes.length} bytes (max: ${MAX_TRANSACTION_BYTES})`,
     );
   }
-  let transaction: Transaction;
-  let decoded: ReturnType<ReturnType<typeof getCompiledTransactionMessageDecoder>["decode"]>;
-  try {
-    transaction = getTransactionDecoder().decode(bytes);
-    decoded = getCompiledTransactionMessageDecoder().decode(transaction.messageBytes);
-  } catch (error) {
-    throw new WireTransactionError("failed to deserialize the transaction", { cause: error });
-  }
-  if (decoded.version !== "legacy" && decoded.version !== 0) {
-    throw new WireTransactionError(`unsupported transaction version ${decoded.version}`);
-  }
-  const message = decoded as RunnableMessage;
-  const base58 = getBase58Decoder();
-  const zeros = new Uint8Array(64);
-  const signatures = Object.values(transaction.signatures).map((s) => base58.decode(s ?? zeros));
+  const { transaction, message } = decodeTransactionBytes(bytes) ?? decodeWithKit(bytes);
+  const signatures = Object.values(transaction.signatures).map((s) => base58Text(s ?? ZERO_SIGNATURE));
   const loaded = { writable: [] as Address[], readonly: [] as Address[] };
-  const addressDecoder = getAddressDecoder();
   for (const lookup of (message.version === 0 ? message.addressTableLookups : undefined) ?? []) {
     const data = lookupTable(lookup.lookupTableAddress);
     if (data === undefined) throw new WireTransactionError("an address lookup table is missing");
@@ -96,7 +85,7 @@ export function decodeWireTransaction(
       const offset = LOOKUP_TABLE_META_SIZE + index * 32;
       if (offset + 32 > data.length)
         throw new WireTransactionError("an address table lookup index is invalid");
-      return addressDecoder.decode(data.subarray(offset, offset + 32));
+      return base58Address(data.subarray(offset, offset + 32)) as Address;
     };
     for (const index of lookup.writableIndexes) loaded.writable.push(at(index));
     for (const index of lookup.readonlyIndexes) loaded.readonly.push(at(index));
@@ -115,6 +104,7 @@ export function decodeWireTransaction(
     message.instructions.map((instruction) => accounts[instruction.programAddressIndex] as Address),
   );
   return {
+    bytes,
     writable,
     programs,
     transaction,
@@ -127,6 +117,24 @@ export function decodeWireTransaction(
     fee: feeOf(message, accounts),
     memo: memoOf(message, accounts),
   };
+}
+
+const ZERO_SIGNATURE = new Uint8Array(64);
+
+/** Kit's decoding, for the forms decodeTransactionBytes leaves to it: its refusals are the chain's. */
+function decodeWithKit(bytes: Uint8Array): { transaction: Transaction; message: RunnableMessage } {
+  let transaction: Transaction;
+  let decoded: ReturnType<ReturnType<typeof getCompiledTransactionMessageDecoder>["decode"]>;
+  try {
+    transaction = getTransactionDecoder().decode(bytes);
+    decoded = getCompiledTransactionMessageDecoder().decode(transaction.messageBytes);
+  } catch (error) {
+    throw new WireTransactionError("failed to deserialize the transaction", { cause: error });
+  }
+  if (decoded.version !== "legacy" && decoded.version !== 0) {
+    throw new WireTransactionError(`unsupported transaction version ${decoded.version}`);
+  }
+  return { transaction, message: decoded as RunnableMessage };
 }
 
 /**
@@ -156,6 +164,8 @@ function feeOf(message: RunnableMessage, accounts: readonly Address[]): bigint {
   return signatures * LAMPORTS_PER_SIGNATURE + priority;
 }
 
+const UTF8 = new TextDecoder("utf-8", { fatal: true });
+
 function memoOf(message: RunnableMessage, accounts: readonly Address[]): string | null {
   const memos: string[] = [];
   for (const instruction of message.instructions) {
@@ -165,7 +175,7 @@ function memoOf(message: RunnableMessage, accounts: readonly Address[]): string 
     const data = instruction.data ?? new Uint8Array();
     let text: string;
     try {
-      text = new TextDecoder("utf-8", { fatal: true }).decode(data as Uint8Array);
+      text = UTF8.decode(data as Uint8Array);
     } catch {
       text = "(unparseable)";
     }
@@ -177,9 +187,11 @@ function memoOf(message: RunnableMessage, accounts: readonly Address[]): string 
 /** How many accounts a transaction names (static keys and lookup-table entries), or 0 if it does not decode. */
 export function accountCountOf(bytes: Uint8Array): number {
   try {
-    const message = getCompiledTransactionMessageDecoder().decode(
-      getTransactionDecoder().decode(bytes).messageBytes,
-    ) as RunnableMessage;
+    const message =
+      decodeTransactionBytes(bytes)?.message ??
+      (getCompiledTransactionMessageDecoder().decode(
+        getTransactionDecoder().decode(bytes).messageBytes,
+      ) as RunnableMessage);
     const lookups = message.version === 0 ? (message.addressTableLookups ?? []) : [];
     return lookups.reduce(
       (n, l) => n + l.writableIndexes.length + l.readonlyIndexes.length,

@@ -1,0 +1,283 @@
+/**
+ * The embedded chain's hand-written decoders (src/local-chain/transaction-bytes.ts, the base
+ * layout in token-accounts.ts, base58Text) against kit's codecs they stand in for, over random and
+ * real transactions and accounts, malformed bytes included: where the hand-written decoder answers,
+ * it must answer exactly as kit does, and it must answer for every plain transaction (else the
+ * chain would silently be back on kit's codecs).
+ */
+import { randomBytes } from "node:crypto";
+import {
+  type Address,
+  appendTransactionMessageInstructions,
+  type Blockhash,
+  compileTransaction,
+  createTransactionMessage,
+  getAddressDecoder,
+  getBase58Decoder,
+  getCompiledTransactionMessageDecoder,
+  getCompiledTransactionMessageEncoder,
+  getShortU16Encoder,
+  getTransactionDecoder,
+  getTransactionEncoder,
+  pipe,
+  setTransactionMessageFeePayer,
+  setTransactionMessageLifetimeUsingBlockhash,
+} from "@solana/kit";
+import {
+  getTokenDecoder as getClassicTokenDecoder,
+  getTokenEncoder,
+  getTransferCheckedInstruction,
+  TOKEN_PROGRAM_ADDRESS,
+} from "@solana-program/token";
+import {
+  getTokenDecoder as getToken2022TokenDecoder,
+  TOKEN_2022_PROGRAM_ADDRESS,
+} from "@solana-program/token-2022";
+import { describe, expect, it } from "vitest";
+import { base58Text } from "../src/chain/base58-address.ts";
+import { readTokenAccount } from "../src/local-chain/token-accounts.ts";
+import { decodeTransactionBytes } from "../src/local-chain/transaction-bytes.ts";
+import {
+  decodeWireTransaction,
+  MAX_TRANSACTION_BYTES,
+  WireTransactionError,
+} from "../src/local-chain/wire-transaction.ts";
+
+const addressDecoder = getAddressDecoder();
+const key = (zeros = 0) => {
+  const bytes = new Uint8Array(randomBytes(32));
+  bytes.fill(0, 0, zeros);
+  return addressDecoder.decode(bytes);
+};
+const COMPUTE_BUDGET = "ComputeBudget111111111111111111111111111111" as Address;
+const int = (n: number) => Math.floor(Math.random() * n);
+const shortU16 = getShortU16Encoder();
+
+/** Kit's answer for bytes: the decoded transaction and message, or that it refused. */
+function kitDecode(bytes: Uint8Array) {
+  try {
+    const transaction = getTransactionDecoder().decode(bytes);
+    const message = getCompiledTransactionMessageDecoder().decode(transaction.messageBytes);
+    return { transaction, message };
+  } catch {
+    return undefined;
+  }
+}
+
+/** A random legacy or v0 message, as kit's compiled form, with the given number of signers. */
+function randomMessage(version: "legacy" | 0, signers: number) {
+  const keys = signers + int(12);
+  const staticAccounts = Array.from({ length: keys }, (_, i) => key(i % 4 === 0 ? int(3) : 0) as Address);
+  const instructions = Array.from({ length: int(6) }, () => {
+    const indices = Array.from({ length: int(4) === 0 ? 0 : int(20) }, () => int(256));
+    // Lengths past 127 take a two-byte compact-u16.
+    const size = [0, 1, 9, 127, 128, 300][int(6)] as number;
+    return {
+      programAddressIndex: int(256),
+      ...(indices.length > 0 ? { accountIndices: indices } : {}),
+      ...(size > 0 ? { data: new Uint8Array(randomBytes(size)) } : {}),
+    };
+  });
+  const lookups = Array.from({ length: version === 0 ? int(3) : 0 }, () => ({
+    lookupTableAddress: key() as Address,
+    writableIndexes: Array.from({ length: int(5) }, () => int(256)),
+    readonlyIndexes: Array.from({ length: int(5) }, () => int(256)),
+  }));
+  return {
+    version,
+    header: {
+      numSignerAccounts: signers,
+      numReadonlySignerAccounts: int(2),
+      numReadonlyNonSignerAccounts: int(3),
+    },
+    staticAccounts,
+    lifetimeToken: key(int(4) === 0 ? 2 : 0),
+    instructions,
+    ...(lookups.length > 0 ? { addressTableLookups: lookups } : {}),
+  } as const;
+}
+
+/** The wire form: a compact-u16 count, the signatures (some missing: zeros), the message. */
+function wireOf(messageBytes: Uint8Array, signatures: number): Uint8Array {
+  const parts = [shortU16.encode(signatures) as Uint8Array];
+  for (let i = 0; i < signatures; i++)
+    parts.push(int(3) === 0 ? new Uint8Array(64) : new Uint8Array(randomBytes(64)));
+  parts.push(messageBytes);
+  return new Uint8Array(Buffer.concat(parts));
+}
+
+function randomTransaction(): Uint8Array {
+  const version = int(2) === 0 ? "legacy" : 0;
+  const signers = 1 + int(3);
+  const message = getCompiledTransactionMessageEncoder().encode(randomMessage(version, signers) as never);
+  return wireOf(message as Uint8Array, signers);
+}
+
+/** Transactions as the service builds them: compute budget, a token transfer, a fee payer. */
+function realTransaction(version: "legacy" | 0): Uint8Array {
+  const message = pipe(
+    createTransactionMessage({ version }),
+    (m) => setTransactionMessageFeePayer(key() as Address, m),
+    (m) =>
+      setTransactionMessageLifetimeUsingBlockhash(
+        { blockhash: key() as string as Blockhash, lastValidBlockHeight: 1n },
+        m,
+      ),
+    (m) =>
+      appendTransactionMessageInstructions(
+        [
+          // The compute budget's unit limit and price, as the service lays them out.
+          { programAddress: COMPUTE_BUDGET, data: new Uint8Array([2, 0x40, 0x0d, 0x03, 0]) },
+          { programAddress: COMPUTE_BUDGET, data: new Uint8Array([3, 0xe8, 3, 0, 0, 0, 0, 0, 0]) },
+          getTransferCheckedInstruction({
+            source: key() as Address,
+            mint: key() as Address,
+            destination: key() as Address,
+            authority: key() as Address,
+            amount: BigInt(int(1e9)),
+            decimals: 6,
+          }),
+        ],
+        m,
+      ),
+  );
+  return new Uint8Array(getTransactionEncoder().encode(compileTransaction(message)));
+}
+
+/** Damaged forms of valid bytes: cut short, a byte changed, bytes added, a count changed. */
+function damaged(bytes: Uint8Array): Uint8Array[] {
+  const out: Uint8Array[] = [];
+  for (let i = 0; i < 6; i++) out.push(bytes.subarray(0, int(bytes.length)));
+  for (let i = 0; i < 6; i++) {
+    const copy = new Uint8Array(bytes);
+    copy[int(copy.length)] = int(256);
+    out.push(copy);
+  }
+  const copy = new Uint8Array(bytes);
+  const at = 1 + 64 * (bytes[0] as number) + int(4);
+  copy[at] = (copy[at] as number) ^ 0x80;
+  out.push(copy);
+  out.push(new Uint8Array([...bytes, int(256)]));
+  out.push(new Uint8Array([(bytes[0] as number) + 1, ...bytes.subarray(1)]));
+  out.push(new Uint8Array(randomBytes(int(400))));
+  return out;
+}
+
+describe("the local chain's transaction decoder", () => {
+  it("decodes every plain transaction exactly as kit's codecs do", () => {
+    const samples = [
+      ...Array.from({ length: 1_500 }, randomTransaction),
+      ...Array.from({ length: 100 }, (_, i) => realTransaction(i % 2 === 0 ? "legacy" : 0)),
+    ];
+    for (const bytes of samples) {
+      const kit = kitDecode(bytes);
+      expect(kit).toBeDefined();
+      expect(decodeTransactionBytes(bytes)).toStrictEqual(kit);
+      // The chain hands LiteSVM the bytes as sent, for what its wrapper would encode again.
+      expect(new Uint8Array(getTransactionEncoder().encode(kit?.transaction as never))).toEqual(bytes);
+    }
+  });
+
+  it("answers malformed bytes only where kit does, and then as kit does; the chain refuses them as before", () => {
+    let answered = 0;
+    let refused = 0;
+    for (let i = 0; i < 600; i++) {
+      const valid = i % 10 === 0 ? realTransaction(i % 20 === 0 ? "legacy" : 0) : randomTransaction();
+      for (const bytes of damaged(valid)) {
+        const kit = kitDecode(bytes);
+        const mine = decodeTransactionBytes(bytes);
+        if (mine !== undefined) {
+          answered++;
+          expect(kit).toStrictEqual(mine);
+        }
+        if (kit !== undefined && bytes.length <= MAX_TRANSACTION_BYTES) {
+          expect(new Uint8Array(getTransactionEncoder().encode(kit.transaction))).toEqual(bytes);
+        }
+        if (kit === undefined) {
+          refused++;
+          // Never a crash: the chain's own refusal, whatever the bytes.
+          expect(() => decodeWireTransaction(bytes, () => undefined)).toThrow(WireTransactionError);
+          if (bytes.length <= MAX_TRANSACTION_BYTES) {
+            expect(() => decodeWireTransaction(bytes, () => undefined)).toThrow(
+              "failed to deserialize the transaction",
+            );
+          }
+        }
+      }
+    }
+    // Both kinds occurred: damaged bytes that still decode (a changed key, say) and refused ones.
+    expect(answered).toBeGreaterThan(500);
+    expect(refused).toBeGreaterThan(500);
+  });
+
+  it("leaves version 1, the message-first form, to kit", () => {
+    const bytes = randomTransaction();
+    const v1 = new Uint8Array(bytes);
+    v1[1 + 64 * (bytes[0] as number)] = 0x81;
+    expect(decodeTransactionBytes(v1)).toBeUndefined();
+    expect(decodeTransactionBytes(new Uint8Array([0x81, 1, 0, 0]))).toBeUndefined();
+    expect(decodeTransactionBytes(new Uint8Array())).toBeUndefined();
+  });
+});
+
+describe("the local chain's token account decoder", () => {
+  /** Decoded as the chain did with kit's codecs. */
+  const kitToken = (program: Address, data: Uint8Array) => {
+    try {
+      const token =
+        program === TOKEN_PROGRAM_ADDRESS
+          ? { ...getClassicTokenDecoder().decode(data), extensions: { __option: "None" as const } }
+          : getToken2022TokenDecoder().decode(data);
+      return token.state === 0 ? undefined : { ...token, program };
+    } catch {
+      return undefined;
+    }
+  };
+  const tag = () => [0, 1, 1, 2, 0x01000001, 0xffffffff][int(6)] as number;
+
+  it("reads base-layout accounts of both programs as kit's codecs do, odd tags and states included", () => {
+    let accounts = 0;
+    for (let i = 0; i < 3_000; i++) {
+      const program = i % 2 === 0 ? TOKEN_PROGRAM_ADDRESS : TOKEN_2022_PROGRAM_ADDRESS;
+      let data: Uint8Array;
+      if (i % 3 === 0) {
+        data = new Uint8Array(
+          getTokenEncoder().encode({
+            mint: key(int(3)) as Address,
+            owner: key() as Address,
+            amount: BigInt(`0x${randomBytes(8).toString("hex")}`),
+            delegate: int(2) === 0 ? null : (key() as Address),
+            state: int(3),
+            isNative: int(2) === 0 ? null : BigInt(int(1e9)),
+            delegatedAmount: BigInt(int(1e12)),
+            closeAuthority: int(2) === 0 ? null : (key() as Address),
+          }),
+        );
+      } else {
+        data = new Uint8Array(randomBytes(165));
+        data[108] = [0, 1, 1, 2, 3, 200][int(6)] as number;
+        const view = new DataView(data.buffer);
+        for (const at of [72, 109, 129]) view.setUint32(at, tag(), true);
+      }
+      const expected = kitToken(program, data);
+      if (expected !== undefined) accounts++;
+      const raw = { lamports: 2_039_280n, programAddress: program, data, executable: false };
+      expect(readTokenAccount(raw)).toStrictEqual(expected);
+    }
+    expect(accounts).toBeGreaterThan(1_000);
+  });
+});
+
+describe("base58 of any bytes without BigInt", () => {
+  it("writes what kit's base58 decoder writes", () => {
+    const kit = getBase58Decoder();
+    for (let i = 0; i < 2_000; i++) {
+      const bytes = new Uint8Array(randomBytes(int(120)));
+      bytes.fill(0, 0, int(5) === 0 ? int(4) : 0);
+      expect(base58Text(bytes)).toBe(kit.decode(bytes));
+    }
+    expect(base58Text(new Uint8Array())).toBe("");
+    expect(base58Text(new Uint8Array(64))).toBe("1".repeat(64));
+    expect(base58Text(new Uint8Array(64).fill(255))).toBe(kit.decode(new Uint8Array(64).fill(255)));
+  });
+});
