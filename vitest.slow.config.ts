@@ -21,7 +21,7 @@ const PROBES = "test/local-chain-worker.slow.test.ts";
 
 export default defineConfig({
   test: {
-    // The longest load test first: of the two at a time, neither ends long after the other.
+    // The load tests in the order that keeps the two heavy ones apart (longest-first-sequencer.ts).
     sequence: { sequencer: LongestFirstSequencer },
     projects: [
       {

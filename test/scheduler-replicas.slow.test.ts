@@ -14,8 +14,8 @@ import { type MainProcess, startMain } from "./support/main-process.ts";
 
 const AGENTS = 200;
 const SLOTS = 5;
-/** An hour of schedule time every 10 real seconds. */
-const SCALE = 360;
+/** An hour of schedule time every 6 real seconds. */
+const SCALE = 600;
 const SLOT_MS = 3_600_000 / SCALE;
 
 const uri = inject("mongoUri");
