@@ -7,6 +7,7 @@
 import {
   address,
   generateKeyPairSigner,
+  getBase58Encoder,
   getBase64EncodedWireTransaction,
   type KeyPairSigner,
   generateKeyPairSigner as newSigner,
@@ -178,6 +179,40 @@ describe("the local chain's clock", () => {
         .getTransaction(signature, { encoding: "json", maxSupportedTransactionVersion: 0 })
         .send(),
     ).toBeNull();
+  });
+
+  it("refuses a transaction without a fee payer (no signer) as Agave's sanitize does, with or without preflight", async () => {
+    const { blockhash } = (await chain.rpc.getLatestBlockhash({ commitment: "confirmed" }).send()).value;
+    // No signatures; header 0 signers, 0 read-only signers, 1 read-only key (the System program);
+    // one instruction calling it with nothing.
+    const message = new Uint8Array([
+      0,
+      0,
+      1,
+      1,
+      ...new Uint8Array(32),
+      ...getBase58Encoder().encode(blockhash),
+      1,
+      0,
+      0,
+      0,
+    ]);
+    const base64 = Buffer.from([0, ...message]).toString("base64");
+    const refusal = {
+      code: -32602,
+      message: "invalid transaction: Transaction failed to sanitize accounts offsets correctly",
+    };
+    expect((await chain.raw("simulateTransaction", [base64, { encoding: "base64" }])).error).toEqual(refusal);
+    for (const skipPreflight of [false, true]) {
+      expect(
+        (await chain.raw("sendTransaction", [base64, { encoding: "base64", skipPreflight }])).error,
+      ).toEqual(refusal);
+    }
+    expect((await chain.raw("getFeeForMessage", [Buffer.from(message).toString("base64")])).error).toEqual({
+      code: -32602,
+      message: "invalid transaction message: index out of bounds",
+    });
+    expect(await chain.raw("getHealth")).toMatchObject({ result: "ok" });
   });
 });
 

@@ -191,7 +191,13 @@ describe("the local chain's transaction decoder", () => {
           expect(kit).toStrictEqual(mine);
         }
         if (kit !== undefined && bytes.length <= MAX_TRANSACTION_BYTES) {
-          expect(new Uint8Array(getTransactionEncoder().encode(kit.transaction))).toEqual(bytes);
+          if (Object.keys(kit.transaction.signatures).length === 0) {
+            // Damage that leaves no signer at all (a first byte of 0): kit decodes it, but will not
+            // encode it again, so there is no wrapper's encoding to agree with.
+            expect(() => getTransactionEncoder().encode(kit.transaction)).toThrow(/no expected signers/);
+          } else {
+            expect(new Uint8Array(getTransactionEncoder().encode(kit.transaction))).toEqual(bytes);
+          }
         }
         if (kit === undefined) {
           refused++;

@@ -32,7 +32,12 @@ import {
   u64Param,
   withContext,
 } from "./rpc-params.ts";
-import { accountCountOf, MAX_TRANSACTION_BYTES, WireTransactionError } from "./wire-transaction.ts";
+import {
+  accountCountOf,
+  MAX_TRANSACTION_BYTES,
+  TransactionSanitizeError,
+  WireTransactionError,
+} from "./wire-transaction.ts";
 
 const MAX_SIGNATURE_STATUSES = 256;
 /** Slots a validator's status cache covers (getSignatureStatuses without a history search). */
@@ -250,6 +255,9 @@ export function transactionMethods(
       try {
         fee = chain.feeForMessage(bytes);
       } catch (error) {
+        if (error instanceof TransactionSanitizeError) {
+          throw paramError(`invalid transaction message: ${error.messageError}`);
+        }
         if (!(error instanceof WireTransactionError)) throw error;
         throw paramError(
           `failed to deserialize solana_message::versions::VersionedMessage: ${error.message}`,
@@ -350,6 +358,7 @@ function run<T>(call: () => T): T {
   try {
     return call();
   } catch (error) {
+    if (error instanceof TransactionSanitizeError) throw paramError(`invalid transaction: ${error.message}`);
     if (error instanceof WireTransactionError) {
       throw paramError(
         `failed to deserialize solana_transaction::versioned::VersionedTransaction: ${error.message}`,

@@ -56,7 +56,21 @@ export interface WireTransaction {
 }
 
 export class WireTransactionError extends Error {
-  override readonly name = "WireTransactionError";
+  override readonly name: string = "WireTransactionError";
+}
+
+/**
+ * A transaction that decodes but that Agave's sanitize refuses. Its message is the transaction
+ * error's text (sendTransaction and simulateTransaction answer "invalid transaction: …"); the
+ * message's own sanitize error says less (getFeeForMessage: "invalid transaction message: …").
+ */
+export class TransactionSanitizeError extends WireTransactionError {
+  override readonly name = "TransactionSanitizeError";
+  readonly messageError: string;
+  constructor(message: string, messageError: string) {
+    super(message);
+    this.messageError = messageError;
+  }
 }
 
 /**
@@ -76,6 +90,15 @@ export function decodeWireTransaction(
     );
   }
   const { transaction, message } = decodeTransactionBytes(bytes) ?? decodeWithKit(bytes);
+  // Agave's sanitize: a message needs a writable signer first, its fee payer. Without one there is
+  // no signature to name the transaction by, and LiteSVM would run it all the same.
+  const { header } = message;
+  if (header.numSignerAccounts === 0 || header.numReadonlySignerAccounts >= header.numSignerAccounts) {
+    throw new TransactionSanitizeError(
+      "Transaction failed to sanitize accounts offsets correctly",
+      "index out of bounds",
+    );
+  }
   const signatures = Object.values(transaction.signatures).map((s) => base58Text(s ?? ZERO_SIGNATURE));
   const loaded = { writable: [] as Address[], readonly: [] as Address[] };
   for (const lookup of (message.version === 0 ? message.addressTableLookups : undefined) ?? []) {
