@@ -13,7 +13,7 @@ import { loadCatalog } from "../src/token/catalog.ts";
 import { createChainClient } from "./support/chain-client.ts";
 import { writeDelegateSeed, writeExecutorKeypair } from "./support/executor-keypair.ts";
 import { LOCAL_CHAIN_MAIN, type MainProcess, spawnMain, startMain } from "./support/main-process.ts";
-import { freePortPair } from "./support/ports.ts";
+import { onFreePortPair } from "./support/ports.ts";
 
 const USDC = address(loadCatalog().tokens.find((t) => t.symbol === "USDC")?.mint as string);
 const directory = mkdtempSync(join(tmpdir(), "local-chain-"));
@@ -26,17 +26,21 @@ const running: MainProcess[] = [];
 let port: number;
 let chainProcess: MainProcess;
 
-async function startChain(): Promise<MainProcess> {
-  const chain = spawnMain(
-    { LOCAL_SOLANA_RPC_PORT: String(port), LOCAL_SOLANA_STATE: statePath, LOG_LEVEL: "info" },
-    LOCAL_CHAIN_MAIN,
-  );
-  running.push(chain);
-  await chain.waitForLog(
-    (line) => line.msg === `local chain serving Solana JSON-RPC at http://127.0.0.1:${port}`,
-    30_000,
-  );
-  return chain;
+/** The chain on a free pair of ports (`port` says which), from LOCAL_SOLANA_STATE when it exists. */
+function startChain(): Promise<MainProcess> {
+  return onFreePortPair(async (free) => {
+    port = free;
+    const chain = spawnMain(
+      { LOCAL_SOLANA_RPC_PORT: String(port), LOCAL_SOLANA_STATE: statePath, LOG_LEVEL: "info" },
+      LOCAL_CHAIN_MAIN,
+    );
+    running.push(chain);
+    await chain.waitForLog(
+      (line) => line.msg === `local chain serving Solana JSON-RPC at http://127.0.0.1:${port}`,
+      30_000,
+    );
+    return chain;
+  });
 }
 
 async function stop(process: MainProcess): Promise<void> {
@@ -45,7 +49,6 @@ async function stop(process: MainProcess): Promise<void> {
 }
 
 beforeAll(async () => {
-  port = await freePortPair();
   chainProcess = await startChain();
 });
 
@@ -122,10 +125,13 @@ describe("the local chain alone", () => {
   });
 
   it("keeps its state across a restart (LOCAL_SOLANA_STATE): the transfer, balances and the slot", async () => {
-    const chain = createChainClient(`http://127.0.0.1:${port}`);
-    const slotBefore = await chain.rpc.getSlot({ commitment: "confirmed" }).send();
+    const slotBefore = await createChainClient(`http://127.0.0.1:${port}`)
+      .rpc.getSlot({ commitment: "confirmed" })
+      .send();
     await stop(chainProcess);
+    // On a free pair again (maybe another): the state is what this is about.
     chainProcess = await startChain();
+    const chain = createChainClient(`http://127.0.0.1:${port}`);
     expect(chainProcess.logLines().some((l) => l.msg === "local chain state loaded")).toBe(true);
     const found = await chain.rpc
       .getTransaction(transfer, { encoding: "json", maxSupportedTransactionVersion: 0 })

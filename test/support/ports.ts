@@ -1,16 +1,45 @@
+import { readFileSync } from "node:fs";
 import { type AddressInfo, connect, createServer, type Server } from "node:net";
 
-/** A TCP port on 127.0.0.1 that nothing listens on right now. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address !== null ? address.port : 0;
-      server.close(() => (port > 0 ? resolve(port) : reject(new Error("could not read a free port"))));
-    });
-  });
+/**
+ * Ports the tests choose for processes they start are drawn below the kernel's ephemeral range
+ * (`ip_local_port_range`, 32768-60999 here). A port from `listen(0)` lies inside it, and so does
+ * the local port of every outgoing connection, and this suite opens thousands a minute: a port
+ * found free and bound by a child a second later was once taken in between (the chain's "is in
+ * use", a red CI run). Below the range only an explicit bind can take it.
+ */
+const CHOSEN_PORTS = chosenPortRange();
+
+function chosenPortRange(): { low: number; high: number } | undefined {
+  try {
+    const [low] = readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8")
+      .trim()
+      .split(/\s+/)
+      .map(Number);
+    // Clear of the well-known ports and of what developers run by hand (8080, 8899, 27017, ...).
+    const range = { low: 20_000, high: (low ?? 0) - 2 };
+    return range.high - range.low >= 1_000 ? range : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A random port of CHOSEN_PORTS, or 0 (the kernel's choice) where there is none. */
+function candidate(): number {
+  if (CHOSEN_PORTS === undefined) return 0;
+  return CHOSEN_PORTS.low + Math.floor(Math.random() * (CHOSEN_PORTS.high - CHOSEN_PORTS.low + 1));
+}
+
+/** A TCP port on 127.0.0.1 that nothing listens on right now (below the ephemeral range, see above). */
+export async function freePort(attempts = 50): Promise<number> {
+  for (let attempt = 0; attempt < attempts; attempt++) {
+    const server = await listenOn(candidate()).catch(() => undefined);
+    if (server === undefined) continue;
+    const port = (server.address() as AddressInfo).port;
+    await closeServer(server);
+    return port;
+  }
+  throw new Error(`no free port on 127.0.0.1 in ${attempts} tries`);
 }
 
 /**
@@ -22,13 +51,30 @@ export function freePort(): Promise<number> {
  */
 export async function freePortPair(attempts = 50): Promise<number> {
   for (let attempt = 0; attempt < attempts; attempt++) {
-    const first = await listenOn(0);
+    const first = await listenOn(candidate()).catch(() => undefined);
+    if (first === undefined) continue;
     const port = (first.address() as AddressInfo).port;
     const second = port < 65535 ? await listenOn(port + 1).catch(() => undefined) : undefined;
     await Promise.all([first, second].map((server) => server && closeServer(server)));
     if (second !== undefined) return port;
   }
   throw new Error(`no two neighbouring free ports on 127.0.0.1 in ${attempts} tries`);
+}
+
+/**
+ * `start(port)` on a free pair of ports (freePortPair), and again on another pair when a port was
+ * taken between the check and the bind: the machine's other tests bind port 0 all the time, and
+ * once got one of them first. `start` rejects with an error whose message says "is in use" then
+ * (the service and the chain log "… is in use …"); any other error, or the last attempt's, stands.
+ */
+export async function onFreePortPair<T>(start: (port: number) => Promise<T>, attempts = 3): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await start(await freePortPair());
+    } catch (error) {
+      if (attempt >= attempts || !/is in use/.test(String(error))) throw error;
+    }
+  }
 }
 
 function listenOn(port: number): Promise<Server> {
