@@ -169,9 +169,12 @@ describe("/docs", () => {
     page.on("request", (request) => requested.push(request.url()));
     await page.setViewportSize({ width: 1280, height: 900 });
     await page.goto(`${service.baseUrl}/docs`);
-    await page.waitForFunction(`document.querySelectorAll(".opblock").length >= ${operations.length}`, null, {
-      timeout: 15_000,
-    });
+    // Polled from the test: waitForFunction's own polling evaluates its predicate with eval in the
+    // page, which the page's CSP (script-src 'self') refuses whenever the first check is too early,
+    // as it was on a loaded machine. $$eval is called through the protocol, which CSP does not govern.
+    await expect
+      .poll(() => page.$$eval(".opblock", (blocks) => blocks.length), { timeout: 15_000 })
+      .toBeGreaterThanOrEqual(operations.length);
     const rendered = await page.$$eval(".opblock", (blocks) =>
       blocks.map((block) => {
         const method = block.querySelector(".opblock-summary-method")?.textContent ?? "";
