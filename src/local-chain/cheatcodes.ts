@@ -2,6 +2,7 @@ import { isAddress } from "@solana/addresses";
 import { type Address, none, type Option, some } from "@solana/kit";
 import { AccountState, getTokenEncoder, TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
 import { associatedTokenAddress } from "../chain/program-address.ts";
+import { createBoundedMemo } from "./bounded-memo.ts";
 import { invalidParams, JsonRpcError, paramError } from "./json-rpc-error.ts";
 import type { RpcMethod } from "./json-rpc-handler.ts";
 import { AccountRefusedError, type LocalChain } from "./local-chain.ts";
@@ -25,7 +26,10 @@ const MAX_DATA_BYTES = 10 * 1024 * 1024;
  */
 export function cheatcodeMethods(chain: LocalChain): Record<string, RpcMethod> {
   /** Associated token accounts by (owner, mint, program): a pure function's answers, bounded. */
-  const associated = new Map<string, Address>();
+  const associated = createBoundedMemo(ASSOCIATED_CACHED, (key) => {
+    const [owner, mint, program] = key.split(":") as [string, string, string];
+    return associatedTokenAddress(owner, mint, program) as Address;
+  });
   // Codecs hold no state; made once, as each costs more to make than to use.
   const tokenEncoder = getTokenEncoder();
   return {
@@ -73,12 +77,7 @@ export function cheatcodeMethods(chain: LocalChain): Record<string, RpcMethod> {
       // Synchronously (program-address.ts) and kept: the test Swap API server calls this for
       // every route, on the pool it made (the on-curve test is BigInt arithmetic).
       const key = `${owner}:${mint}:${program}`;
-      let address = associated.get(key);
-      if (address === undefined) {
-        address = associatedTokenAddress(owner, mint, program) as Address;
-        if (associated.size >= ASSOCIATED_CACHED) associated.clear();
-        associated.set(key, address);
-      }
+      const address = associated.get(key);
       const native = mint === NATIVE_MINT;
       const rent = chain.rentExemption(ACCOUNT_SIZE);
       const current = chain.account(address);

@@ -18,6 +18,7 @@ import {
   type Commitment,
   FINALIZATION_SLOTS,
 } from "./block-clock.ts";
+import { createBoundedMemo } from "./bounded-memo.ts";
 import type { ChainEvents } from "./chain-events.ts";
 import type { SavedAccount } from "./chain-state.ts";
 import type { Ledger, LedgerEntry, SignatureRange } from "./ledger.ts";
@@ -295,40 +296,30 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
    * transactions (the service's executor signs every swap), and making one costs about as much as
    * a verification. Bounded: emptied when full.
    */
-  const signerKeys = new Map<string, KeyObject>();
-  const signerKey = (signer: string): KeyObject => {
-    let key = signerKeys.get(signer);
-    if (key === undefined) {
-      key = createPublicKey({
+  const signerKeys = createBoundedMemo(
+    SIGNER_KEYS_CACHED,
+    (signer): KeyObject =>
+      createPublicKey({
         key: Buffer.concat([
           ED25519_SPKI_PREFIX,
           base58AddressBytes(signer) ?? (addresses.encode(signer as Address) as Uint8Array),
         ]),
         format: "der",
         type: "spki",
-      });
-      if (signerKeys.size >= SIGNER_KEYS_CACHED) signerKeys.clear();
-      signerKeys.set(signer, key);
-    }
-    return key;
-  };
+      }),
+  );
+  const signerKey = (signer: string): KeyObject => signerKeys.get(signer);
   /**
    * The loaded size (data and 64 bytes of header) of the programs transactions call, by address:
    * a program's data is often hundreds of kilobytes, and reading it copies it out of LiteSVM for
    * each simulation. Forgotten where the chain writes an account (setAccount, a transaction's
    * writable keys); bounded: emptied when full.
    */
-  const programSizes = new Map<string, number>();
-  const programSize = (key: string): number => {
-    let size = programSizes.get(key);
-    if (size === undefined) {
-      const account = readAccount(key);
-      size = account === undefined ? 0 : account.data.length + 64;
-      if (programSizes.size >= PROGRAM_SIZES_CACHED) programSizes.clear();
-      programSizes.set(key, size);
-    }
-    return size;
-  };
+  const programSizes = createBoundedMemo(PROGRAM_SIZES_CACHED, (key) => {
+    const account = readAccount(key);
+    return account === undefined ? 0 : account.data.length + 64;
+  });
+  const programSize = (key: string): number => programSizes.get(key);
 
   const signaturesVerify = (wire: WireTransaction): boolean => {
     const message = wire.transaction.messageBytes as unknown as Uint8Array;
@@ -470,7 +461,7 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
     if (failed && (post.lamports[0] ?? 0n) >= (pre.lamports[0] ?? 0n)) return;
     wire.accounts.forEach((key, i) => {
       if (!wire.writable[i]) return;
-      programSizes.delete(key);
+      programSizes.forget(key);
       if (rentEpochs.delete(key)) stale.add(key);
       // Programs' balances are read without their data: those are read at the next save.
       if (!keepSavedAccounts || !after.has(key)) {
@@ -570,7 +561,7 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
         rentEpochs.delete(address);
       else rentEpochs.set(address, account.rentEpoch);
       decimals.delete(address);
-      programSizes.delete(address);
+      programSizes.forget(address);
       stale.add(address);
       changed();
       events?.emit({ kind: "account", address, slot: clock.slot });
