@@ -198,7 +198,6 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
   /** Past the ledger's window, history goes, but never a transaction whose blockhash still lets it land. */
   const pruneHistory = () => ledger.prune(clock.slot - BLOCKHASH_VALID_BLOCKS);
   const addresses = getAddressEncoder();
-  const base58 = getBase58Decoder();
   const base64 = getBase64Decoder();
   const encodeTransaction = getTransactionEncoder();
 
@@ -362,7 +361,7 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
     const bytes = account.data as Uint8Array;
     // Versions (u32), State Initialized (u32 = 1), authority, then the durable nonce.
     if (bytes[4] !== 1) return false;
-    return base58.decode(bytes.subarray(40, 72)) === wire.blockhash;
+    return base58Text(bytes.subarray(40, 72)) === wire.blockhash;
   };
 
   /** A simulation that ended before the transaction ran (an unknown blockhash, a bad signature). */
@@ -388,9 +387,18 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
     };
   };
 
-  const simulateWire = (wire: WireTransaction, accounts: readonly string[]): Simulation => {
+  /**
+   * Runs `wire` on the current state without keeping what it wrote. `full` false (a send's
+   * preflight): a success needs only its balances before, so its metadata and balances after are
+   * not read (`ran` then holds the balances before alone).
+   */
+  const trial = (
+    wire: WireTransaction,
+    accounts: readonly string[],
+    full: boolean,
+  ): { readonly simulation: Simulation } | { readonly ran: Balances } => {
     const checked = precheck(wire);
-    if (checked !== null) return unrun(wire, checked, accounts, true);
+    if (checked !== null) return { simulation: unrun(wire, checked, accounts, true) };
     // Each account read once for both its balances and its size (state does not move meanwhile).
     const read = new Map<string, ChainAccount | undefined>();
     const readOnce = (key: string) => {
@@ -405,13 +413,7 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
     }, 0);
     // Signatures are checked apart (sendTransaction always, simulateTransaction when asked), as a
     // validator does; LiteSVM's own check would refuse the unsigned transactions simulations get.
-    svm.withSigverify(false);
-    let result: ReturnType<LiteSVM["simulateTransaction"]>;
-    try {
-      result = transactions.simulate(wire);
-    } finally {
-      svm.withSigverify(true);
-    }
+    const result = withoutSigverify(() => transactions.simulate(wire));
     const base = {
       fee: wire.fee,
       loadedAddresses: wire.loaded,
@@ -424,31 +426,58 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
       // simulation has no processed transaction then, so no fee and no loaded bytes to report.
       const unloaded = typeof err.json === "string" && FEE_PAYER_ERRORS.has(err.json);
       return {
-        ...base,
-        ...(unloaded ? { fee: null, loadedAccountsDataSize: 0 } : {}),
-        err,
-        ...metaFields(result.meta()),
-        accounts: accounts.map(() => undefined),
-        balances: { pre, post: pre },
+        simulation: {
+          ...base,
+          ...(unloaded ? { fee: null, loadedAccountsDataSize: 0 } : {}),
+          err,
+          ...metaFields(result.meta()),
+          accounts: accounts.map(() => undefined),
+          balances: { pre, post: pre },
+        },
       };
     }
+    if (!full) return { ran: pre };
     const after = new Map<string, RawAccount>(result.postAccounts().map((a) => [a.address as string, a]));
     const afterOrNow = (address: string) => after.get(address) ?? readAccount(address);
     return {
-      ...base,
-      err: null,
-      ...metaFields(result.meta()),
-      accounts: accounts.map(afterOrNow),
-      balances: { pre, post: balances(wire, undefined, afterOrNow) },
+      simulation: {
+        ...base,
+        err: null,
+        ...metaFields(result.meta()),
+        accounts: accounts.map(afterOrNow),
+        balances: { pre, post: balances(wire, undefined, afterOrNow) },
+      },
     };
   };
+  const simulateWire = (wire: WireTransaction, accounts: readonly string[]): Simulation => {
+    const outcome = trial(wire, accounts, true);
+    if (!("simulation" in outcome)) throw new Error("a full simulation always answers one");
+    return outcome.simulation;
+  };
+  /** LiteSVM's own signature check off for `run`: the chain has checked them, or must not. */
+  const withoutSigverify = <T>(run: () => T): T => {
+    svm.withSigverify(false);
+    try {
+      return run();
+    } finally {
+      svm.withSigverify(true);
+    }
+  };
 
-  /** `simulated`: the balances of a preflight simulation run just before, on this very state. */
-  const execute = (wire: WireTransaction, bytes: Uint8Array, simulated?: Balances): void => {
+  /**
+   * `simulated`: the balances of a preflight simulation run just before, on this very state.
+   * `verified`: the chain has checked the signatures itself, so LiteSVM need not again.
+   */
+  const execute = (
+    wire: WireTransaction,
+    bytes: Uint8Array,
+    options: { readonly simulated?: Balances; readonly verified?: boolean } = {},
+  ): void => {
     const keys = wire.accounts;
     const slot = clock.slot;
-    const pre = simulated ?? balances(wire);
-    const result = transactions.send(wire);
+    const pre = options.simulated ?? balances(wire);
+    const result =
+      options.verified === true ? withoutSigverify(() => transactions.send(wire)) : transactions.send(wire);
     const after = new Map<string, ChainAccount | undefined>();
     const post = balances(wire, pre, (address) => {
       const account = readAccount(address);
@@ -570,21 +599,25 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
 
     send(bytes, { skipPreflight }) {
       const wire = decode(bytes);
+      // Checked once, here: the preflight and the run itself both rely on it.
+      const verified = signaturesVerify(wire);
       let simulated: Balances | undefined;
       if (!skipPreflight) {
-        const simulation = signaturesVerify(wire)
-          ? simulateWire(wire, [])
-          : unrun(wire, transactionError("SignatureFailure"), [], false);
-        if (simulation.err !== null) return { kind: "preflight-failed", simulation };
+        if (!verified) {
+          const simulation = unrun(wire, transactionError("SignatureFailure"), [], false);
+          return { kind: "preflight-failed", simulation };
+        }
+        const outcome = trial(wire, [], false);
+        if ("simulation" in outcome) return { kind: "preflight-failed", simulation: outcome.simulation };
         // Nothing runs between the preflight and the send: its "before" is the send's.
-        simulated = simulation.balances?.pre;
+        simulated = outcome.ran;
       }
       const signature = wire.signatures[0] as string;
-      // A cluster drops what it cannot run (LiteSVM checks signatures as it runs: a bad one is not
-      // charged, so it does not land); the caller learns it from getSignatureStatuses.
+      // A cluster drops what it cannot run: a bad signature is not charged, so it does not land;
+      // the caller learns it from getSignatureStatuses.
       if (precheck(wire) === null) {
         events?.emit({ kind: "received", signature });
-        execute(wire, bytes, simulated);
+        if (verified) execute(wire, bytes, { simulated, verified });
       }
       return { kind: "sent", signature };
     },
@@ -696,7 +729,7 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
       returned.data().length === 0
         ? null
         : {
-            programId: base58.decode(returned.programId()),
+            programId: base58Text(returned.programId()),
             data: Buffer.from(returned.data()).toString("base64"),
           };
     const innerInstructions = meta
@@ -708,7 +741,7 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
           return {
             programIdIndex: compiled.programIdIndex(),
             accounts: [...compiled.accounts()],
-            data: base58.decode(compiled.data()),
+            data: base58Text(compiled.data()),
             stackHeight: inner.stackHeight(),
           };
         }),
