@@ -181,6 +181,43 @@ describe("the local chain's clock", () => {
     ).toBeNull();
   });
 
+  it("a transaction whose signature does not verify never lands, with or without preflight, and a good one sent after does", async () => {
+    const receiver = (await generateKeyPairSigner()).address;
+    const transfer = [
+      getTransferSolInstruction({ source: payer, destination: receiver, amount: 1_000_000n }),
+    ];
+    const wire = new Uint8Array(
+      Buffer.from(getBase64EncodedWireTransaction(await chain.sign(payer, transfer)), "base64"),
+    );
+    // The transfer's amount changed after signing (the low byte of its u64, before the v0 message's
+    // last byte, its lookup count): every signature is whole, and none verifies.
+    const forged = Uint8Array.from(wire);
+    forged[forged.length - 9] = (forged[forged.length - 9] as number) ^ 0x01;
+    const before = (await chain.rpc.getBalance(payer.address).send()).value;
+    const preflight = await chain.raw("sendTransaction", [
+      Buffer.from(forged).toString("base64"),
+      { encoding: "base64" },
+    ]);
+    expect(preflight.error).toMatchObject({ code: -32002, data: { err: "SignatureFailure" } });
+    const skipped = await chain.raw("sendTransaction", [
+      Buffer.from(forged).toString("base64"),
+      { encoding: "base64", skipPreflight: true },
+    ]);
+    const forgedSignature = skipped.result as string;
+    expect(typeof forgedSignature).toBe("string");
+    now += 2 * SLOT_MS;
+    expect((await chain.rpc.getSignatureStatuses([forgedSignature as never]).send()).value[0]).toBeNull();
+    expect((await chain.rpc.getBalance(payer.address).send()).value).toBe(before);
+    expect((await chain.rpc.getBalance(receiver).send()).value).toBe(0n);
+    // The same transaction as signed lands, with or without preflight: the check refused only the forgery.
+    const sent = await chain.raw("sendTransaction", [
+      Buffer.from(wire).toString("base64"),
+      { encoding: "base64", skipPreflight: true },
+    ]);
+    expect((await chain.confirm(sent.result as never)).err).toBeNull();
+    expect((await chain.rpc.getBalance(receiver).send()).value).toBe(1_000_000n);
+  });
+
   it("refuses a transaction without a fee payer (no signer) as Agave's sanitize does, with or without preflight", async () => {
     const { blockhash } = (await chain.rpc.getLatestBlockhash({ commitment: "confirmed" }).send()).value;
     // No signatures; header 0 signers, 0 read-only signers, 1 read-only key (the System program);
