@@ -42,15 +42,9 @@ import {
   MAX_TRANSACTION_BYTES,
   WireTransactionError,
 } from "../src/local-chain/wire-transaction.ts";
+import { int, key, randomMessage } from "./support/random-messages.ts";
 
-const addressDecoder = getAddressDecoder();
-const key = (zeros = 0) => {
-  const bytes = new Uint8Array(randomBytes(32));
-  bytes.fill(0, 0, zeros);
-  return addressDecoder.decode(bytes);
-};
 const COMPUTE_BUDGET = "ComputeBudget111111111111111111111111111111" as Address;
-const int = (n: number) => Math.floor(Math.random() * n);
 const shortU16 = getShortU16Encoder();
 
 /** Kit's answer for bytes: the decoded transaction and message, or that it refused. */
@@ -62,39 +56,6 @@ function kitDecode(bytes: Uint8Array) {
   } catch {
     return undefined;
   }
-}
-
-/** A random legacy or v0 message, as kit's compiled form, with the given number of signers. */
-function randomMessage(version: "legacy" | 0, signers: number) {
-  const keys = signers + int(12);
-  const staticAccounts = Array.from({ length: keys }, (_, i) => key(i % 4 === 0 ? int(3) : 0) as Address);
-  const instructions = Array.from({ length: int(6) }, () => {
-    const indices = Array.from({ length: int(4) === 0 ? 0 : int(20) }, () => int(256));
-    // Lengths past 127 take a two-byte compact-u16.
-    const size = [0, 1, 9, 127, 128, 300][int(6)] as number;
-    return {
-      programAddressIndex: int(256),
-      ...(indices.length > 0 ? { accountIndices: indices } : {}),
-      ...(size > 0 ? { data: new Uint8Array(randomBytes(size)) } : {}),
-    };
-  });
-  const lookups = Array.from({ length: version === 0 ? int(3) : 0 }, () => ({
-    lookupTableAddress: key() as Address,
-    writableIndexes: Array.from({ length: int(5) }, () => int(256)),
-    readonlyIndexes: Array.from({ length: int(5) }, () => int(256)),
-  }));
-  return {
-    version,
-    header: {
-      numSignerAccounts: signers,
-      numReadonlySignerAccounts: int(2),
-      numReadonlyNonSignerAccounts: int(3),
-    },
-    staticAccounts,
-    lifetimeToken: key(int(4) === 0 ? 2 : 0),
-    instructions,
-    ...(lookups.length > 0 ? { addressTableLookups: lookups } : {}),
-  } as const;
 }
 
 /** The wire form: a compact-u16 count, the signatures (some missing: zeros), the message. */

@@ -7,7 +7,6 @@ import {
   type RpcTransport,
   type Signature,
 } from "@solana/kit";
-import { getTokenDecoder } from "@solana-program/token";
 import type { SolanaCommitment } from "../config.ts";
 import { UnavailableError } from "../domain/errors.ts";
 import {
@@ -18,16 +17,10 @@ import {
   type TransferChain,
 } from "./chain.ts";
 import { guardChainRead } from "./kit-chain.ts";
+import { TOKEN_PROGRAMS, tokenFieldsOf } from "./swap-route.ts";
 
 /** The JSON-RPC error of a transaction its preflight simulation refused (Agave's -32002). */
 const PREFLIGHT_FAILURE = -32002;
-
-/** Token-2022 token accounts share SPL Token's first 165 bytes, which hold everything read here. */
-const ACCOUNT_SIZE = 165;
-const TOKEN_PROGRAMS = new Set([
-  "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA",
-  "TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb",
-]);
 
 function rawAccountOf(lamports: number | bigint, program: string, data64: string): RawAccountState {
   return {
@@ -37,19 +30,25 @@ function rawAccountOf(lamports: number | bigint, program: string, data64: string
   };
 }
 
-/** A token account from its owner program and data (base64); undefined when it is not one. */
+/**
+ * A token account from its owner program and data (base64); undefined when it is not one. Read
+ * by the same decoder as the swap's end state (tokenFieldsOf): Token-2022's accounts share SPL
+ * Token's first 165 bytes, which hold everything read here.
+ */
 function tokenAccountOf(at: string, owner: string, data64: string): TokenAccountState | undefined {
   if (!TOKEN_PROGRAMS.has(owner)) return undefined;
-  const data = getBase64Encoder().encode(data64 as Base64EncodedBytes);
-  if (data.length < ACCOUNT_SIZE) return undefined;
-  const token = getTokenDecoder().decode(data.subarray(0, ACCOUNT_SIZE));
-  if (token.state === 0) return undefined;
+  const token = tokenFieldsOf({
+    lamports: 0n,
+    program: owner,
+    data: getBase64Encoder().encode(data64 as Base64EncodedBytes) as Uint8Array,
+  });
+  if (token === undefined) return undefined;
   return {
     address: at,
     mint: token.mint,
     owner: token.owner,
     amount: token.amount,
-    delegate: token.delegate.__option === "Some" ? token.delegate.value : undefined,
+    delegate: token.delegate,
     delegatedAmount: token.delegatedAmount,
     frozen: token.state === 2,
   };

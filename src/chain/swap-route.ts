@@ -1,4 +1,4 @@
-import { getAddressDecoder } from "@solana/kit";
+import { base58Address } from "./base58-address.ts";
 import type { RawAccountState } from "./chain.ts";
 import type { SwapRefusal } from "./swap-refusals.ts";
 import type { PlainInstruction } from "./swap-transaction.ts";
@@ -164,8 +164,7 @@ export function tokenFieldsOf(account: RawAccountState | undefined): TokenFields
   const data = account.data;
   if (data.length < TOKEN_ACCOUNT_SIZE) return undefined;
   const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
-  const decode = getAddressDecoder();
-  const key = (offset: number) => decode.decode(data.subarray(offset, offset + 32));
+  const key = (offset: number) => base58Address(data.subarray(offset, offset + 32));
   const option = (tag: number, offset: number) => (view.getUint32(tag, true) === 1 ? key(offset) : undefined);
   const state = data[108] ?? 0;
   if (state === 0) return undefined;
@@ -326,7 +325,6 @@ export function lookupTablesOnChain(
   accounts: readonly (RawAccountState | undefined)[],
 ): { ok: true; tables: Record<string, readonly string[]> } | { ok: false; text: string } {
   const out: Record<string, string[]> = {};
-  const decode = getAddressDecoder();
   for (const [i, table] of tables.entries()) {
     const account = accounts[i];
     if (account === undefined) return { ok: false, text: `its lookup table ${table} is not on chain` };
@@ -335,7 +333,7 @@ export function lookupTablesOnChain(
     }
     const entries: string[] = [];
     for (let at = LOOKUP_TABLE_META_SIZE; at + 32 <= account.data.length; at += 32) {
-      entries.push(decode.decode(account.data.subarray(at, at + 32)));
+      entries.push(base58Address(account.data.subarray(at, at + 32)));
     }
     out[table] = entries;
   }

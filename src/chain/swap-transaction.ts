@@ -1,10 +1,8 @@
 import {
   AccountRole,
   type Address,
-  compileTransaction,
   compressTransactionMessageUsingAddressLookupTables,
   createNoopSigner,
-  getBase58Decoder,
   type Instruction,
 } from "@solana/kit";
 import {
@@ -12,7 +10,8 @@ import {
   getCreateAssociatedTokenIdempotentInstruction,
   getTransferCheckedInstruction,
 } from "@solana-program/token";
-import { base58AddressBytes } from "./base58-address.ts";
+import { base58AddressBytes, base58Text } from "./base58-address.ts";
+import { compiledTransaction } from "./compiled-transaction.ts";
 import type { SigningKey } from "./ed25519-key.ts";
 import {
   type AssociatedAccountOf,
@@ -186,7 +185,7 @@ export async function swapTransaction(plan: {
     transactionMessage(payer, instructions, plan.lifetime),
     tables,
   );
-  const compiled = compileTransaction(message);
+  const compiled = compiledTransaction(message);
   const messageBytes = compiled.messageBytes as unknown as Uint8Array;
   const layout = parseV0Message(messageBytes);
   const signers = layout.staticAccounts.slice(0, layout.numSignerAccounts);
@@ -266,7 +265,7 @@ function signSwap(
   return {
     transaction: Buffer.from(wire.buffer, wire.byteOffset, wire.byteLength).toString("base64"),
     // The fee payer's signature (the first) names the transaction.
-    signature: getBase58Decoder().decode(wire.subarray(1, 65)),
+    signature: base58Text(wire.subarray(1, 65)),
   };
 }
 

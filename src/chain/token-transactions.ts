@@ -3,10 +3,9 @@ import {
   address,
   appendTransactionMessageInstructions,
   type Blockhash,
-  compileTransaction,
+  type compileTransaction,
   createNoopSigner,
   createTransactionMessage,
-  getBase58Decoder,
   getBase64EncodedWireTransaction,
   type Instruction,
   pipe,
@@ -20,7 +19,9 @@ import {
   getTransferCheckedInstruction,
   TOKEN_PROGRAM_ADDRESS,
 } from "@solana-program/token";
+import { base58Text } from "./base58-address.ts";
 import type { TokenProgram } from "./chain.ts";
+import { compiledTransaction } from "./compiled-transaction.ts";
 import type { SigningKey } from "./ed25519-key.ts";
 import { associatedTokenAddress } from "./program-address.ts";
 import { TOKEN_2022_PROGRAM_ADDRESS } from "./token-programs.ts";
@@ -199,7 +200,7 @@ function compile(
   instructions: readonly Instruction[],
   lifetime: Lifetime,
 ) {
-  return compileTransaction(transactionMessage(payer, instructions, lifetime));
+  return compiledTransaction(transactionMessage(payer, instructions, lifetime));
 }
 
 /**
@@ -221,6 +222,6 @@ export function signCompiled(
   return {
     signed,
     transaction: getBase64EncodedWireTransaction(signed),
-    signature: getBase58Decoder().decode(signatures[feePayer.address] as Uint8Array),
+    signature: base58Text(signatures[feePayer.address] as Uint8Array),
   };
 }
