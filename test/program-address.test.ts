@@ -4,10 +4,16 @@
  * associated accounts with them, so a difference would send tokens to an account nobody owns.
  */
 import { generateKeyPairSync, randomBytes } from "node:crypto";
-import { type Address, getAddressDecoder, getAddressEncoder, getProgramDerivedAddress } from "@solana/kit";
+import {
+  type Address,
+  getAddressDecoder,
+  getAddressEncoder,
+  getProgramDerivedAddress,
+  isAddress,
+} from "@solana/kit";
 import { findAssociatedTokenPda, TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
 import { describe, expect, it } from "vitest";
-import { base58Address, base58AddressBytes } from "../src/chain/base58-address.ts";
+import { base58Address, base58AddressBytes, isBase58Address } from "../src/chain/base58-address.ts";
 import { associatedTokenAddress, findProgramAddress, isOnCurve } from "../src/chain/program-address.ts";
 import { TOKEN_2022_PROGRAM_ADDRESS } from "../src/chain/token-programs.ts";
 
@@ -43,6 +49,18 @@ describe("base58 addresses without BigInt", () => {
     ]) {
       expect(base58AddressBytes(text), text).toBeUndefined();
     }
+  });
+
+  it("tell addresses from other text exactly as kit's isAddress does", () => {
+    const alphabet = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz0OIl";
+    for (let i = 0; i < 5_000; i++) {
+      // Lengths around a key's (32 to 44 characters), the alphabet's digits and some that are not.
+      const length = 28 + (i % 20);
+      let text = i % 7 === 0 ? "1".repeat(i % 5) : "";
+      while (text.length < length) text += alphabet[Math.floor(Math.random() * (i % 3 === 0 ? 62 : 58))];
+      expect(isBase58Address(text), text).toBe(isAddress(text));
+    }
+    for (let i = 0; i < 500; i++) expect(isBase58Address(decoder.decode(randomKey(i)))).toBe(true);
   });
 });
 

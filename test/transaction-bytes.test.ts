@@ -12,7 +12,6 @@ import {
   type Blockhash,
   compileTransaction,
   createTransactionMessage,
-  getAddressDecoder,
   getBase58Decoder,
   getCompiledTransactionMessageDecoder,
   getCompiledTransactionMessageEncoder,

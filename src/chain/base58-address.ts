@@ -1,3 +1,5 @@
+import type { Address } from "@solana/kit";
+
 /**
  * Base58 for 32-byte keys without BigInt. Kit's codec turns every address into a BigInt and
  * divides it by 58 one digit at a time; the profile of the swap path showed it among the service's
@@ -33,6 +35,20 @@ export function base58AddressBytes(text: string): Uint8Array | undefined {
   }
   // Each leading "1" is a leading zero byte: together they make exactly 32.
   return zeros + length === 32 ? bytes : undefined;
+}
+
+/**
+ * Whether `text` is a 32-byte key in base58: kit's isAddress, without its BigInt. Every address a
+ * request, a route or the embedded chain's params name is checked so.
+ */
+export function isBase58Address(text: string): boolean {
+  return base58AddressBytes(text) !== undefined;
+}
+
+/** `text` as kit's Address type once checked (kit's `address()`, without its BigInt); throws if it is none. */
+export function checkedAddress(text: string): Address {
+  if (!isBase58Address(text)) throw new TypeError(`not a base58 address: ${text.slice(0, 64)}`);
+  return text as Address;
 }
 
 /** A 32-byte key as base58 text. */

@@ -1,5 +1,4 @@
 import {
-  address,
   type Base64EncodedBytes,
   type Base64EncodedWireTransaction,
   createSolanaRpcFromTransport,
@@ -9,6 +8,7 @@ import {
 } from "@solana/kit";
 import type { SolanaCommitment } from "../config.ts";
 import { UnavailableError } from "../domain/errors.ts";
+import { checkedAddress } from "./base58-address.ts";
 import {
   PreflightFailure,
   type RawAccountState,
@@ -76,10 +76,7 @@ export function createKitTransferChain(options: {
       ? []
       : (
           await rpc
-            .getMultipleAccounts(
-              addresses.map((a) => address(a)),
-              { encoding: "base64", commitment },
-            )
+            .getMultipleAccounts(addresses.map(checkedAddress), { encoding: "base64", commitment })
             .send(abort(signal))
         ).value;
 
@@ -87,7 +84,7 @@ export function createKitTransferChain(options: {
     getTokenAccount: (at, signal) =>
       guardChainRead(signal, async () => {
         const { value } = await rpc
-          .getAccountInfo(address(at), { encoding: "base64", commitment })
+          .getAccountInfo(checkedAddress(at), { encoding: "base64", commitment })
           .send(abort(signal));
         return value === null ? undefined : tokenAccountOf(at, value.owner, value.data[0]);
       }),
@@ -146,7 +143,7 @@ export function createKitTransferChain(options: {
             ...(simulateOptions?.replaceRecentBlockhash === true ? { replaceRecentBlockhash: true } : {}),
             ...(addresses.length === 0
               ? {}
-              : { accounts: { addresses: addresses.map((a) => address(a)), encoding: "base64" } }),
+              : { accounts: { addresses: addresses.map(checkedAddress), encoding: "base64" } }),
           })
           .send(abort(signal));
         const after = (

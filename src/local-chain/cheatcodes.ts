@@ -1,6 +1,6 @@
-import { isAddress } from "@solana/addresses";
 import { type Address, none, type Option, some } from "@solana/kit";
 import { AccountState, getTokenEncoder, TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
+import { isBase58Address } from "../chain/base58-address.ts";
 import { associatedTokenAddress } from "../chain/program-address.ts";
 import { createBoundedMemo } from "./bounded-memo.ts";
 import { invalidParams, JsonRpcError, paramError } from "./json-rpc-error.ts";
@@ -134,7 +134,7 @@ function hexParam(value: unknown): Uint8Array {
 function surfpoolPubkey(value: unknown): string {
   const text = typeof value === "string" ? value : undefined;
   if (text === undefined) throw invalidType(value, "a string");
-  if (!isAddress(text))
+  if (!isBase58Address(text))
     throw new JsonRpcError(-32602, `Invalid pubkey '${text.slice(0, 64)}'`, "Invalid Base58 string");
   return text;
 }

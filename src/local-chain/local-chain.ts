@@ -2,7 +2,6 @@ import { createPublicKey, type KeyObject, verify } from "node:crypto";
 import {
   type Address,
   getAddressEncoder,
-  getBase58Decoder,
   getBase64Decoder,
   getCompiledTransactionMessageEncoder,
   getTransactionEncoder,

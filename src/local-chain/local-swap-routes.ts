@@ -1,5 +1,5 @@
-import { isAddress } from "@solana/kit";
 import { getTransferCheckedInstructionDataEncoder } from "@solana-program/token";
+import { isBase58Address } from "../chain/base58-address.ts";
 
 /**
  * A route source that answers Jupiter's Swap API v2 `GET /build` contract
@@ -159,7 +159,7 @@ export function createLocalSwapRoutes(options: LocalSwapRoutesOptions): SwapRout
     quote,
     async build(query) {
       for (const field of ADDRESS_FIELDS) {
-        if (!isAddress(query.get(field) ?? "")) {
+        if (!isBase58Address(query.get(field) ?? "")) {
           return {
             status: 400,
             body: { error: `${field} is not a valid address`, errorCode: "INVALID_REQUEST" },

@@ -1,5 +1,5 @@
-import { isAddress } from "@solana/addresses";
 import { getBase58Encoder } from "@solana/kit";
+import { isBase58Address } from "../chain/base58-address.ts";
 import { dataSliceOf, encodingOf } from "./account-encoding.ts";
 import { INTERNAL_ERROR, INVALID_PARAMS, JsonRpcError, paramError } from "./json-rpc-error.ts";
 import type { RpcCaller, RpcMethod } from "./json-rpc-handler.ts";
@@ -123,7 +123,7 @@ export function pubsubMethods(options: {
 /** A public key as Agave's PubSub reads one (`param::<Pubkey>`): its own refusal, not the RPC port's. */
 function pubkey(value: unknown, thing: string): string {
   if (typeof value !== "string") throw invalidType(value, "a string");
-  if (value.length <= 44 && isAddress(value)) return value;
+  if (value.length <= 44 && isBase58Address(value)) return value;
   throw paramError(`Invalid Request: Invalid ${thing} provided`);
 }
 

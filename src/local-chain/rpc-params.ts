@@ -1,5 +1,5 @@
-import { isAddress } from "@solana/addresses";
 import { getBase58Encoder } from "@solana/kit";
+import { isBase58Address } from "../chain/base58-address.ts";
 import type { Commitment } from "./block-clock.ts";
 import {
   INVALID_PARAMS,
@@ -71,7 +71,7 @@ function refuseLongBase58(text: string, max: number, name: string, prefix: strin
 export function pubkeyParam(value: unknown, name: string): string {
   const text = stringParam(value);
   refuseLongBase58(text, MAX_BASE58_32_BYTES, name, "Invalid param: ");
-  if (isAddress(text)) return text;
+  if (isBase58Address(text)) return text;
   throw invalidParam(decodedLength(text) === "invalid" ? "Invalid" : "WrongSize");
 }
 

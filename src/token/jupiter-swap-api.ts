@@ -1,4 +1,4 @@
-import { isAddress } from "@solana/addresses";
+import { isBase58Address } from "../chain/base58-address.ts";
 import type { CircuitPosition, UpstreamOutcome } from "../upstream/json-upstream.ts";
 import { createJsonUpstream, UpstreamError } from "../upstream/json-upstream.ts";
 
@@ -176,7 +176,7 @@ export function createJupiterSwapApi(options: JupiterSwapApiOptions): SwapApi {
 /** The query of a /build call; a request the caller built wrong is a programming error. */
 function buildQuery(request: SwapBuildRequest): string {
   for (const field of ["inputMint", "outputMint", "taker", "payer", "destinationTokenAccount"] as const) {
-    if (!isAddress(request[field])) throw new RangeError(`${field} must be a base58 address`);
+    if (!isBase58Address(request[field])) throw new RangeError(`${field} must be a base58 address`);
   }
   if (request.amount <= 0n || request.amount > U64_MAX) {
     throw new RangeError("amount must be a positive u64");
@@ -332,7 +332,8 @@ function list(value: unknown, field: string): unknown[] {
 }
 
 function address(value: unknown, field: string): string {
-  if (typeof value !== "string" || !isAddress(value)) throw new Malformed(`${field} is not a base58 address`);
+  if (typeof value !== "string" || !isBase58Address(value))
+    throw new Malformed(`${field} is not a base58 address`);
   return value;
 }
 
