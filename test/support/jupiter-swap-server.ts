@@ -11,11 +11,11 @@ import {
 } from "@solana/kit";
 import {
   AuthorityType,
-  findAssociatedTokenPda,
   getApproveInstructionDataEncoder,
   getSetAuthorityInstructionDataEncoder,
 } from "@solana-program/token";
 import { getMintDecoder } from "@solana-program/token-2022";
+import { associatedTokenAddress } from "../../src/chain/program-address.ts";
 import {
   createLocalSwapRoutes,
   LOCAL_ROUTE_COMPUTE_UNIT_PRICE,
@@ -167,21 +167,19 @@ export async function startJupiterSwapServer(options: JupiterSwapServerOptions):
     mints.set(mint, info);
     return info;
   };
+  // The service's own derivation (held to kit's in program-address.test.ts): kit's goes through
+  // WebCrypto a bump at a time, and in the swap bench this server shares the machine with the service.
   const ata = async (owner: string, mint: string): Promise<string> => {
     const info = await mintOf(mint);
-    const [found] = await findAssociatedTokenPda({
-      owner: owner as Address,
-      mint: mint as Address,
-      tokenProgram: info?.program ?? (TOKEN_2022 as Address),
-    });
-    return found;
+    return associatedTokenAddress(owner, mint, info?.program ?? TOKEN_2022);
   };
-  const tokenAccount = async (account: string) => {
-    const { value } = await rpc.getAccountInfo(account as Address, { encoding: "base64" }).send();
+  const tokenAccountOf = (value: { data: readonly string[] } | null) => {
     if (value === null) return undefined;
-    const data = Buffer.from(value.data[0], "base64");
+    const data = Buffer.from(value.data[0] as string, "base64");
     return { owner: getAddressDecoder().decode(data.subarray(32, 64)), amount: data.readBigUInt64LE(64) };
   };
+  const tokenAccount = async (account: string) =>
+    tokenAccountOf((await rpc.getAccountInfo(account as Address, { encoding: "base64" }).send()).value);
 
   const pools: LivePool[] = [];
   for (const pool of options.pools) {
@@ -215,7 +213,11 @@ export async function startJupiterSwapServer(options: JupiterSwapServerOptions):
     feeBps: Number(feeBps),
     label: "Local CPMM",
     lookupTables: tables,
-    readVaults: (vaults) => Promise.all(vaults.map(async (vault) => (await tokenAccount(vault))?.amount)),
+    // Both vaults in one read, as a route source would read them.
+    readVaults: async (vaults) =>
+      (await rpc.getMultipleAccounts(vaults as Address[], { encoding: "base64" }).send()).value.map(
+        (value) => tokenAccountOf(value)?.amount,
+      ),
     mintOf,
     associatedAccount: (owner, mint) => ata(owner, mint),
     async authorize(pool, _outputVault, outputMint, taker, amount) {
