@@ -9,6 +9,7 @@ import {
   generateKeyPairSigner,
   getBase58Encoder,
   getBase64EncodedWireTransaction,
+  getSignatureFromTransaction,
   type KeyPairSigner,
   generateKeyPairSigner as newSigner,
 } from "@solana/kit";
@@ -164,6 +165,42 @@ describe("the local chain's clock", () => {
     expect(tx?.meta?.logMessages?.some((line) => line.includes("failed: custom program error: 0x1"))).toBe(
       true,
     );
+  });
+
+  it("a send whose preflight fails answers what a simulation answers, and leaves nothing: no fee, no status, the same answer again", async () => {
+    const before = (await chain.rpc.getBalance(payer.address).send()).value;
+    const receiver = (await generateKeyPairSigner()).address;
+    const signed = await chain.sign(payer, [
+      getTransferSolInstruction({ source: payer, destination: receiver, amount: 10n ** 15n }),
+    ]);
+    const base64 = getBase64EncodedWireTransaction(signed);
+    const simulated = (
+      await chain.raw("simulateTransaction", [base64, { encoding: "base64", sigVerify: true }])
+    ).result as { value: Record<string, unknown> };
+    const refused = (await chain.raw("sendTransaction", [base64, { encoding: "base64" }])).error as {
+      code: number;
+      message: string;
+      data: Record<string, unknown>;
+    };
+    expect(refused.code).toBe(-32002);
+    expect(refused.message).toBe(
+      "Transaction simulation failed: Error processing Instruction 0: custom program error: 0x1",
+    );
+    // The preflight's data is the simulation's, without its accounts and balances.
+    for (const field of ["err", "logs", "unitsConsumed", "fee", "loadedAccountsDataSize", "returnData"]) {
+      expect(refused.data[field], field).toEqual(simulated.value[field]);
+    }
+    expect(refused.data.err).toEqual({ InstructionError: [0, { Custom: 1 }] });
+    expect((refused.data.logs as string[]).length).toBeGreaterThan(0);
+    // Nothing of the refused run stays: no fee, no status, and the same bytes are refused alike
+    // (not "already processed").
+    expect((await chain.rpc.getBalance(payer.address).send()).value).toBe(before);
+    const signature = getSignatureFromTransaction(signed);
+    expect((await chain.rpc.getSignatureStatuses([signature]).send()).value[0]).toBeNull();
+    const again = (await chain.raw("sendTransaction", [base64, { encoding: "base64" }])).error;
+    expect(again).toEqual(refused);
+    now += 2 * SLOT_MS;
+    expect((await chain.rpc.getBalance(payer.address).send()).value).toBe(before);
   });
 
   it("a transaction its fee payer cannot pay for never lands", async () => {

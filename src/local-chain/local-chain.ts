@@ -387,18 +387,10 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
   };
 
   /**
-   * Runs `wire` on the current state without keeping what it wrote. `full` false (a send's
-   * preflight): a success needs only its balances before, so its metadata and balances after are
-   * not read (`ran` then holds the balances before alone).
+   * What a run needs of the state before it: the balances, each account read once for both them
+   * and the loaded size (state does not move meanwhile), and those accounts as they were.
    */
-  const trial = (
-    wire: WireTransaction,
-    accounts: readonly string[],
-    full: boolean,
-  ): { readonly simulation: Simulation } | { readonly ran: Balances } => {
-    const checked = precheck(wire);
-    if (checked !== null) return { simulation: unrun(wire, checked, accounts, true) };
-    // Each account read once for both its balances and its size (state does not move meanwhile).
+  const stateBefore = (wire: WireTransaction) => {
     const read = new Map<string, ChainAccount | undefined>();
     const readOnce = (key: string) => {
       if (!read.has(key)) read.set(key, readAccount(key));
@@ -410,48 +402,53 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
       const account = readOnce(key);
       return sum + (account === undefined ? 0 : account.data.length + 64);
     }, 0);
+    return { pre, read, loadedAccountsDataSize };
+  };
+
+  /** A run that failed, as a simulation (and a refused preflight) answers it. */
+  const failedRun = (
+    wire: WireTransaction,
+    result: FailedTransactionMetadata,
+    before: ReturnType<typeof stateBefore>,
+    accounts: readonly string[],
+  ): Simulation => {
+    const err = transactionErrorFrom(result.err());
+    // Refused while its fee payer was checked (no such account, too few lamports): Agave's
+    // simulation has no processed transaction then, so no fee and no loaded bytes to report.
+    const unloaded = typeof err.json === "string" && FEE_PAYER_ERRORS.has(err.json);
+    return {
+      fee: unloaded ? null : wire.fee,
+      loadedAddresses: wire.loaded,
+      loadedAccountsDataSize: unloaded ? 0 : before.loadedAccountsDataSize,
+      accountKeys: wire.accounts,
+      err,
+      ...metaFields(result.meta()),
+      accounts: accounts.map(() => undefined),
+      balances: { pre: before.pre, post: before.pre },
+    };
+  };
+
+  /** Runs `wire` on the current state without keeping what it wrote. */
+  const simulateWire = (wire: WireTransaction, accounts: readonly string[]): Simulation => {
+    const checked = precheck(wire);
+    if (checked !== null) return unrun(wire, checked, accounts, true);
+    const before = stateBefore(wire);
     // Signatures are checked apart (sendTransaction always, simulateTransaction when asked), as a
     // validator does; LiteSVM's own check would refuse the unsigned transactions simulations get.
     const result = withoutSigverify(() => transactions.simulate(wire));
-    const base = {
-      fee: wire.fee,
-      loadedAddresses: wire.loaded,
-      loadedAccountsDataSize,
-      accountKeys: wire.accounts,
-    };
-    if (result instanceof FailedTransactionMetadata) {
-      const err = transactionErrorFrom(result.err());
-      // Refused while its fee payer was checked (no such account, too few lamports): Agave's
-      // simulation has no processed transaction then, so no fee and no loaded bytes to report.
-      const unloaded = typeof err.json === "string" && FEE_PAYER_ERRORS.has(err.json);
-      return {
-        simulation: {
-          ...base,
-          ...(unloaded ? { fee: null, loadedAccountsDataSize: 0 } : {}),
-          err,
-          ...metaFields(result.meta()),
-          accounts: accounts.map(() => undefined),
-          balances: { pre, post: pre },
-        },
-      };
-    }
-    if (!full) return { ran: pre };
+    if (result instanceof FailedTransactionMetadata) return failedRun(wire, result, before, accounts);
     const after = new Map<string, RawAccount>(result.postAccounts().map((a) => [a.address as string, a]));
     const afterOrNow = (address: string) => after.get(address) ?? readAccount(address);
     return {
-      simulation: {
-        ...base,
-        err: null,
-        ...metaFields(result.meta()),
-        accounts: accounts.map(afterOrNow),
-        balances: { pre, post: balances(wire, undefined, afterOrNow) },
-      },
+      fee: wire.fee,
+      loadedAddresses: wire.loaded,
+      loadedAccountsDataSize: before.loadedAccountsDataSize,
+      accountKeys: wire.accounts,
+      err: null,
+      ...metaFields(result.meta()),
+      accounts: accounts.map(afterOrNow),
+      balances: { pre: before.pre, post: balances(wire, undefined, afterOrNow) },
     };
-  };
-  const simulateWire = (wire: WireTransaction, accounts: readonly string[]): Simulation => {
-    const outcome = trial(wire, accounts, true);
-    if (!("simulation" in outcome)) throw new Error("a full simulation always answers one");
-    return outcome.simulation;
   };
   /** LiteSVM's own signature check off for `run`: the chain has checked them, or must not. */
   const withoutSigverify = <T>(run: () => T): T => {
@@ -464,19 +461,34 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
   };
 
   /**
-   * `simulated`: the balances of a preflight simulation run just before, on this very state.
-   * `verified`: the chain has checked the signatures itself, so LiteSVM need not again.
+   * Runs `wire` and keeps what it wrote. `verified`: the chain has checked the signatures itself,
+   * so LiteSVM need not again. `preflight`: a failure is the preflight's refusal, answered as a
+   * simulation would answer it, and undone. A preflight simulation is the very run on the very
+   * same state (nothing runs between the two), so the transaction runs once, not twice: what a
+   * failed run wrote (the fee it charged, a nonce it advanced) is put back as it was read before,
+   * and a transaction that succeeds is exactly the one the simulation would have let through.
+   * `received` is told once the transaction is past its preflight.
    */
   const execute = (
     wire: WireTransaction,
     bytes: Uint8Array,
-    options: { readonly simulated?: Balances; readonly verified?: boolean } = {},
-  ): void => {
+    options: {
+      readonly verified?: boolean;
+      readonly preflight?: boolean;
+      readonly received?: () => void;
+    } = {},
+  ): Simulation | undefined => {
     const keys = wire.accounts;
     const slot = clock.slot;
-    const pre = options.simulated ?? balances(wire);
+    const before = stateBefore(wire);
+    const pre = before.pre;
     const result =
       options.verified === true ? withoutSigverify(() => transactions.send(wire)) : transactions.send(wire);
+    if (options.preflight === true && result instanceof FailedTransactionMetadata) {
+      undo(wire, before.read);
+      return failedRun(wire, result, before, []);
+    }
+    options.received?.();
     const after = new Map<string, ChainAccount | undefined>();
     const post = balances(wire, pre, (address) => {
       const account = readAccount(address);
@@ -486,7 +498,7 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
     const failed = result instanceof FailedTransactionMetadata;
     // A transaction that failed before it ran (its fee payer cannot pay, say) never lands: nothing
     // was charged, and a cluster would not have included it in a block either.
-    if (failed && (post.lamports[0] ?? 0n) >= (pre.lamports[0] ?? 0n)) return;
+    if (failed && (post.lamports[0] ?? 0n) >= (pre.lamports[0] ?? 0n)) return undefined;
     wire.accounts.forEach((key, i) => {
       if (!wire.writable[i]) return;
       programSizes.forget(key);
@@ -548,6 +560,48 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
       logs: fields.logs,
       written: keys.filter((_, i) => wire.writable[i]),
     });
+    return undefined;
+  };
+
+  /**
+   * Puts back what a failed run wrote: each account it could write, as `read` held it before.
+   * (A failed run writes only its fee payer and a durable nonce; every writable account is
+   * looked at, so nothing else can slip by.)
+   */
+  const undo = (wire: WireTransaction, read: ReadonlyMap<string, ChainAccount | undefined>) => {
+    wire.accounts.forEach((key, i) => {
+      if (!wire.writable[i] || wire.programs.has(key) || !read.has(key)) return;
+      const was = read.get(key);
+      const now = accounts.account(key);
+      if (was === undefined) {
+        if (now === undefined) return;
+        // Made by the failed run: gone again (LiteSVM drops an account of no lamports).
+        svm.setAccount({
+          address: key as Address,
+          lamports: 0n as never,
+          programAddress: SYSTEM_PROGRAM as Address,
+          data: new Uint8Array(0),
+          executable: false,
+          space: 0n,
+        });
+        return;
+      }
+      if (
+        now !== undefined &&
+        now.lamports === was.lamports &&
+        Buffer.from(now.data).equals(Buffer.from(was.data)) &&
+        now.programAddress === was.programAddress
+      )
+        return;
+      svm.setAccount({
+        address: key as Address,
+        lamports: was.lamports as never,
+        programAddress: was.programAddress,
+        data: was.data as Uint8Array,
+        executable: was.executable,
+        space: BigInt(was.data.length),
+      });
+    });
   };
 
   const decode = (bytes: Uint8Array) => decodeWireTransaction(bytes, lookupTable);
@@ -600,23 +654,24 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
       const wire = decode(bytes);
       // Checked once, here: the preflight and the run itself both rely on it.
       const verified = signaturesVerify(wire);
-      let simulated: Balances | undefined;
-      if (!skipPreflight) {
-        if (!verified) {
-          const simulation = unrun(wire, transactionError("SignatureFailure"), [], false);
-          return { kind: "preflight-failed", simulation };
-        }
-        const outcome = trial(wire, [], false);
-        if ("simulation" in outcome) return { kind: "preflight-failed", simulation: outcome.simulation };
-        // Nothing runs between the preflight and the send: its "before" is the send's.
-        simulated = outcome.ran;
-      }
       const signature = wire.signatures[0] as string;
+      const received = () => events?.emit({ kind: "received", signature });
+      const checked = precheck(wire);
+      if (!skipPreflight) {
+        const refusal = !verified
+          ? unrun(wire, transactionError("SignatureFailure"), [], false)
+          : checked !== null
+            ? unrun(wire, checked, [], true)
+            : execute(wire, bytes, { verified, preflight: true, received });
+        return refusal === undefined
+          ? { kind: "sent", signature }
+          : { kind: "preflight-failed", simulation: refusal };
+      }
       // A cluster drops what it cannot run: a bad signature is not charged, so it does not land;
       // the caller learns it from getSignatureStatuses.
-      if (precheck(wire) === null) {
-        events?.emit({ kind: "received", signature });
-        if (verified) execute(wire, bytes, { simulated, verified });
+      if (checked === null) {
+        received();
+        if (verified) execute(wire, bytes, { verified });
       }
       return { kind: "sent", signature };
     },
