@@ -1,8 +1,8 @@
-import { setTimeout as sleep } from "node:timers/promises";
 import { PreflightFailure, type TransferChain } from "../chain/chain.ts";
 import { UnavailableError } from "../domain/errors.ts";
 import type { Execution, ExecutionJournal, ExecutionResult, Executor } from "./executor.ts";
 import type { SentTransaction } from "./run-store.ts";
+import { createStatusWatch } from "./status-watch.ts";
 
 /**
  * Where a slot's transaction ended up: it landed (`err` null) or failed on chain, or it expired
@@ -39,35 +39,28 @@ export interface SendHooks {
  */
 export function createSentTransactions(options: {
   transfers: TransferChain;
-  /** How often a sent transaction's status is asked for. */
+  /** How long a followed transaction waits at most for its next status: a slot. */
   pollMs?: number;
+  /** The least time between two status polls, which carry every followed transaction at once. */
+  statusGapMs?: number;
   hooks?: SendHooks;
 }) {
   const { transfers } = options;
   const pollMs = options.pollMs ?? 400;
+  const watch = createStatusWatch({ transfers, minGapMs: options.statusGapMs ?? STATUS_GAP_MS });
 
   /** Waits for a sent transaction: its success, its failure, or its expiry; sends it again meanwhile. */
   async function follow(tx: SentTransaction, signal: AbortSignal, justSent = false): Promise<SentOutcome> {
     let sentAt = performance.now();
-    if (justSent) {
-      // A slot first, then its status alone. A transaction lands in the chain's working slot and is
-      // confirmed when the next slot comes (on a cluster as on the embedded chain), so a status
-      // asked for at once finds it only processed and costs a request for nothing; a slot later
-      // it says so in one call. A transaction just sent cannot have expired, so no block height is
-      // needed to decide anything yet; the loop below reads it before every status it may decide
-      // expiry on.
-      await sleep(pollMs, undefined, { signal });
-      const [status] = await transfers.getSignatureStatuses([tx.signature], signal);
-      if (status !== undefined) {
-        return status.err === null
-          ? { kind: "landed", tx, slot: status.slot }
-          : { kind: "failed", tx, err: status.err };
-      }
-      await sleep(pollMs, undefined, { signal });
-    }
+    // Just sent, a transaction cannot have expired: its first status needs no block height. It
+    // lands in the chain's working slot and is confirmed when the next slot comes (on a cluster as
+    // on the embedded chain), so its first status is due a slot later; a poll the other runs in
+    // flight make sooner carries it too. Followed again after a restart, its status is asked at once.
+    let first = true;
     for (;;) {
-      const height = await transfers.getBlockHeight(signal);
-      const [status] = await transfers.getSignatureStatuses([tx.signature], signal);
+      const height = first && justSent ? undefined : await transfers.getBlockHeight(signal);
+      const status = await watch.next(tx.signature, first && !justSent ? 0 : pollMs, signal);
+      first = false;
       if (status !== undefined) {
         return status.err === null
           ? { kind: "landed", tx, slot: status.slot }
@@ -75,12 +68,11 @@ export function createSentTransactions(options: {
       }
       // The height was read before the status: past it with no status, the transaction can no
       // longer land, and the next attempt signs a new one.
-      if (height > tx.lastValidBlockHeight) return { kind: "expired" };
+      if (height !== undefined && height > tx.lastValidBlockHeight) return { kind: "expired" };
       if (performance.now() - sentAt > REBROADCAST_MS) {
         await transfers.sendTransaction(tx.transaction, signal);
         sentAt = performance.now();
       }
-      await sleep(pollMs, undefined, { signal });
     }
   }
 
@@ -162,6 +154,12 @@ export function signingExecutor(run: (execution: Execution) => Promise<Execution
     },
   };
 }
+
+/**
+ * The least time between two status polls of one executor. Under load a transaction learns its
+ * confirmation within this of it (a slot's wait would be 400 ms); alone, it is polled a slot apart.
+ */
+const STATUS_GAP_MS = 100;
 
 /** Sent again while it may still land, as wallets do: a validator may have dropped it. */
 const REBROADCAST_MS = 2000;
