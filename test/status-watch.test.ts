@@ -64,7 +64,8 @@ async function sendAndFollow(
     {
       signature: getSignatureFromTransaction(signed),
       transaction,
-      lastValidBlockHeight: signed.lifetimeConstraint.lastValidBlockHeight,
+      lastValidBlockHeight: (signed.lifetimeConstraint as { lastValidBlockHeight: bigint })
+        .lastValidBlockHeight,
       generation: 0,
       recordedAt: new Date(),
     },

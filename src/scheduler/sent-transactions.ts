@@ -47,7 +47,11 @@ export function createSentTransactions(options: {
 }) {
   const { transfers } = options;
   const pollMs = options.pollMs ?? 400;
-  const watch = createStatusWatch({ transfers, minGapMs: options.statusGapMs ?? STATUS_GAP_MS });
+  const watch = createStatusWatch({
+    transfers,
+    minGapMs: options.statusGapMs ?? STATUS_GAP_MS,
+    slotMs: pollMs,
+  });
 
   /** Waits for a sent transaction: its success, its failure, or its expiry; sends it again meanwhile. */
   async function follow(tx: SentTransaction, signal: AbortSignal, justSent = false): Promise<SentOutcome> {

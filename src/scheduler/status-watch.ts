@@ -5,29 +5,33 @@ const MAX_STATUSES_PER_CALL = 256;
 
 export interface StatusWatch {
   /**
-   * The signature's status (undefined: none yet) from a poll no later than `dueMs` from now; an
-   * earlier poll that goes out anyway, for other transactions, carries it too.
+   * The signature's status (undefined: none yet) from a poll no later than `dueMs` from now, and
+   * sooner when other transactions wait too (see createStatusWatch).
    */
   next(signature: string, dueMs: number, signal: AbortSignal): Promise<SentStatus | undefined>;
 }
 
 /**
- * The statuses of every transaction the runs in flight follow, asked for together. Each follower
- * says how long it can wait for its next status; a poll goes out when the first of them is due,
- * at most one every `minGapMs`, and carries every signature waiting, due or not. A lone run thus
- * polls as often as it asks (one request a slot), and many runs share one call every `minGapMs`:
- * each learns its confirmation within that gap of it, whatever its own pace, and the requests
- * grow with time, not with the runs (at most 256 signatures a call).
+ * The statuses of every transaction the runs in flight follow, asked for together: each poll is
+ * one call (256 signatures a call) carrying every signature waiting. Each transaction is worth
+ * one poll a slot (`slotMs`), so with W of them waiting a poll goes out `slotMs` / W after the
+ * first of them began to wait, but never sooner than `minGapMs` after the last poll, nor later
+ * than a follower's own due time. A lone run thus polls once a slot, as it would alone; 64 in
+ * flight share one call every `minGapMs`, and each learns its confirmation within that gap of it.
+ * The requests grow with time, not with the runs.
  */
 export function createStatusWatch(options: {
   readonly transfers: TransferChain;
   /** The least time between two polls. */
   readonly minGapMs: number;
+  /** How long one transaction waits between two of its polls, when it waits alone. */
+  readonly slotMs: number;
   readonly now?: () => number;
 }): StatusWatch {
-  const { transfers, minGapMs } = options;
+  const { transfers, minGapMs, slotMs } = options;
   const now = options.now ?? (() => performance.now());
   interface Waiter {
+    readonly since: number;
     readonly dueAt: number;
     resolve(status: SentStatus | undefined): void;
     reject(error: unknown): void;
@@ -37,12 +41,19 @@ export function createStatusWatch(options: {
   let timerAt = Number.POSITIVE_INFINITY;
   let lastPoll = Number.NEGATIVE_INFINITY;
 
-  /** The poll for the earliest due waiter, not sooner than `minGapMs` after the last one. */
+  /** When the next poll goes out, for the transactions waiting now (see above). */
   const schedule = () => {
     if (waiting.size === 0) return;
     let due = Number.POSITIVE_INFINITY;
-    for (const waiters of waiting.values()) for (const w of waiters) due = Math.min(due, w.dueAt);
-    const at = Math.max(due, lastPoll + minGapMs);
+    let since = Number.POSITIVE_INFINITY;
+    for (const waiters of waiting.values()) {
+      for (const w of waiters) {
+        due = Math.min(due, w.dueAt);
+        since = Math.min(since, w.since);
+      }
+    }
+    const shared = since + Math.max(minGapMs, slotMs / waiting.size);
+    const at = Math.max(lastPoll + minGapMs, Math.min(due, shared));
     if (timer !== undefined && timerAt <= at) return;
     if (timer !== undefined) clearTimeout(timer);
     timerAt = at;
@@ -88,6 +99,7 @@ export function createStatusWatch(options: {
           reject(signal.reason);
         };
         const waiter: Waiter = {
+          since: now(),
           dueAt: now() + dueMs,
           resolve: (status) => {
             signal.removeEventListener("abort", abort);
