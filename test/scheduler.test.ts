@@ -738,13 +738,14 @@ describe.each(STORES)("polling on the %s stores", (_name, make) => {
           if (swap) {
             const route = () => swapApi.getJson("swap_build", "/build", 1_000, { signal: execution.signal });
             await (execution.awaitingUpstream?.(route) ?? route());
+            // Past its route, a swap still signs, sends and is confirmed (its upstream place is free).
+            inFlight.swaps--;
           } else {
             transfersDone.push(performance.now());
           }
           return { ok: true, result: { kind: execution.agent.type } };
         } finally {
           inFlight.all--;
-          if (swap) inFlight.swaps--;
         }
       },
     };
@@ -773,12 +774,101 @@ describe.each(STORES)("polling on the %s stores", (_name, make) => {
     // No swap was refused by the Swap API's bound: every one asked once and was answered.
     expect(outcomes.get("overloaded") ?? 0).toBe(0);
     expect(outcomes.get("ok")).toBe(6);
-    // Bounded: at most `calls` swaps at once, and `concurrency` other runs beside them; more than
-    // `concurrency` in all, since the swaps' wait is not counted.
+    // Bounded: at most `calls` swaps before or at their route, and `concurrency` other runs beside
+    // them; more than `concurrency` in all, since the swaps' wait is not counted.
     expect(inFlight.maxSwaps).toBeLessThanOrEqual(UPSTREAM.calls);
     expect(inFlight.maxAll).toBeLessThanOrEqual(2 + UPSTREAM.calls);
     expect(inFlight.maxAll).toBeGreaterThan(2);
     expect((await allRuns(runs, records)).map((r) => r.outcome)).toEqual(records.map(() => "succeeded"));
+  });
+
+  it("a swap past its route gives its place at the Swap API to the next due swap, and the Swap API refuses none", async () => {
+    // A Swap API that answers after 200 ms, 2 calls at once and none waiting; each swap then takes
+    // 1.5 s more to sign, send and be confirmed, needing the Swap API no more.
+    const UPSTREAM = { name: "swap_api", calls: 2 };
+    const server = createServer((_req, res) => {
+      setTimeout(() => {
+        res.setHeader("content-type", "application/json");
+        res.end("{}");
+      }, 200);
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    defer(
+      () =>
+        new Promise<void>((resolve) => {
+          server.closeAllConnections();
+          server.close(() => resolve());
+        }),
+    );
+    const outcomes = new Map<string, number>();
+    const swapApi = createJsonUpstream({
+      name: "the test Swap API",
+      baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      timeoutMs: 20_000,
+      maxConcurrency: 2,
+      maxQueued: 0,
+      breaker: { failures: 100, openMs: 30_000 },
+      defaultRetryAfterMs: 1_000,
+      onCall: (_endpoint, outcome) => outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1),
+    });
+    const createdAt = new Date(T0.getTime() - 60_000);
+    const slot = slotAt(createdAt, "hourly", 1);
+    const swaps = Array.from({ length: 6 }, (_, i) => ({
+      ...transferAgent(i),
+      type: "swap" as const,
+      status: "active" as const,
+      createdAt,
+      nextRunAt: slot,
+    }));
+    const { agents, runs } = await storesWith(make, swaps);
+    const seen = { atRoute: 0, swaps: 0, maxAtRoute: 0, maxSwaps: 0 };
+    const executor: Executor = {
+      upstreamOf: () => UPSTREAM,
+      async execute(execution) {
+        seen.swaps++;
+        seen.maxSwaps = Math.max(seen.maxSwaps, seen.swaps);
+        try {
+          const route = async () => {
+            seen.atRoute++;
+            seen.maxAtRoute = Math.max(seen.maxAtRoute, seen.atRoute);
+            try {
+              return await swapApi.getJson("swap_build", "/build", 1_000, { signal: execution.signal });
+            } finally {
+              seen.atRoute--;
+            }
+          };
+          await (execution.awaitingUpstream?.(route) ?? route());
+          await new Promise((resolve) => setTimeout(resolve, 1_500));
+          return { ok: true, result: { kind: "swap" } };
+        } finally {
+          seen.swaps--;
+        }
+      },
+    };
+    const clock = movableClock(slot);
+    // A poll interval that never fires: the next swaps start when a route has answered.
+    const [s] = replicas(
+      1,
+      { agents, runs, now: clock.now },
+      { executor, concurrency: 4, pollIntervalMs: 600_000 },
+    );
+    s?.start();
+    defer(async () => {
+      await s?.stop(1_000);
+    });
+    const deadline = performance.now() + 30_000;
+    while ((await allRuns(runs, swaps)).filter((r) => r.outcome === "succeeded").length < swaps.length) {
+      expect(performance.now(), "every run within 30 s").toBeLessThan(deadline);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await s?.stop(1_000);
+    expect(outcomes.get("overloaded") ?? 0).toBe(0);
+    expect(outcomes.get("ok")).toBe(6);
+    // Never more at the Swap API than it takes, yet more swaps under way than that: those past
+    // their route held no place there.
+    expect(seen.maxAtRoute).toBeLessThanOrEqual(UPSTREAM.calls);
+    expect(seen.maxSwaps).toBeGreaterThan(UPSTREAM.calls);
+    expect(seen.maxSwaps).toBeLessThanOrEqual(UPSTREAM.calls + 4);
   });
 
   it("leaves a slot another replica holds alone until its lease could have run out, then takes it over", async () => {

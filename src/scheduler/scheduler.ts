@@ -158,10 +158,10 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   /** Runs that count against `concurrency`. */
   const busy = () => running.size - waiting.size;
   /**
-   * Runs in flight (or being claimed) per upstream they wait on, by its name: at most its `calls`,
-   * so that the upstream never refuses one for want of room however many wait out of the count.
-   * Hence at most `concurrency` runs of agents on no upstream, and `calls` on each upstream, are
-   * in flight at once.
+   * Runs per upstream they wait on, by its name, from their claim until the upstream has answered
+   * them: at most its `calls`, so that the upstream never refuses one for want of room however
+   * many wait out of the count. Hence at most `calls` runs on each upstream are before or at it,
+   * and `concurrency` others (a swap past its route among them) run at once.
    */
   const onUpstream = new Map<string, number>();
   /** Upstreams the last poll left due agents for, being full; and how many it left. */
@@ -306,6 +306,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     first: Lease,
     abort: AbortController,
     upstream: UpstreamBound | undefined,
+    place: { held: boolean },
   ): Promise<void> {
     let lease: Lease | undefined = first;
     let finished = false;
@@ -378,12 +379,25 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     const awaitingUpstream = async <T>(work: () => Promise<T>): Promise<T> => {
       if (waiting.has(agent.agentId)) return work();
       waiting.add(agent.agentId);
+      // Back for another answer (a swap asking for a smaller route): it takes a place again, even
+      // past the room; rare, and a refusal then is an attempt retried.
+      if (upstream !== undefined && !place.held) {
+        onUpstream.set(upstream.name, (onUpstream.get(upstream.name) ?? 0) + 1);
+        place.held = true;
+      }
       // A slot is free while this run waits: due work may start in it.
       onRunEnded(undefined);
       try {
         return await work();
       } finally {
         waiting.delete(agent.agentId);
+        // Answered: the run no longer waits on the upstream, and its place there goes to the next
+        // due run (a swap's route is asked for once; its signing and confirmation need none).
+        if (upstream !== undefined && place.held) {
+          place.held = false;
+          leaveUpstream(upstream);
+          onRunEnded(upstream);
+        }
       }
     };
     try {
@@ -457,15 +471,19 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     }
   }
 
-  /** Starts a run; `upstream` is the one it waits on, with a place already taken in onUpstream. */
+  /**
+   * Starts a run; `upstream` is the one it waits on, with a place already taken in onUpstream,
+   * held until the upstream has answered it (see awaitingUpstream) or the run ends.
+   */
   function startRun(agent: AgentRecord, lease: Lease, upstream: UpstreamBound | undefined): void {
     const abort = new AbortController();
-    const done = runSlot(agent, lease, abort, upstream)
+    const place = { held: upstream !== undefined };
+    const done = runSlot(agent, lease, abort, upstream, place)
       .catch((error: unknown) => events.onError?.(error, "running a slot"))
       .finally(() => {
         running.delete(agent.agentId);
         waiting.delete(agent.agentId);
-        if (upstream !== undefined) leaveUpstream(upstream);
+        if (upstream !== undefined && place.held) leaveUpstream(upstream);
         endedHere.set(slotKeyOf(lease.agentId, lease.scheduledAt), runsEnded++);
         onRunEnded(upstream);
       });
