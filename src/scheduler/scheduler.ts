@@ -704,6 +704,11 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     let tried = 0;
     /** Agents left because the upstream they would wait on is full: a run ending there polls again. */
     let left = 0;
+    /**
+     * Agents left because the capacity filled while this poll ran: a swap whose route answered
+     * counts again, so the free capacity this poll began with can be gone before it claims.
+     */
+    let skippedFull = 0;
     fullUpstreams.clear();
     // Their holders died between settling and advancing: advanced here, not run again.
     await forEachConcurrently(stranded, POLL_PARALLELISM, ([agent, settled]) => advance(agent, settled));
@@ -714,7 +719,10 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       if (agent.status !== "active" || agent.nextRunAt === undefined) return;
       const key = slotKeyOf(agent.agentId, agent.nextRunAt);
       if (endedHere.has(key)) return;
-      if (busy() + claiming >= options.concurrency) return;
+      if (busy() + claiming >= options.concurrency) {
+        skippedFull++;
+        return;
+      }
       // A run that would wait on a full upstream is not started (it would be refused, or hold a
       // slot while it queues): another due run may use the slot.
       const upstream = executor.upstreamOf?.(agent);
@@ -770,7 +778,11 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     if (reuse !== undefined && tried + left >= runnable.length) lastDue = undefined;
     // More is due than was started: agents left untried, or a full window (more may lie beyond it).
     // Those left for a full upstream are not: a run ending there polls again (see onRunEnded).
-    return (started > 0 || reuse !== undefined) && (tried + left < runnable.length || due.length >= window);
+    // Agents left for want of capacity are, even when none started: the runs that free it poll.
+    return (
+      (started > 0 || reuse !== undefined || skippedFull > 0) &&
+      (tried + left < runnable.length || due.length >= window)
+    );
   }
 
   function tick(): Promise<void> {
