@@ -125,6 +125,42 @@ async function allRuns(runs: RunStore, agents: Iterable<AgentRecord>): Promise<R
 
 const defer = useCleanups();
 
+/**
+ * A Swap API over real HTTP that answers every call after `answerMs`, behind the service's own
+ * upstream client taking `concurrency` calls at once and `queued` waiting (past both its bulkhead
+ * refuses a call as `overloaded`); `outcomes` counts the client's calls by outcome.
+ */
+async function slowSwapApi(options: { answerMs: number; concurrency: number; queued: number }) {
+  let firstAnswerAt = Number.POSITIVE_INFINITY;
+  const server = createServer((_req, res) => {
+    setTimeout(() => {
+      firstAnswerAt = Math.min(firstAnswerAt, performance.now());
+      res.setHeader("content-type", "application/json");
+      res.end("{}");
+    }, options.answerMs);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  defer(
+    () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  );
+  const outcomes = new Map<string, number>();
+  const swapApi = createJsonUpstream({
+    name: "the test Swap API",
+    baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    timeoutMs: 20_000,
+    maxConcurrency: options.concurrency,
+    maxQueued: options.queued,
+    breaker: { failures: 100, openMs: 30_000 },
+    defaultRetryAfterMs: 1_000,
+    onCall: (_endpoint, outcome) => outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1),
+  });
+  return { swapApi, outcomes, firstAnswerAt: () => firstAnswerAt };
+}
+
 /** An executor whose runs succeed only when the test calls `finish`: a run held in flight. */
 function gatedExecutor(): { executor: Executor; finish: () => void } {
   let finish: () => void = () => {};
@@ -680,32 +716,10 @@ describe.each(STORES)("polling on the %s stores", (_name, make) => {
     // once and 1 waiting (4 in all; past that its bulkhead refuses calls as `overloaded`).
     const ROUTE_MS = 2_000;
     const UPSTREAM = { name: "swap_api", calls: 4 };
-    let firstAnswerAt = Number.POSITIVE_INFINITY;
-    const server = createServer((_req, res) => {
-      setTimeout(() => {
-        firstAnswerAt = Math.min(firstAnswerAt, performance.now());
-        res.setHeader("content-type", "application/json");
-        res.end("{}");
-      }, ROUTE_MS);
-    });
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    defer(
-      () =>
-        new Promise<void>((resolve) => {
-          server.closeAllConnections();
-          server.close(() => resolve());
-        }),
-    );
-    const outcomes = new Map<string, number>();
-    const swapApi = createJsonUpstream({
-      name: "the test Swap API",
-      baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-      timeoutMs: 20_000,
-      maxConcurrency: 3,
-      maxQueued: 1,
-      breaker: { failures: 100, openMs: 30_000 },
-      defaultRetryAfterMs: 1_000,
-      onCall: (_endpoint, outcome) => outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1),
+    const { swapApi, outcomes, firstAnswerAt } = await slowSwapApi({
+      answerMs: ROUTE_MS,
+      concurrency: 3,
+      queued: 1,
     });
     // More swaps due than the Swap API takes at once, due before the transfers (so that a poll
     // meets them first), and a concurrency of 2.
@@ -770,7 +784,7 @@ describe.each(STORES)("polling on the %s stores", (_name, make) => {
     await s?.stop(1_000);
     // The transfers ran while the routes were being waited for.
     expect(transfersDone).toHaveLength(3);
-    expect(Math.max(...transfersDone)).toBeLessThan(firstAnswerAt);
+    expect(Math.max(...transfersDone)).toBeLessThan(firstAnswerAt());
     // No swap was refused by the Swap API's bound: every one asked once and was answered.
     expect(outcomes.get("overloaded") ?? 0).toBe(0);
     expect(outcomes.get("ok")).toBe(6);
@@ -786,31 +800,7 @@ describe.each(STORES)("polling on the %s stores", (_name, make) => {
     // A Swap API that answers after 200 ms, 2 calls at once and none waiting; each swap then takes
     // 1.5 s more to sign, send and be confirmed, needing the Swap API no more.
     const UPSTREAM = { name: "swap_api", calls: 2 };
-    const server = createServer((_req, res) => {
-      setTimeout(() => {
-        res.setHeader("content-type", "application/json");
-        res.end("{}");
-      }, 200);
-    });
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    defer(
-      () =>
-        new Promise<void>((resolve) => {
-          server.closeAllConnections();
-          server.close(() => resolve());
-        }),
-    );
-    const outcomes = new Map<string, number>();
-    const swapApi = createJsonUpstream({
-      name: "the test Swap API",
-      baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-      timeoutMs: 20_000,
-      maxConcurrency: 2,
-      maxQueued: 0,
-      breaker: { failures: 100, openMs: 30_000 },
-      defaultRetryAfterMs: 1_000,
-      onCall: (_endpoint, outcome) => outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1),
-    });
+    const { swapApi, outcomes } = await slowSwapApi({ answerMs: 200, concurrency: 2, queued: 0 });
     const createdAt = new Date(T0.getTime() - 60_000);
     const slot = slotAt(createdAt, "hourly", 1);
     const swaps = Array.from({ length: 6 }, (_, i) => ({

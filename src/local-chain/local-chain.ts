@@ -576,13 +576,11 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
       if (was === undefined) {
         if (now === undefined) return;
         // Made by the failed run: gone again (LiteSVM drops an account of no lamports).
-        svm.setAccount({
-          address: key as Address,
-          lamports: 0n as never,
+        putAccount(key, {
+          lamports: 0n,
           programAddress: SYSTEM_PROGRAM as Address,
           data: new Uint8Array(0),
           executable: false,
-          space: 0n,
         });
         return;
       }
@@ -593,16 +591,19 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
         now.programAddress === was.programAddress
       )
         return;
-      svm.setAccount({
-        address: key as Address,
-        lamports: was.lamports as never,
-        programAddress: was.programAddress,
-        data: was.data as Uint8Array,
-        executable: was.executable,
-        space: BigInt(was.data.length),
-      });
+      putAccount(key, was);
     });
   };
+  /** An account into LiteSVM as it is given (no events, no saved-state bookkeeping: the callers' own). */
+  const putAccount = (address: string, account: RawAccount) =>
+    svm.setAccount({
+      address: address as Address,
+      lamports: account.lamports as never,
+      programAddress: account.programAddress,
+      data: account.data as Uint8Array,
+      executable: account.executable,
+      space: BigInt(account.data.length),
+    });
 
   const decode = (bytes: Uint8Array) => decodeWireTransaction(bytes, lookupTable);
 
@@ -625,14 +626,7 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
       }),
     setAccount(address, account) {
       try {
-        svm.setAccount({
-          address: address as Address,
-          lamports: account.lamports as never,
-          programAddress: account.programAddress,
-          data: account.data as Uint8Array,
-          executable: account.executable,
-          space: BigInt(account.data.length),
-        });
+        putAccount(address, account);
       } catch (error) {
         // LiteSVM loads an executable account as a program before keeping it, and refuses
         // ("Failed to set account: incorrect program id for instruction") what it cannot load.
