@@ -121,7 +121,7 @@ function replicaEnv(options: {
     SCHEDULE_TIME_SCALE: String(options.scale),
     SCHEDULER_POLL_INTERVAL_MS: "250",
     // The kill before a send waits for the kept transaction's blockhash to expire (main.ts's
-    // hook), so a take-over signs anew however long the lease.
+    // hook), so a take-over signs anew; the replica with that hook holds longer leases (below).
     SCHEDULER_LEASE_MS: "8000",
     SCHEDULER_CONCURRENCY: "16",
     SCHEDULER_MAX_ATTEMPTS: "20",
@@ -185,7 +185,13 @@ export async function killReplicasAndCatchUp(options: {
   const agentIds = await createAgentsOver(a.port, options.requests, options.keyPrefix);
   const [b, c] = await Promise.all([
     startMain(env),
-    startMain({ ...env, TEST_KILL_AT_SEND: options.killBefore }),
+    // c's hook stalls at a send until the kept transaction's blockhash has expired (6 s of 40 ms
+    // slots), renewing its lease meanwhile. Renewals that the loaded database answers late can
+    // let an 8 s lease run out during that stall, and then the replica that takes the slot over
+    // finds the transaction still valid and sends it, and no slot is signed anew (a CI run saw
+    // exactly that). c's leases last 20 s, so a take-over of the stalled slot comes after the
+    // expiry however the renewals fare.
+    startMain({ ...env, TEST_KILL_AT_SEND: options.killBefore, SCHEDULER_LEASE_MS: "20000" }),
   ]);
   processes.push(b, c);
 
