@@ -35,10 +35,13 @@ function randomInstruction(programs: readonly Address[], pool: readonly Address[
   ];
   return {
     programAddress: programs[int(programs.length)] as Address,
-    accounts: Array.from({ length: int(12) }, () => ({
-      address: pool[int(pool.length)] as Address,
-      role: roles[int(int(3) === 0 ? 4 : 2)] as AccountRole,
-    })),
+    accounts: Array.from({ length: int(12) }, () => {
+      const role = roles[int(int(3) === 0 ? 4 : 2)] as AccountRole;
+      // Signers only among the pool's first four (with the fee payer, at most 5 signers: kit
+      // refuses a transaction of more than 12), any role for the rest.
+      const signer = role === AccountRole.READONLY_SIGNER || role === AccountRole.WRITABLE_SIGNER;
+      return { address: pool[int(signer ? Math.min(4, pool.length) : pool.length)] as Address, role };
+    }),
     ...(int(4) === 0
       ? {}
       : {
