@@ -116,6 +116,9 @@ export interface RawAccountState {
   readonly data: Uint8Array;
 }
 
+/** Signatures one getSignatureStatuses call may carry (the JSON-RPC method's own limit). */
+export const MAX_STATUSES_PER_CALL = 256;
+
 /** A simulation's answer (see TransferChain.simulateTransaction). */
 export interface Simulated {
   readonly err: unknown;

@@ -1,8 +1,5 @@
 import { untilAborted } from "./cached-chain.ts";
-import type { SentStatus, TransferChain } from "./chain.ts";
-
-/** Signatures one getSignatureStatuses call may carry (the JSON-RPC method's own limit). */
-const MAX_STATUSES_PER_CALL = 256;
+import { MAX_STATUSES_PER_CALL, type SentStatus, type TransferChain } from "./chain.ts";
 
 /**
  * The transfer chain shared by every run in flight, so a keeper's chain traffic grows with time,

@@ -382,7 +382,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       // Back for another answer (a swap asking for a smaller route): it takes a place again, even
       // past the room; rare, and a refusal then is an attempt retried.
       if (upstream !== undefined && !place.held) {
-        onUpstream.set(upstream.name, (onUpstream.get(upstream.name) ?? 0) + 1);
+        enterUpstream(upstream);
         place.held = true;
       }
       // A slot is free while this run waits: due work may start in it.
@@ -732,7 +732,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
           left++;
           return;
         }
-        onUpstream.set(upstream.name, (onUpstream.get(upstream.name) ?? 0) + 1);
+        enterUpstream(upstream);
       }
       let ran = false;
       tried++;
@@ -847,7 +847,12 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     return false;
   }
 
-  /** A run on `upstream` ended, or its claim failed: its place there is free. */
+  /** A run takes a place on `upstream` (see onUpstream). */
+  function enterUpstream(upstream: UpstreamBound): void {
+    onUpstream.set(upstream.name, (onUpstream.get(upstream.name) ?? 0) + 1);
+  }
+
+  /** A run on `upstream` was answered there, ended, or its claim failed: its place there is free. */
   function leaveUpstream(upstream: UpstreamBound): void {
     const left = (onUpstream.get(upstream.name) ?? 1) - 1;
     if (left > 0) onUpstream.set(upstream.name, left);

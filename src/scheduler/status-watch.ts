@@ -1,7 +1,4 @@
-import type { SentStatus, TransferChain } from "../chain/chain.ts";
-
-/** Signatures one getSignatureStatuses call may carry (the JSON-RPC method's own limit). */
-const MAX_STATUSES_PER_CALL = 256;
+import { MAX_STATUSES_PER_CALL, type SentStatus, type TransferChain } from "../chain/chain.ts";
 
 export interface StatusWatch {
   /**
