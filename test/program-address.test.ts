@@ -10,6 +10,7 @@ import {
   getAddressEncoder,
   getProgramDerivedAddress,
   isAddress,
+  isOffCurveAddress,
 } from "@solana/kit";
 import { findAssociatedTokenPda, TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
 import { describe, expect, it } from "vitest";
@@ -107,5 +108,34 @@ describe("program-derived addresses without WebCrypto", () => {
     ) as Uint8Array;
     expect(isOnCurve(ata)).toBe(false);
     expect(isOnCurve(new Uint8Array(31))).toBe(false);
+  });
+
+  it("decide every point as kit's on-curve test does, edges included", () => {
+    /** y as 32 little-endian bytes, the sign bit set or not. */
+    const point = (y: bigint, sign: boolean) => {
+      const bytes = new Uint8Array(32);
+      for (let i = 0; i < 32; i++) bytes[i] = Number((y >> BigInt(8 * i)) & 0xffn);
+      if (sign) bytes[31] = (bytes[31] as number) | 0x80;
+      return bytes;
+    };
+    const P = 2n ** 255n - 19n;
+    const keys: Uint8Array[] = [];
+    // y = ±1 (x = 0, so the sign bit decides), 0, and y past P (read mod P, as kit reads it).
+    for (const y of [0n, 1n, P - 1n, P, P + 1n, P + 18n, 2n ** 255n - 1n])
+      for (const sign of [false, true]) keys.push(point(y, sign));
+    for (let i = 0; i < 1000; i++) {
+      keys.push(randomKey(i));
+      const jwk = generateKeyPairSync("ed25519").publicKey.export({ format: "jwk" });
+      keys.push(new Uint8Array(Buffer.from(jwk.x as string, "base64url")));
+    }
+    let on = 0;
+    for (const key of keys) {
+      const expected = !isOffCurveAddress(decoder.decode(key));
+      expect(isOnCurve(key), base58Address(key)).toBe(expected);
+      if (expected) on++;
+    }
+    // Both answers were exercised, many times each.
+    expect(on).toBeGreaterThan(1000);
+    expect(keys.length - on).toBeGreaterThan(300);
   });
 });

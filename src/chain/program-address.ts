@@ -39,62 +39,60 @@ function keyBytes(key: string): Uint8Array {
   return bytes;
 }
 
-// Ed25519 point decompression (RFC 8032 §5.1.3), as kit's compressedPointBytesAreOnCurve does it.
+// Ed25519 point decompression (RFC 8032 §5.1.3) decides only whether a square root exists.
 const P = 2n ** 255n - 19n;
 const D = 37095705934669439343138083508754565189542113879843219016388785533085940283555n;
-/** √-1 mod P. */
-const RM1 = 19681161376707505956807079304988542015446066515923890162744021073123829784752n;
-const mod = (a: bigint) => {
-  const r = a % P;
-  return r >= 0n ? r : P + r;
-};
-/** 2^255 - 1: P is 2^255 - 19, so a value's bits past 255 count 19 times their weight below. */
-const LOW_255 = (1n << 255n) - 1n;
-/**
- * x^(2^power) mod P. Each square is folded twice (high part × 19 onto the low part) instead of
- * divided by P: a quarter faster, and this is where the on-curve test spends its time.
- */
-function pow2(x: bigint, power: number): bigint {
-  let r = x;
-  for (let i = 0; i < power; i++) {
-    r *= r;
-    r = (r & LOW_255) + 19n * (r >> 255n);
-    r = (r & LOW_255) + 19n * (r >> 255n);
-  }
-  return r % P;
-}
-/** x^(2^252 - 3) mod P. */
-function pow_2_252_3(x: bigint): bigint {
-  const x2 = (x * x) % P;
-  const b2 = (x2 * x) % P;
-  const b4 = (pow2(b2, 2) * b2) % P;
-  const b5 = (pow2(b4, 1) * x) % P;
-  const b10 = (pow2(b5, 5) * b5) % P;
-  const b20 = (pow2(b10, 10) * b10) % P;
-  const b40 = (pow2(b20, 20) * b20) % P;
-  const b80 = (pow2(b40, 40) * b40) % P;
-  const b160 = (pow2(b80, 80) * b80) % P;
-  const b240 = (pow2(b160, 80) * b80) % P;
-  const b250 = (pow2(b240, 10) * b10) % P;
-  return (pow2(b250, 2) * x) % P;
-}
+/** Past this, the Jacobi symbol's loop goes on in doubles: no BigInt to allocate per step. */
+const SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
-/** Whether 32 bytes are a valid compressed Ed25519 point (a PDA must not be one). */
+/**
+ * Whether 32 bytes are a valid compressed Ed25519 point (a PDA must not be one), as kit's
+ * compressedPointBytesAreOnCurve decides it. The point exists when x² = u / v has a root, u = y² - 1
+ * and v = d·y² + 1: when u·v (u / v times the square v²) is a square mod P, which its Jacobi symbol
+ * says. Kit finds the root itself (an exponent of 2^252 - 3: 250 squarings of BigInts); the
+ * symbol costs a third of that, and a swap derives its new taker's account at every run. With
+ * u = 0, x is 0, which a set sign bit cannot name. v is never 0 (d is not a square).
+ */
 export function isOnCurve(bytes: Uint8Array): boolean {
   if (bytes.length !== 32) return false;
   let y = 0n;
   for (let i = 31; i >= 0; i--)
     y = (y << 8n) | BigInt(i === 31 ? (bytes[i] as number) & 0x7f : (bytes[i] as number));
-  const y2 = mod(y * y);
-  const u = mod(y2 - 1n);
-  const v = mod(D * y2 + 1n);
-  const v3 = mod(v * v * v);
-  const v7 = mod(v3 * v3 * v);
-  let x = mod(u * v3 * pow_2_252_3(u * v7));
-  const vx2 = mod(v * x * x);
-  const root1 = vx2 === u;
-  const root2 = vx2 === mod(-u);
-  if (!root1 && !root2) return false;
-  if (!root1) x = mod(x * RM1);
-  return !(x === 0n && ((bytes[31] as number) & 0x80) !== 0);
+  const y2 = (y * y) % P;
+  const u = (y2 + P - 1n) % P;
+  if (u === 0n) return ((bytes[31] as number) & 0x80) === 0;
+  const v = (D * y2 + 1n) % P;
+  return jacobi((u * v) % P, P) === 1;
+}
+
+/** The Jacobi symbol (a / n) of 0 ≤ a < n, n odd: 1, -1, or 0 when they share a factor. */
+function jacobi(a: bigint, n: bigint): number {
+  let t = 1;
+  while (a !== 0n) {
+    if (n <= SAFE) return t * smallJacobi(Number(a), Number(n));
+    while ((a & 1n) === 0n) {
+      a >>= 1n;
+      const r = n & 7n;
+      if (r === 3n || r === 5n) t = -t;
+    }
+    [a, n] = [n, a];
+    if ((a & 3n) === 3n && (n & 3n) === 3n) t = -t;
+    a %= n;
+  }
+  return n === 1n ? t : 0;
+}
+
+function smallJacobi(a: number, n: number): number {
+  let t = 1;
+  while (a !== 0) {
+    while (a % 2 === 0) {
+      a /= 2;
+      const r = n % 8;
+      if (r === 3 || r === 5) t = -t;
+    }
+    [a, n] = [n, a];
+    if (a % 4 === 3 && n % 4 === 3) t = -t;
+    a %= n;
+  }
+  return n === 1 ? t : 0;
 }
