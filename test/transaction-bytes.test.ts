@@ -18,9 +18,12 @@ import {
   getShortU16Encoder,
   getTransactionDecoder,
   getTransactionEncoder,
+  none,
+  type Option,
   pipe,
   setTransactionMessageFeePayer,
   setTransactionMessageLifetimeUsingBlockhash,
+  some,
 } from "@solana/kit";
 import {
   getTokenDecoder as getClassicTokenDecoder,
@@ -34,7 +37,7 @@ import {
 } from "@solana-program/token-2022";
 import { describe, expect, it } from "vitest";
 import { base58Text } from "../src/chain/base58-address.ts";
-import { readTokenAccount } from "../src/local-chain/token-accounts.ts";
+import { readTokenAccount, tokenAccountBytes } from "../src/local-chain/token-accounts.ts";
 import { decodeTransactionBytes } from "../src/local-chain/transaction-bytes.ts";
 import {
   decodeWireTransaction,
@@ -231,6 +234,37 @@ describe("the local chain's token account decoder", () => {
       expect(readTokenAccount(raw)).toStrictEqual(expected);
     }
     expect(accounts).toBeGreaterThan(1_000);
+  });
+});
+
+describe("the local chain's token account writer", () => {
+  it("writes what kit's token encoder writes, options and native amounts included", () => {
+    const encoder = getTokenEncoder();
+    const u64 = () => BigInt.asUintN(64, BigInt(`0x${randomBytes(8).toString("hex")}`) >> BigInt(int(64)));
+    for (let i = 0; i < 1_000; i++) {
+      const fields = {
+        mint: key(),
+        owner: key(),
+        amount: u64(),
+        delegate: int(2) === 0 ? undefined : key(),
+        state: int(3),
+        isNative: int(2) === 0 ? undefined : u64(),
+        delegatedAmount: u64(),
+        closeAuthority: int(2) === 0 ? undefined : key(),
+      };
+      const option = <T>(value: T | undefined): Option<T> => (value === undefined ? none() : some(value));
+      const expected = encoder.encode({
+        ...fields,
+        delegate: option(fields.delegate),
+        isNative: option(fields.isNative),
+        closeAuthority: option(fields.closeAuthority),
+      });
+      expect(tokenAccountBytes(fields)).toStrictEqual(new Uint8Array(expected));
+    }
+    const fields = { mint: key(), owner: "not a key", amount: 0n, state: 1, delegatedAmount: 0n };
+    expect(() =>
+      tokenAccountBytes({ ...fields, delegate: undefined, isNative: undefined, closeAuthority: undefined }),
+    ).toThrow(TypeError);
   });
 });
 

@@ -1,5 +1,5 @@
-import { type Address, none, type Option, some } from "@solana/kit";
-import { AccountState, getTokenEncoder, TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
+import { type Address, isSome, none, type Option, some } from "@solana/kit";
+import { AccountState, TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
 import { isBase58Address } from "../chain/base58-address.ts";
 import { associatedTokenAddress } from "../chain/program-address.ts";
 import { createBoundedMemo } from "./bounded-memo.ts";
@@ -7,7 +7,7 @@ import { invalidParams, JsonRpcError, paramError } from "./json-rpc-error.ts";
 import type { RpcMethod } from "./json-rpc-handler.ts";
 import { AccountRefusedError, type LocalChain } from "./local-chain.ts";
 import { booleanOf, invalidType, requireParams, u64Param, withContext } from "./rpc-params.ts";
-import { readTokenAccount } from "./token-accounts.ts";
+import { readTokenAccount, tokenAccountBytes } from "./token-accounts.ts";
 
 const SYSTEM_PROGRAM = "11111111111111111111111111111111" as Address;
 const NATIVE_MINT = "So11111111111111111111111111111111111111112";
@@ -30,8 +30,6 @@ export function cheatcodeMethods(chain: LocalChain): Record<string, RpcMethod> {
     const [owner, mint, program] = key.split(":") as [string, string, string];
     return associatedTokenAddress(owner, mint, program) as Address;
   });
-  // Codecs hold no state; made once, as each costs more to make than to use.
-  const tokenEncoder = getTokenEncoder();
   return {
     surfnet_setAccount(params) {
       requireParams(params, 2);
@@ -86,16 +84,16 @@ export function cheatcodeMethods(chain: LocalChain): Record<string, RpcMethod> {
         throw paramError("Failed to unpack token account data: Parse error: Failed to unpack token account");
       }
       const amount = optional(update.amount, u64Param) ?? existing?.amount ?? 0n;
-      const data = tokenEncoder.encode({
+      const data = tokenAccountBytes({
         mint,
         owner,
         amount,
-        delegate: someAccount(update.delegate, existing?.delegate),
+        delegate: valueOf(someAccount(update.delegate, existing?.delegate)),
         state: optional(update.state, stateParam) ?? existing?.state ?? AccountState.Initialized,
-        isNative: native ? some(rent) : none(),
+        isNative: native ? rent : undefined,
         delegatedAmount: optional(update.delegatedAmount, u64Param) ?? existing?.delegatedAmount ?? 0n,
-        closeAuthority: someAccount(update.closeAuthority, existing?.closeAuthority),
-      }) as Uint8Array;
+        closeAuthority: valueOf(someAccount(update.closeAuthority, existing?.closeAuthority)),
+      });
       // Lamports are reset to the rent-exempt minimum (plus the amount, for wrapped SOL).
       chain.setAccount(address, {
         lamports: native ? rent + amount : rent,
@@ -151,4 +149,8 @@ function someAccount(value: unknown, existing: Option<Address> | undefined): Opt
   if (value === undefined || value === null) return existing ?? none();
   if (value === "null") return none();
   return some(surfpoolPubkey(value) as Address);
+}
+
+function valueOf(option: Option<Address>): Address | undefined {
+  return isSome(option) ? option.value : undefined;
 }

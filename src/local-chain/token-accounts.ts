@@ -7,7 +7,7 @@ import {
   type Mint as Token2022Mint,
   type Token as Token2022Token,
 } from "@solana-program/token-2022";
-import { base58Address } from "../chain/base58-address.ts";
+import { base58Address, base58AddressBytes } from "../chain/base58-address.ts";
 
 /** The two token programs, by the name JSON-RPC's jsonParsed gives them. */
 export const TOKEN_PROGRAMS: Readonly<Record<string, "spl-token" | "spl-token-2022">> = {
@@ -143,4 +143,49 @@ function baseTokenAccount(account: RawAccount): TokenAccountState | undefined {
     extensions: { __option: "None" },
     program: account.programAddress,
   };
+}
+
+/** What a base-layout token account holds, as surfnet_setTokenAccount writes one. */
+export interface TokenAccountFields {
+  readonly mint: string;
+  readonly owner: string;
+  readonly amount: bigint;
+  readonly delegate: string | undefined;
+  readonly state: number;
+  readonly isNative: bigint | undefined;
+  readonly delegatedAmount: bigint;
+  readonly closeAuthority: string | undefined;
+}
+
+/**
+ * The 165 bytes of a base-layout token account, written by hand as kit's getTokenEncoder writes
+ * them (test/transaction-bytes.test.ts): its encoder reads every key through BigInt base58, and
+ * the test Swap API's routes set a pool's vault by cheatcode for every swap.
+ */
+export function tokenAccountBytes(token: TokenAccountFields): Uint8Array {
+  const data = new Uint8Array(ACCOUNT_SIZE);
+  const view = new DataView(data.buffer);
+  const key = (at: number, address: string) => {
+    const bytes = base58AddressBytes(address);
+    if (bytes === undefined) throw new TypeError(`not a base58 address: ${address.slice(0, 64)}`);
+    data.set(bytes, at);
+  };
+  key(0, token.mint);
+  key(32, token.owner);
+  view.setBigUint64(64, token.amount, true);
+  if (token.delegate !== undefined) {
+    view.setUint32(72, 1, true);
+    key(76, token.delegate);
+  }
+  data[108] = token.state;
+  if (token.isNative !== undefined) {
+    view.setUint32(109, 1, true);
+    view.setBigUint64(113, token.isNative, true);
+  }
+  view.setBigUint64(121, token.delegatedAmount, true);
+  if (token.closeAuthority !== undefined) {
+    view.setUint32(129, 1, true);
+    key(133, token.closeAuthority);
+  }
+  return data;
 }
