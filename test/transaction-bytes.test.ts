@@ -13,6 +13,7 @@ import {
   compileTransaction,
   createTransactionMessage,
   getBase58Decoder,
+  getBase58Encoder,
   getCompiledTransactionMessageDecoder,
   getCompiledTransactionMessageEncoder,
   getShortU16Encoder,
@@ -36,7 +37,7 @@ import {
   TOKEN_2022_PROGRAM_ADDRESS,
 } from "@solana-program/token-2022";
 import { describe, expect, it } from "vitest";
-import { base58Text } from "../src/chain/base58-address.ts";
+import { base58Bytes, base58Text } from "../src/chain/base58-address.ts";
 import { readTokenAccount, tokenAccountBytes } from "../src/local-chain/token-accounts.ts";
 import { decodeTransactionBytes } from "../src/local-chain/transaction-bytes.ts";
 import {
@@ -279,5 +280,27 @@ describe("base58 of any bytes without BigInt", () => {
     expect(base58Text(new Uint8Array())).toBe("");
     expect(base58Text(new Uint8Array(64))).toBe("1".repeat(64));
     expect(base58Text(new Uint8Array(64).fill(255))).toBe(kit.decode(new Uint8Array(64).fill(255)));
+  });
+
+  it("reads what kit's base58 encoder reads, and refuses what it refuses", () => {
+    const kit = getBase58Encoder();
+    const kitBytes = (text: string) => {
+      try {
+        return new Uint8Array(kit.encode(text));
+      } catch {
+        return undefined;
+      }
+    };
+    const texts = ["", "1", "111", "z", "0", "O", "I", "l", "1+", "é", "2".repeat(90)];
+    for (let i = 0; i < 2_000; i++) {
+      const bytes = new Uint8Array(randomBytes(int(100)));
+      bytes.fill(0, 0, int(5) === 0 ? int(4) : 0);
+      const text = base58Text(bytes);
+      texts.push(text);
+      // One character changed, perhaps into one that is not base58.
+      const at = int(text.length + 1);
+      texts.push(text.slice(0, at) + "1239AZaz0OIl_ "[int(14)] + text.slice(at + 1));
+    }
+    for (const text of texts) expect(base58Bytes(text), text).toStrictEqual(kitBytes(text));
   });
 });

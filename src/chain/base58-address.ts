@@ -38,6 +38,38 @@ export function base58AddressBytes(text: string): Uint8Array | undefined {
 }
 
 /**
+ * Any base58 text as bytes, as kit's base58 encoder reads it (a zero byte per leading "1"), or
+ * undefined when a character is not base58: signatures and hashes in JSON-RPC params. Bound the
+ * text's length first: the work is quadratic in it.
+ */
+export function base58Bytes(text: string): Uint8Array | undefined {
+  let zeros = 0;
+  while (zeros < text.length && text.charCodeAt(zeros) === 49 /* "1" */) zeros++;
+  // log(58) / log(256) < 0.733: each digit makes at most 0.733 bytes.
+  const size = Math.ceil(((text.length - zeros) * 733) / 1000) + 1;
+  const bytes = new Uint8Array(size);
+  let length = 0;
+  for (let i = zeros; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    let carry = code < 128 ? (DIGIT[code] as number) : -1;
+    if (carry < 0) return undefined;
+    for (let j = 0; j < length; j++) {
+      carry += (bytes[size - 1 - j] as number) * 58;
+      bytes[size - 1 - j] = carry & 0xff;
+      carry >>= 8;
+    }
+    while (carry > 0) {
+      bytes[size - 1 - length] = carry & 0xff;
+      length++;
+      carry >>= 8;
+    }
+  }
+  const out = new Uint8Array(zeros + length);
+  out.set(bytes.subarray(size - length), zeros);
+  return out;
+}
+
+/**
  * Whether `text` is a 32-byte key in base58: kit's isAddress, without its BigInt. Every address a
  * request, a route or the embedded chain's params name is checked so.
  */

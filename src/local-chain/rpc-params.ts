@@ -1,5 +1,4 @@
-import { getBase58Encoder } from "@solana/kit";
-import { isBase58Address } from "../chain/base58-address.ts";
+import { base58Bytes, isBase58Address } from "../chain/base58-address.ts";
 import type { Commitment } from "./block-clock.ts";
 import {
   INVALID_PARAMS,
@@ -96,12 +95,7 @@ export function blockhashParam(value: unknown): string {
 
 /** The byte length base58 text decodes to, or "invalid" when it is not base58. Bound its length first. */
 function decodedLength(text: string): number | "invalid" {
-  if (!/^[1-9A-HJ-NP-Za-km-z]*$/.test(text)) return "invalid";
-  try {
-    return getBase58Encoder().encode(text).length;
-  } catch {
-    return "invalid";
-  }
+  return base58Bytes(text)?.length ?? "invalid";
 }
 
 /**
