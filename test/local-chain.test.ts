@@ -203,6 +203,38 @@ describe("the local chain's clock", () => {
     expect((await chain.rpc.getBalance(payer.address).send()).value).toBe(before);
   });
 
+  it("a simulation that replaces the recent blockhash runs a transaction whose own has expired, under the latest", async () => {
+    const receiver = (await generateKeyPairSigner()).address;
+    const signed = await chain.sign(payer, [
+      getTransferSolInstruction({ source: payer, destination: receiver, amount: 1_000_000n }),
+    ]);
+    const base64 = getBase64EncodedWireTransaction(signed);
+    now += 152 * SLOT_MS;
+    const simulate = async (replaceRecentBlockhash: boolean) =>
+      (
+        (
+          await chain.raw("simulateTransaction", [
+            base64,
+            { encoding: "base64", replaceRecentBlockhash, accounts: { addresses: [receiver] } },
+          ])
+        ).result as {
+          value: {
+            err: unknown;
+            accounts: ({ lamports: number } | null)[] | null;
+            replacementBlockhash: { blockhash: string } | null;
+          };
+        }
+      ).value;
+    expect((await simulate(false)).err).toBe("BlockhashNotFound");
+    const { value: latest } = await chain.rpc.getLatestBlockhash({ commitment: "processed" }).send();
+    const replaced = await simulate(true);
+    expect(replaced.err).toBeNull();
+    expect(replaced.replacementBlockhash?.blockhash).toBe(latest.blockhash);
+    expect(replaced.accounts?.[0]?.lamports).toBe(1_000_000);
+    // Simulated only: the receiver has nothing.
+    expect((await chain.rpc.getBalance(receiver).send()).value).toBe(0n);
+  });
+
   it("a transaction its fee payer cannot pay for never lands", async () => {
     const broke = await generateKeyPairSigner();
     const signature = await chain.send(

@@ -677,7 +677,7 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
       }
       if (!replaceRecentBlockhash) return { simulation: simulateWire(wire, accounts) };
       const latest = chain.latestBlockhash("processed");
-      const replaced = decode(withBlockhash(bytes, wire, latest.blockhash));
+      const replaced = withBlockhash(wire, latest.blockhash);
       return { simulation: simulateWire(replaced, accounts), replacement: latest };
     },
 
@@ -885,12 +885,14 @@ export function transactionJsonOf(wire: WireTransaction) {
 
 /**
  * The wire transaction with another recent blockhash: the 32 bytes after the message's keys,
- * written in place (the message was just decoded, so its layout is known). Re-encoding it through
- * kit's codecs, as this did, read every key of it through BigInt base58 twice.
+ * written in a copy of its bytes (the message was just decoded, so its layout is known), and the
+ * decoded parts kept: decoding it again read every key through base58 and every lookup table out
+ * of LiteSVM a second time for each simulation that asks for the latest blockhash.
  */
-function withBlockhash(bytes: Uint8Array, wire: WireTransaction, blockhash: string): Uint8Array {
+function withBlockhash(wire: WireTransaction, blockhash: string): WireTransaction {
   const hash = base58AddressBytes(blockhash);
   if (hash === undefined) throw new TypeError(`not a blockhash: ${blockhash}`);
+  const { bytes } = wire;
   const messageBytes = wire.transaction.messageBytes as unknown as Uint8Array;
   const messageAt = bytes.length - messageBytes.length;
   const keys = wire.message.staticAccounts.length;
@@ -900,5 +902,12 @@ function withBlockhash(bytes: Uint8Array, wire: WireTransaction, blockhash: stri
   const at = countAt + countBytes + 32 * keys;
   const copy = new Uint8Array(bytes);
   copy.set(hash, at);
-  return copy;
+  // Only the lifetime differs: keys, lookups, fee and memo are the decoded transaction's own.
+  return {
+    ...wire,
+    bytes: copy,
+    blockhash,
+    transaction: { ...wire.transaction, messageBytes: copy.subarray(messageAt) } as unknown as Transaction,
+    message: { ...wire.message, lifetimeToken: blockhash },
+  };
 }
