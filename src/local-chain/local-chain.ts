@@ -50,7 +50,10 @@ export interface Simulation {
   readonly logs: readonly string[];
   readonly unitsConsumed: bigint;
   readonly returnData: { programId: string; data: string } | null;
-  /** Compiled, as the json encoding shows them; simulateTransaction parses them with `accountKeys`. */
+  /**
+   * Compiled, as the json encoding shows them; simulateTransaction parses them with `accountKeys`.
+   * Empty unless asked for (simulate's `innerInstructions`): a preflight's answer has none.
+   */
   readonly innerInstructions: {
     index: number;
     instructions: { programIdIndex: number; accounts: number[]; data: string; stackHeight: number }[];
@@ -120,7 +123,13 @@ export interface LocalChain {
   send(bytes: Uint8Array, options: { skipPreflight: boolean }): SendOutcome;
   simulate(
     bytes: Uint8Array,
-    options: { sigVerify: boolean; replaceRecentBlockhash: boolean; accounts: readonly string[] },
+    options: {
+      sigVerify: boolean;
+      replaceRecentBlockhash: boolean;
+      accounts: readonly string[];
+      /** Read the inner instructions out of LiteSVM (left empty otherwise: only a caller that asks shows them). */
+      innerInstructions?: boolean;
+    },
   ): { simulation: Simulation; replacement?: { blockhash: string; lastValidBlockHeight: number } };
   /** The fee of a message, or null when its blockhash is no longer valid (and no durable nonce's). */
   feeForMessage(messageBytes: Uint8Array): bigint | null;
@@ -411,6 +420,7 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
     result: FailedTransactionMetadata,
     before: ReturnType<typeof stateBefore>,
     accounts: readonly string[],
+    withInner: boolean,
   ): Simulation => {
     const err = transactionErrorFrom(result.err());
     // Refused while its fee payer was checked (no such account, too few lamports): Agave's
@@ -422,21 +432,27 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
       loadedAccountsDataSize: unloaded ? 0 : before.loadedAccountsDataSize,
       accountKeys: wire.accounts,
       err,
-      ...metaFields(result.meta()),
+      ...metaFields(result.meta(), withInner),
       accounts: accounts.map(() => undefined),
       balances: { pre: before.pre, post: before.pre },
     };
   };
 
   /** Runs `wire` on the current state without keeping what it wrote. */
-  const simulateWire = (wire: WireTransaction, accounts: readonly string[]): Simulation => {
+  const simulateWire = (
+    wire: WireTransaction,
+    accounts: readonly string[],
+    withInner: boolean,
+  ): Simulation => {
     const checked = precheck(wire);
     if (checked !== null) return unrun(wire, checked, accounts, true);
     const before = stateBefore(wire);
     // Signatures are checked apart (sendTransaction always, simulateTransaction when asked), as a
     // validator does; LiteSVM's own check would refuse the unsigned transactions simulations get.
     const result = withoutSigverify(() => transactions.simulate(wire));
-    if (result instanceof FailedTransactionMetadata) return failedRun(wire, result, before, accounts);
+    if (result instanceof FailedTransactionMetadata) {
+      return failedRun(wire, result, before, accounts, withInner);
+    }
     const after = new Map<string, RawAccount>(result.postAccounts().map((a) => [a.address as string, a]));
     const afterOrNow = (address: string) => after.get(address) ?? readAccount(address);
     return {
@@ -445,7 +461,7 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
       loadedAccountsDataSize: before.loadedAccountsDataSize,
       accountKeys: wire.accounts,
       err: null,
-      ...metaFields(result.meta()),
+      ...metaFields(result.meta(), withInner),
       accounts: accounts.map(afterOrNow),
       balances: { pre: before.pre, post: balances(wire, undefined, afterOrNow) },
     };
@@ -486,7 +502,7 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
       options.verified === true ? withoutSigverify(() => transactions.send(wire)) : transactions.send(wire);
     if (options.preflight === true && result instanceof FailedTransactionMetadata) {
       undo(wire, before.read);
-      return failedRun(wire, result, before, []);
+      return failedRun(wire, result, before, [], false);
     }
     options.received?.();
     const after = new Map<string, ChainAccount | undefined>();
@@ -670,15 +686,15 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
       return { kind: "sent", signature };
     },
 
-    simulate(bytes, { sigVerify, replaceRecentBlockhash, accounts }) {
+    simulate(bytes, { sigVerify, replaceRecentBlockhash, accounts, innerInstructions = false }) {
       const wire = decode(bytes);
       if (sigVerify && !signaturesVerify(wire)) {
         return { simulation: unrun(wire, transactionError("SignatureFailure"), accounts, false) };
       }
-      if (!replaceRecentBlockhash) return { simulation: simulateWire(wire, accounts) };
+      if (!replaceRecentBlockhash) return { simulation: simulateWire(wire, accounts, innerInstructions) };
       const latest = chain.latestBlockhash("processed");
       const replaced = withBlockhash(wire, latest.blockhash);
-      return { simulation: simulateWire(replaced, accounts), replacement: latest };
+      return { simulation: simulateWire(replaced, accounts, innerInstructions), replacement: latest };
     },
 
     feeForMessage(messageBytes) {
@@ -770,8 +786,12 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
     } as unknown as Transaction) as Uint8Array;
   };
 
-  /** The parts of LiteSVM's metadata that JSON-RPC shows, in its forms. */
-  function metaFields(meta: TransactionMetadata) {
+  /**
+   * The parts of LiteSVM's metadata that JSON-RPC shows, in its forms. `withInner` false leaves the
+   * inner instructions out: each is several calls into LiteSVM and a base58 text, and a simulation
+   * that does not ask for them (every swap's trial) never shows them.
+   */
+  function metaFields(meta: TransactionMetadata, withInner = true) {
     const returned = meta.returnData();
     const returnData =
       returned.data().length === 0
@@ -780,8 +800,7 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
             programId: base58Text(returned.programId()),
             data: Buffer.from(returned.data()).toString("base64"),
           };
-    const innerInstructions = meta
-      .innerInstructions()
+    const innerInstructions = (withInner ? meta.innerInstructions() : [])
       .map((list, index) => ({
         index,
         instructions: list.map((inner) => {

@@ -124,14 +124,16 @@ export function transactionMethods(
         }
       }
       const slot = contextSlot(config, commitmentOf(config));
+      const withInner = booleanOf(config, "innerInstructions", false);
       const result = run(() =>
-        chain.simulate(bytes, { sigVerify, replaceRecentBlockhash, accounts: addresses }),
+        chain.simulate(bytes, {
+          sigVerify,
+          replaceRecentBlockhash,
+          accounts: addresses,
+          innerInstructions: withInner,
+        }),
       );
-      const value = simulationJson(
-        result.simulation,
-        result.replacement,
-        booleanOf(config, "innerInstructions", false),
-      );
+      const value = simulationJson(result.simulation, result.replacement, withInner);
       return withContext(slot, {
         ...value,
         accounts:
