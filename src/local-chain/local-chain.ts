@@ -21,7 +21,7 @@ import { createBoundedMemo } from "./bounded-memo.ts";
 import type { ChainEvents } from "./chain-events.ts";
 import type { SavedAccount } from "./chain-state.ts";
 import type { Ledger, LedgerEntry, SignatureRange } from "./ledger.ts";
-import { svmAccountReader } from "./svm-account-reader.ts";
+import { svmAccounts } from "./svm-accounts.ts";
 import { svmTransactions } from "./svm-transactions.ts";
 import { type RawAccount, readMint, readTokenAccount, uiTokenAmount } from "./token-accounts.ts";
 import { type TransactionError, transactionError, transactionErrorFrom } from "./transaction-error.ts";
@@ -239,7 +239,7 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
     return clock.slot;
   };
 
-  const accounts = svmAccountReader(svm);
+  const accounts = svmAccounts(svm);
   const transactions = svmTransactions(svm);
   const readAccount = (address: string): ChainAccount | undefined => {
     const account = accounts.account(address);
@@ -612,14 +612,7 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
   };
   /** An account into LiteSVM as it is given (no events, no saved-state bookkeeping: the callers' own). */
   const putAccount = (address: string, account: RawAccount) =>
-    svm.setAccount({
-      address: address as Address,
-      lamports: account.lamports as never,
-      programAddress: account.programAddress,
-      data: account.data as Uint8Array,
-      executable: account.executable,
-      space: BigInt(account.data.length),
-    });
+    accounts.put(address, { ...account, data: account.data as Uint8Array });
 
   const decode = (bytes: Uint8Array) => decodeWireTransaction(bytes, lookupTable);
 

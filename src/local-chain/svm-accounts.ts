@@ -1,5 +1,5 @@
 import type { Address } from "@solana/kit";
-import type { LiteSVM } from "litesvm";
+import { Account, type LiteSVM } from "litesvm";
 import { base58Address, base58AddressBytes } from "../chain/base58-address.ts";
 
 /** An account as LiteSVM's getAccount gives one that exists. */
@@ -13,28 +13,52 @@ interface NativeAccount {
   owner(): Uint8Array;
 }
 
+/** An account as the chain writes one into LiteSVM. */
+export interface SvmAccountWrite {
+  readonly lamports: bigint;
+  readonly programAddress: string;
+  readonly data: Uint8Array;
+  readonly executable: boolean;
+}
+
 /**
- * LiteSVM's getAccount and getBalance, without its wrapper's BigInt base58: the wrapper turns each
- * address into bytes and each owner back into text through kit's codec, and the chain reads
- * every account a transaction names before and after it runs (the swap bench's profile put the
- * codec among the embedded chain's largest costs). Straight to the binding, with the byte-array
- * codec (base58-address.ts); the same shapes. Should a LiteSVM release move its binding, the
- * wrapper's own methods serve.
+ * LiteSVM's getAccount, getBalance and setAccount, without its wrapper's BigInt base58: the
+ * wrapper turns each address into bytes and each owner back into text through kit's codec, and
+ * the chain reads every account a transaction names before and after it runs, and writes one for
+ * every cheatcode (the swap bench's profiles put the codec among the embedded chain's largest
+ * costs and allocations). Straight to the binding, with the byte-array codec (base58-address.ts);
+ * the same shapes. Should a LiteSVM release move its binding, the wrapper's own methods serve.
  */
-export function svmAccountReader(svm: LiteSVM): {
+export function svmAccounts(svm: LiteSVM): {
   account: (address: string) => SvmAccount | undefined;
   balance: (address: string) => bigint | undefined;
+  /** Writes the account as given (rentEpoch 0, as the wrapper writes it); LiteSVM's refusal throws. */
+  put: (address: string, account: SvmAccountWrite) => void;
 } {
   const native = (svm as unknown as { inner?: Record<string, unknown> }).inner;
   const getAccount = native?.getAccount;
   const getBalance = native?.getBalance;
-  if (typeof getAccount !== "function" || typeof getBalance !== "function") {
+  const setAccount = native?.setAccount;
+  if (
+    typeof getAccount !== "function" ||
+    typeof getBalance !== "function" ||
+    typeof setAccount !== "function"
+  ) {
     return {
       account: (address) => {
         const account = svm.getAccount(address as Address);
         return account.exists ? account : undefined;
       },
       balance: (address) => svm.getBalance(address as Address) ?? undefined,
+      put: (address, account) =>
+        svm.setAccount({
+          address: address as Address,
+          lamports: account.lamports as never,
+          programAddress: account.programAddress as Address,
+          data: account.data,
+          executable: account.executable,
+          space: BigInt(account.data.length),
+        }),
     };
   }
   const bytesOf = (address: string) => {
@@ -59,6 +83,13 @@ export function svmAccountReader(svm: LiteSVM): {
     },
     balance(address) {
       return (getBalance.call(native, bytesOf(address)) as bigint | null) ?? undefined;
+    },
+    put(address, account) {
+      setAccount.call(
+        native,
+        bytesOf(address),
+        new Account(account.lamports, account.data, bytesOf(account.programAddress), account.executable, 0n),
+      );
     },
   };
 }
