@@ -280,6 +280,10 @@ describe("base58 of any bytes without BigInt", () => {
     expect(base58Text(new Uint8Array())).toBe("");
     expect(base58Text(new Uint8Array(64))).toBe("1".repeat(64));
     expect(base58Text(new Uint8Array(64).fill(255))).toBe(kit.decode(new Uint8Array(64).fill(255)));
+    // Past 4,096 digits the text is made in pieces.
+    const long = new Uint8Array(randomBytes(3_100));
+    long.fill(0, 0, 3);
+    expect(base58Text(long)).toBe(kit.decode(long));
   });
 
   it("reads what kit's base58 encoder reads, and refuses what it refuses", () => {
