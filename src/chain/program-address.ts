@@ -42,16 +42,15 @@ function keyBytes(key: string): Uint8Array {
 // Ed25519 point decompression (RFC 8032 §5.1.3) decides only whether a square root exists.
 const P = 2n ** 255n - 19n;
 const D = 37095705934669439343138083508754565189542113879843219016388785533085940283555n;
-/** Past this, the Jacobi symbol's loop goes on in doubles: no BigInt to allocate per step. */
-const SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
 /**
  * Whether 32 bytes are a valid compressed Ed25519 point (a PDA must not be one), as kit's
  * compressedPointBytesAreOnCurve decides it. The point exists when x² = u / v has a root, u = y² - 1
  * and v = d·y² + 1: when u·v (u / v times the square v²) is a square mod P, which its Jacobi symbol
- * says. Kit finds the root itself (an exponent of 2^252 - 3: 250 squarings of BigInts); the
- * symbol costs a third of that, and a swap derives its new taker's account at every run. With
- * u = 0, x is 0, which a set sign bit cannot name. v is never 0 (d is not a square).
+ * says. Kit finds the root itself (an exponent of 2^252 - 3: 250 squarings of BigInts, each a new
+ * BigInt); the symbol is worked out in place on 32-bit limbs, and a swap derives its new taker's
+ * account at every run. With u = 0, x is 0, which a set sign bit cannot name. v is never 0 (d is
+ * not a square).
  */
 export function isOnCurve(bytes: Uint8Array): boolean {
   if (bytes.length !== 32) return false;
@@ -62,37 +61,66 @@ export function isOnCurve(bytes: Uint8Array): boolean {
   const u = (y2 + P - 1n) % P;
   if (u === 0n) return ((bytes[31] as number) & 0x80) === 0;
   const v = (D * y2 + 1n) % P;
-  return jacobi((u * v) % P, P) === 1;
+  return jacobi(limbsOf((u * v) % P), limbsOf(P)) === 1;
 }
 
-/** The Jacobi symbol (a / n) of 0 ≤ a < n, n odd: 1, -1, or 0 when they share a factor. */
-function jacobi(a: bigint, n: bigint): number {
-  let t = 1;
-  while (a !== 0n) {
-    if (n <= SAFE) return t * smallJacobi(Number(a), Number(n));
-    while ((a & 1n) === 0n) {
-      a >>= 1n;
-      const r = n & 7n;
-      if (r === 3n || r === 5n) t = -t;
-    }
-    [a, n] = [n, a];
-    if ((a & 3n) === 3n && (n & 3n) === 3n) t = -t;
-    a %= n;
+/** A value below 2^256 as eight 32-bit limbs, least significant first. */
+function limbsOf(value: bigint): Uint32Array {
+  const limbs = new Uint32Array(8);
+  for (let i = 0; i < 8; i++) {
+    limbs[i] = Number(value & 0xffffffffn);
+    value >>= 32n;
   }
-  return n === 1n ? t : 0;
+  return limbs;
 }
 
-function smallJacobi(a: number, n: number): number {
+/**
+ * The Jacobi symbol (a / n), n odd: 1, -1, or 0 when they share a factor. The binary algorithm,
+ * on limbs it overwrites: take out the twos of a (each flips the sign when n is 3 or 5 mod 8),
+ * keep a the larger by swapping (reciprocity flips it when both are 3 mod 4), subtract n.
+ */
+function jacobi(a: Uint32Array, n: Uint32Array): number {
   let t = 1;
-  while (a !== 0) {
-    while (a % 2 === 0) {
-      a /= 2;
-      const r = n % 8;
-      if (r === 3 || r === 5) t = -t;
+  for (;;) {
+    let low = 0;
+    while (low < 8 && a[low] === 0) low++;
+    if (low === 8) return isOne(n) ? t : 0;
+    const word = a[low] as number;
+    const twos = 32 * low + 31 - Math.clz32(word & -word);
+    if (twos > 0) {
+      const r = (n[0] as number) & 7;
+      if ((twos & 1) === 1 && (r === 3 || r === 5)) t = -t;
+      shiftRight(a, twos);
     }
-    [a, n] = [n, a];
-    if (a % 4 === 3 && n % 4 === 3) t = -t;
-    a %= n;
+    if (less(a, n)) {
+      [a, n] = [n, a];
+      if (((a[0] as number) & 3) === 3 && ((n[0] as number) & 3) === 3) t = -t;
+    }
+    // Both odd: what is left is even, or zero.
+    let borrow = 0;
+    for (let i = 0; i < 8; i++) {
+      const difference = (a[i] as number) - (n[i] as number) - borrow;
+      borrow = difference < 0 ? 1 : 0;
+      a[i] = difference;
+    }
   }
-  return n === 1 ? t : 0;
+}
+
+function shiftRight(limbs: Uint32Array, by: number): void {
+  const words = by >>> 5;
+  const bits = by & 31;
+  for (let i = 0; i < 8; i++) {
+    const low = limbs[i + words] ?? 0;
+    const high = limbs[i + words + 1] ?? 0;
+    limbs[i] = bits === 0 ? low : (low >>> bits) | (high << (32 - bits));
+  }
+}
+
+function less(a: Uint32Array, b: Uint32Array): boolean {
+  for (let i = 7; i >= 0; i--) if (a[i] !== b[i]) return (a[i] as number) < (b[i] as number);
+  return false;
+}
+
+function isOne(limbs: Uint32Array): boolean {
+  return limbs[0] === 1 && limbs.every((limb, i) => i === 0 || limb === 0);
 }
