@@ -39,6 +39,23 @@ describe("base58 addresses without BigInt", () => {
     expect(base58Address(new Uint8Array(32).fill(255))).toBe(decoder.decode(new Uint8Array(32).fill(255)));
   });
 
+  it("name each key by its own bytes when it is named again: the same, changed in place, or sharing the hashed bytes", () => {
+    const bytes = randomKey(1);
+    const first = base58Address(bytes);
+    expect(base58Address(bytes)).toBe(first);
+    // The same buffer written again (a view of a reused buffer): its new key, not the one remembered.
+    bytes[9] = (bytes[9] as number) ^ 1;
+    expect(base58Address(bytes)).toBe(decoder.decode(bytes));
+    // Keys alike in every byte the memo hashes, and different elsewhere, each get their own.
+    for (let i = 0; i < 200; i++) {
+      const other = new Uint8Array(bytes);
+      other[5] = i;
+      other[20] = 255 - i;
+      expect(base58Address(other)).toBe(decoder.decode(other));
+      expect(base58Address(bytes)).toBe(decoder.decode(bytes));
+    }
+  });
+
   it("refuse what is not a 32-byte key", () => {
     for (const text of [
       "",

@@ -83,9 +83,41 @@ export function checkedAddress(text: string): Address {
   return text as Address;
 }
 
+/** Keys whose text is remembered, at most (then all are forgotten, and remembered anew). */
+const KEY_TEXTS = 8192;
+/**
+ * The texts of recent keys, by a hash of their bytes. A memo of a pure function, so one per thread
+ * is safe to share: no caller can tell it is there, but by speed. A transaction's keys are named
+ * again by each step that reads them (its decoding, every token account and owner read before and
+ * after it runs, its meta), so the embedded chain's thread encoded the same few keys hundreds of
+ * times per swap, most of its allocation.
+ */
+const keyTexts = new Map<number, { readonly bytes: Uint8Array; readonly text: string }>();
+
 /** A 32-byte key as base58 text. */
 export function base58Address(bytes: Uint8Array): string {
-  return base58Text(bytes);
+  if (bytes.length !== 32) return base58Text(bytes);
+  // Two words of the key, mixed; a collision only makes a miss (the bytes are compared).
+  const hash =
+    (((bytes[0] as number) | ((bytes[1] as number) << 8) | ((bytes[2] as number) << 16)) ^
+      Math.imul(
+        (bytes[16] as number) | ((bytes[17] as number) << 8) | ((bytes[18] as number) << 16),
+        0x9e3779b1,
+      ) ^
+      (bytes[31] as number)) &
+    0x3fffffff;
+  const known = keyTexts.get(hash);
+  if (known !== undefined && sameBytes(known.bytes, bytes)) return known.text;
+  const text = base58Text(bytes);
+  if (keyTexts.size >= KEY_TEXTS) keyTexts.clear();
+  // A copy: the caller's bytes may be a view of a buffer written again later.
+  keyTexts.set(hash, { bytes: bytes.slice(), text });
+  return text;
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  for (let i = 0; i < 32; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 /**

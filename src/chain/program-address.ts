@@ -54,9 +54,10 @@ const D = 3709570593466943934313808350875456518954211387984321901638878553308594
  */
 export function isOnCurve(bytes: Uint8Array): boolean {
   if (bytes.length !== 32) return false;
-  let y = 0n;
-  for (let i = 31; i >= 0; i--)
-    y = (y << 8n) | BigInt(i === 31 ? (bytes[i] as number) & 0x7f : (bytes[i] as number));
+  // y is little-endian, its top bit the sign of x: read as one hex number, not a BigInt per byte.
+  const bigEndian = Buffer.from(bytes).reverse();
+  bigEndian[0] = (bigEndian[0] as number) & 0x7f;
+  const y = BigInt(`0x${bigEndian.toString("hex")}`);
   const y2 = (y * y) % P;
   const u = (y2 + P - 1n) % P;
   if (u === 0n) return ((bytes[31] as number) & 0x80) === 0;
