@@ -88,11 +88,11 @@ export function cheatcodeMethods(chain: LocalChain): Record<string, RpcMethod> {
         mint,
         owner,
         amount,
-        delegate: valueOf(someAccount(update.delegate, existing?.delegate)),
+        delegate: addressIn(someAccount(update.delegate, existing?.delegate)),
         state: optional(update.state, stateParam) ?? existing?.state ?? AccountState.Initialized,
         isNative: native ? rent : undefined,
         delegatedAmount: optional(update.delegatedAmount, u64Param) ?? existing?.delegatedAmount ?? 0n,
-        closeAuthority: valueOf(someAccount(update.closeAuthority, existing?.closeAuthority)),
+        closeAuthority: addressIn(someAccount(update.closeAuthority, existing?.closeAuthority)),
       });
       // Lamports are reset to the rent-exempt minimum (plus the amount, for wrapped SOL).
       chain.setAccount(address, {
@@ -151,6 +151,6 @@ function someAccount(value: unknown, existing: Option<Address> | undefined): Opt
   return some(surfpoolPubkey(value) as Address);
 }
 
-function valueOf(option: Option<Address>): Address | undefined {
+function addressIn(option: Option<Address>): Address | undefined {
   return isSome(option) ? option.value : undefined;
 }
