@@ -659,11 +659,17 @@ async function approvedAgents(
  * BENCH_SWAP_ROUTE_MS delays each route that long (a slow Swap API), and BENCH_SWAP_TRANSFERS adds
  * that many transfer agents to the same process, due a few seconds after the swaps: their lag says
  * whether transfers wait behind the swaps' routes (CPU and requests are then per run of either).
+ * BENCH_SWAP_CORES=2 runs the service on both cores, as `npm start` runs on this machine (the chain's
+ * worker thread then has a core of its own; the test Swap API shares them), instead of core 0
+ * alone; BENCH_SWAP_API_PLACES sets JUPITER_SWAP_MAX_CONCURRENCY (default 8), the routes asked for
+ * at once.
  */
 async function memorySwapFigures(): Promise<void> {
   const AGENTS = Number(process.env.BENCH_SWAP_AGENTS ?? 1000);
   const ROUTE_MS = Number(process.env.BENCH_SWAP_ROUTE_MS ?? 0);
   const TRANSFERS = Number(process.env.BENCH_SWAP_TRANSFERS ?? 0);
+  const CORES = Number(process.env.BENCH_SWAP_CORES ?? 1);
+  const SWAP_API_PLACES = process.env.BENCH_SWAP_API_PLACES;
   const usdc = "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v";
   const jup = "JUPyiwrYJFskUPiHa7hkeR8VUtAeFoSYbKedZNsDvCN";
   const chainPort = await freePortPair();
@@ -673,18 +679,24 @@ async function memorySwapFigures(): Promise<void> {
   // BENCH_CPU_PROF=<dir>: a V8 CPU profile of the service, written there when it exits.
   const profile = process.env.BENCH_CPU_PROF;
   const profileFlags = profile === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${profile}`];
-  const runner = await start(["node", ...startFlags, ...profileFlags, mainScript], {
-    LOG_LEVEL: "warn",
-    AUTH_MODE: "none",
-    ...UNCAPPED,
-    LOCAL_SOLANA_RPC_PORT: String(chainPort),
-    DELEGATE_SEED: seedPath,
-    JUPITER_SWAP_URL: forwarder.url,
-    // An hour of schedule time every 40 s: the pools and agents are made before the first slot.
-    SCHEDULE_TIME_SCALE: "90",
-    SCHEDULER_POLL_INTERVAL_MS: "250",
-    SCHEDULER_CONCURRENCY: process.env.BENCH_SWAP_CONCURRENCY ?? "64",
-  });
+  const runner = await start(
+    ["node", ...startFlags, ...profileFlags, mainScript],
+    {
+      LOG_LEVEL: "warn",
+      AUTH_MODE: "none",
+      ...UNCAPPED,
+      LOCAL_SOLANA_RPC_PORT: String(chainPort),
+      DELEGATE_SEED: seedPath,
+      JUPITER_SWAP_URL: forwarder.url,
+      // An hour of schedule time every 40 s: the pools and agents are made before the first slot.
+      SCHEDULE_TIME_SCALE: "90",
+      SCHEDULER_POLL_INTERVAL_MS: "250",
+      SCHEDULER_CONCURRENCY: process.env.BENCH_SWAP_CONCURRENCY ?? "64",
+      ...(SWAP_API_PLACES === undefined ? {} : { JUPITER_SWAP_MAX_CONCURRENCY: SWAP_API_PLACES }),
+    },
+    root,
+    CORES === 1,
+  );
   const rpcUrl = `http://127.0.0.1:${chainPort}`;
   const jupiter = await startJupiterSwapServer({
     rpcUrl,
@@ -781,7 +793,7 @@ async function memorySwapFigures(): Promise<void> {
   const perRun = TRANSFERS > 0 ? "run (swap or transfer)" : "swap";
   const transferLags = lagsOf(firstTransfers);
   notes.push(
-    `swaps in one process (memory store, embedded chain, the Jupiter-shaped test server${ROUTE_MS > 0 ? `, each route ${ROUTE_MS} ms late` : ""}), ${AGENTS} agents due within ${((lastSlot - firstSlot) / 1000).toFixed(1)} s: ` +
+    `swaps in one process (memory store, embedded chain, the Jupiter-shaped test server${ROUTE_MS > 0 ? `, each route ${ROUTE_MS} ms late` : ""}; ${CORES === 1 ? "the service on core 0" : "the service on both cores"}, ${SWAP_API_PLACES ?? 8} routes asked for at once), ${AGENTS} agents due within ${((lastSlot - firstSlot) / 1000).toFixed(1)} s: ` +
       `${perSecond.toFixed(1)} a second; lag from slot to confirmed signature p50 ${(at(0.5) / 1000).toFixed(2)} s, ` +
       `p99 ${(at(0.99) / 1000).toFixed(2)} s; ` +
       (TRANSFERS > 0
@@ -1837,11 +1849,14 @@ async function start(
   argv: string[],
   env: Record<string, string> = {},
   cwd = root,
+  /** False: on every core, as `npm start` runs, instead of core 0 alone. */
+  pin = true,
 ): Promise<{ port: number; pid: number; child: ChildProcess }> {
   const port = await freePort();
   const args = argv.map((a) => (a === "PORT" ? String(port) : a));
+  const argv0 = [args[0] === "node" ? process.execPath : (args[0] as string), ...args.slice(1)];
   // taskset execs the command, so the child's pid is the server's own.
-  const command = pinned(0, [args[0] === "node" ? process.execPath : (args[0] as string), ...args.slice(1)]);
+  const command = pin ? pinned(0, argv0) : argv0;
   const child = spawn(command[0] as string, command.slice(1), {
     cwd,
     env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", ...env },
