@@ -38,7 +38,7 @@
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import * as http2 from "node:http2";
 import { cpus, tmpdir } from "node:os";
 import { join, relative } from "node:path";
@@ -445,8 +445,7 @@ async function chainFigures(): Promise<void> {
   const embedded = await startTimes({});
   const { chainPort, chainProcess } = await startLocalChainProcess();
   const remote = await startTimes({
-    SOLANA_RPC_URL: `http://127.0.0.1:${chainPort}`,
-    EXECUTOR_KEYPAIR: executorKeypair(),
+    ...clusterEnv(chainPort),
   });
   chainProcess.kill("SIGTERM");
   const ms = (t: number[]) => `${medianOf(t).toFixed(0)} ms (${t.map((x) => x.toFixed(0)).join(", ")})`;
@@ -873,6 +872,22 @@ async function createAgents(base: string, requests: readonly object[]): Promise<
 }
 
 /** A key file for the executor, written once per bench run (a cluster needs one). */
+/**
+ * What `npm start` needs to run against a cluster (here the local chain in its own process): the
+ * URL, the executor's keypair and the delegates' seed, and, since the bench's calls carry no API
+ * key, ALLOW_ANONYMOUS_TRANSFERS (the service refuses AUTH_MODE=none with SOLANA_RPC_URL without it).
+ */
+function clusterEnv(chainPort: number): Record<string, string> {
+  const seedPath = join(work, "delegate-cluster.seed");
+  if (!existsSync(seedPath)) writeDelegateSeed(seedPath);
+  return {
+    SOLANA_RPC_URL: `http://127.0.0.1:${chainPort}`,
+    EXECUTOR_KEYPAIR: executorKeypair(),
+    DELEGATE_SEED: seedPath,
+    ALLOW_ANONYMOUS_TRANSFERS: "true",
+  };
+}
+
 function executorKeypair(): string {
   const path = join(work, "executor.json");
   executorAddress ??= writeExecutorKeypair(path);
@@ -1308,8 +1323,7 @@ async function processFigures(): Promise<void> {
   };
   const { chainPort, chainProcess } = await startLocalChainProcess();
   const cluster = await measure({
-    SOLANA_RPC_URL: `http://127.0.0.1:${chainPort}`,
-    EXECUTOR_KEYPAIR: executorKeypair(),
+    ...clusterEnv(chainPort),
   });
   const loads = await loadFigures(chainPort);
   chainProcess.kill("SIGTERM");
@@ -1342,8 +1356,7 @@ async function loadFigures(chainPort: number): Promise<string[]> {
     LOG_LEVEL: "info",
     AUTH_MODE: "none",
     ...UNCAPPED,
-    SOLANA_RPC_URL: `http://127.0.0.1:${chainPort}`,
-    EXECUTOR_KEYPAIR: executorKeypair(),
+    ...clusterEnv(chainPort),
   };
   const path = "/token.v1.TokenService/GetTokenPrices";
   const shapes = {
