@@ -12,29 +12,17 @@ for (let i = 0; i < ALPHABET.length; i++) DIGIT[ALPHABET.charCodeAt(i)] = i;
 
 /** The 32 bytes of a base58 key, or undefined when the text is not one. */
 export function base58AddressBytes(text: string): Uint8Array | undefined {
+  // Bounded before decoding: 32 bytes take 32 to 44 digits.
   if (text.length < 32 || text.length > 44) return undefined;
-  const bytes = new Uint8Array(32);
-  let length = 0;
-  let zeros = 0;
-  while (zeros < text.length && text.charCodeAt(zeros) === 49 /* "1" */) zeros++;
-  for (let i = zeros; i < text.length; i++) {
-    const code = text.charCodeAt(i);
-    let carry = code < 128 ? (DIGIT[code] as number) : -1;
-    if (carry < 0) return undefined;
-    for (let j = 0; j < length; j++) {
-      carry += (bytes[31 - j] as number) * 58;
-      bytes[31 - j] = carry & 0xff;
-      carry >>= 8;
-    }
-    while (carry > 0) {
-      if (length === 32) return undefined;
-      bytes[31 - length] = carry & 0xff;
-      length++;
-      carry >>= 8;
-    }
-  }
-  // Each leading "1" is a leading zero byte: together they make exactly 32.
-  return zeros + length === 32 ? bytes : undefined;
+  const bytes = base58Bytes(text);
+  return bytes?.length === 32 ? bytes : undefined;
+}
+
+/** The 32 bytes of a base58 key; throws a TypeError naming it when the text is not one. */
+export function addressBytes(text: string): Uint8Array {
+  const bytes = base58AddressBytes(text);
+  if (bytes === undefined) throw new TypeError(`not a base58 address: ${text.slice(0, 64)}`);
+  return bytes;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { base58Address, base58AddressBytes } from "./base58-address.ts";
+import { addressBytes, base58Address } from "./base58-address.ts";
 
 /**
  * Program-derived addresses, synchronously. Kit's findProgramAddress hashes through WebCrypto (a
@@ -28,15 +28,9 @@ export function findProgramAddress(seeds: readonly Uint8Array[], program: Uint8A
 /** The associated token account of `owner` for `mint` under `tokenProgram` (all base58 keys). */
 export function associatedTokenAddress(owner: string, mint: string, tokenProgram: string): string {
   return findProgramAddress(
-    [keyBytes(owner), keyBytes(tokenProgram), keyBytes(mint)],
-    keyBytes(ASSOCIATED_TOKEN_PROGRAM),
+    [addressBytes(owner), addressBytes(tokenProgram), addressBytes(mint)],
+    addressBytes(ASSOCIATED_TOKEN_PROGRAM),
   )[0];
-}
-
-function keyBytes(key: string): Uint8Array {
-  const bytes = base58AddressBytes(key);
-  if (bytes === undefined) throw new TypeError(`not a base58 address: ${key}`);
-  return bytes;
 }
 
 // Ed25519 point decompression (RFC 8032 §5.1.3) decides only whether a square root exists.
@@ -62,8 +56,11 @@ export function isOnCurve(bytes: Uint8Array): boolean {
   const u = (y2 + P - 1n) % P;
   if (u === 0n) return ((bytes[31] as number) & 0x80) === 0;
   const v = (D * y2 + 1n) % P;
-  return jacobi(limbsOf((u * v) % P), limbsOf(P)) === 1;
+  return jacobi(limbsOf((u * v) % P), P_LIMBS.slice()) === 1;
 }
+
+/** P as limbs: copied for each use, as jacobi overwrites what it is given. */
+const P_LIMBS = limbsOf(P);
 
 /** A value below 2^256 as eight 32-bit limbs, least significant first. */
 function limbsOf(value: bigint): Uint32Array {

@@ -1,4 +1,4 @@
-import { type Address, isSome, none, type Option, some } from "@solana/kit";
+import { type Address, isSome, type Option } from "@solana/kit";
 import { AccountState, TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
 import { isBase58Address } from "../chain/base58-address.ts";
 import { associatedTokenAddress } from "../chain/program-address.ts";
@@ -88,11 +88,11 @@ export function cheatcodeMethods(chain: LocalChain): Record<string, RpcMethod> {
         mint,
         owner,
         amount,
-        delegate: addressIn(someAccount(update.delegate, existing?.delegate)),
+        delegate: someAccount(update.delegate, existing?.delegate),
         state: optional(update.state, stateParam) ?? existing?.state ?? AccountState.Initialized,
         isNative: native ? rent : undefined,
         delegatedAmount: optional(update.delegatedAmount, u64Param) ?? existing?.delegatedAmount ?? 0n,
-        closeAuthority: addressIn(someAccount(update.closeAuthority, existing?.closeAuthority)),
+        closeAuthority: someAccount(update.closeAuthority, existing?.closeAuthority),
       });
       // Lamports are reset to the rent-exempt minimum (plus the amount, for wrapped SOL).
       chain.setAccount(address, {
@@ -144,13 +144,13 @@ function stateParam(value: unknown): AccountState {
   throw paramError(`Invalid token account state ${String(value).slice(0, 64)}`);
 }
 
-/** surfpool's SetSomeAccount: an address sets it, the string "null" clears it, null or absent keeps it. */
-function someAccount(value: unknown, existing: Option<Address> | undefined): Option<Address> {
-  if (value === undefined || value === null) return existing ?? none();
-  if (value === "null") return none();
-  return some(surfpoolPubkey(value) as Address);
-}
-
-function addressIn(option: Option<Address>): Address | undefined {
-  return isSome(option) ? option.value : undefined;
+/**
+ * surfpool's SetSomeAccount: an address sets it, the string "null" clears it (undefined), null or
+ * absent keeps what the account holds.
+ */
+function someAccount(value: unknown, existing: Option<Address> | undefined): Address | undefined {
+  if (value === undefined || value === null)
+    return existing !== undefined && isSome(existing) ? existing.value : undefined;
+  if (value === "null") return undefined;
+  return surfpoolPubkey(value) as Address;
 }

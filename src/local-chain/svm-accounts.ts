@@ -1,6 +1,6 @@
 import type { Address } from "@solana/kit";
 import { Account, type LiteSVM } from "litesvm";
-import { base58Address, base58AddressBytes } from "../chain/base58-address.ts";
+import { addressBytes, base58Address } from "../chain/base58-address.ts";
 
 /** An account as LiteSVM's getAccount gives one that exists. */
 export type SvmAccount = Extract<ReturnType<LiteSVM["getAccount"]>, { exists: true }>;
@@ -61,14 +61,9 @@ export function svmAccounts(svm: LiteSVM): {
         }),
     };
   }
-  const bytesOf = (address: string) => {
-    const bytes = base58AddressBytes(address);
-    if (bytes === undefined) throw new TypeError(`not a base58 address: ${address}`);
-    return bytes;
-  };
   return {
     account(address) {
-      const account = getAccount.call(native, bytesOf(address)) as NativeAccount | null;
+      const account = getAccount.call(native, addressBytes(address)) as NativeAccount | null;
       if (account === null) return undefined;
       const data = account.data();
       return {
@@ -82,13 +77,19 @@ export function svmAccounts(svm: LiteSVM): {
       } as SvmAccount;
     },
     balance(address) {
-      return (getBalance.call(native, bytesOf(address)) as bigint | null) ?? undefined;
+      return (getBalance.call(native, addressBytes(address)) as bigint | null) ?? undefined;
     },
     put(address, account) {
       setAccount.call(
         native,
-        bytesOf(address),
-        new Account(account.lamports, account.data, bytesOf(account.programAddress), account.executable, 0n),
+        addressBytes(address),
+        new Account(
+          account.lamports,
+          account.data,
+          addressBytes(account.programAddress),
+          account.executable,
+          0n,
+        ),
       );
     },
   };

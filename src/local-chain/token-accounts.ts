@@ -7,7 +7,7 @@ import {
   type Mint as Token2022Mint,
   type Token as Token2022Token,
 } from "@solana-program/token-2022";
-import { base58Address, base58AddressBytes } from "../chain/base58-address.ts";
+import { addressBytes, base58Address } from "../chain/base58-address.ts";
 
 /** The two token programs, by the name JSON-RPC's jsonParsed gives them. */
 export const TOKEN_PROGRAMS: Readonly<Record<string, "spl-token" | "spl-token-2022">> = {
@@ -165,11 +165,7 @@ export interface TokenAccountFields {
 export function tokenAccountBytes(token: TokenAccountFields): Uint8Array {
   const data = new Uint8Array(ACCOUNT_SIZE);
   const view = new DataView(data.buffer);
-  const key = (at: number, address: string) => {
-    const bytes = base58AddressBytes(address);
-    if (bytes === undefined) throw new TypeError(`not a base58 address: ${address.slice(0, 64)}`);
-    data.set(bytes, at);
-  };
+  const key = (at: number, address: string) => data.set(addressBytes(address), at);
   key(0, token.mint);
   key(32, token.owner);
   view.setBigUint64(64, token.amount, true);
