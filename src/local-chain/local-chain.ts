@@ -466,7 +466,7 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
       balances: { pre: before.pre, post: balances(wire, undefined, afterOrNow) },
     };
   };
-  /** LiteSVM's own signature check off for `run`: the chain has checked them, or must not. */
+  /** LiteSVM's own signature check off for `run`: a simulation's are checked apart, when asked. */
   const withoutSigverify = <T>(run: () => T): T => {
     svm.withSigverify(false);
     try {
@@ -477,8 +477,7 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
   };
 
   /**
-   * Runs `wire` and keeps what it wrote. `verified`: the chain has checked the signatures itself,
-   * so LiteSVM need not again. `preflight`: a failure is the preflight's refusal, answered as a
+   * Runs `wire` and keeps what it wrote; LiteSVM checks its signatures. `preflight`: a failure is the preflight's refusal, answered as a
    * simulation would answer it, and undone. A preflight simulation is the very run on the very
    * same state (nothing runs between the two), so the transaction runs once, not twice: what a
    * failed run wrote (the fee it charged, a nonce it advanced) is put back as it was read before,
@@ -489,7 +488,6 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
     wire: WireTransaction,
     bytes: Uint8Array,
     options: {
-      readonly verified?: boolean;
       readonly preflight?: boolean;
       readonly received?: () => void;
     } = {},
@@ -498,8 +496,14 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
     const slot = clock.slot;
     const before = stateBefore(wire);
     const pre = before.pre;
-    const result =
-      options.verified === true ? withoutSigverify(() => transactions.send(wire)) : transactions.send(wire);
+    const result = transactions.send(wire);
+    if (result instanceof FailedTransactionMetadata && signatureRefused(result)) {
+      // LiteSVM's own check refused it before it ran: nothing was charged or written, and it
+      // never lands. A preflight answers it as a simulation with signature checks would.
+      return options.preflight === true
+        ? unrun(wire, transactionError("SignatureFailure"), [], false)
+        : undefined;
+    }
     if (options.preflight === true && result instanceof FailedTransactionMetadata) {
       undo(wire, before.read);
       return failedRun(wire, result, before, [], false);
@@ -655,17 +659,20 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
 
     send(bytes, { skipPreflight }) {
       const wire = decode(bytes);
-      // Checked once, here: the preflight and the run itself both rely on it.
-      const verified = signaturesVerify(wire);
       const signature = wire.signatures[0] as string;
       const received = () => events?.emit({ kind: "received", signature });
       const checked = precheck(wire);
+      // A transaction that will run has its signatures checked by LiteSVM as it runs (natively:
+      // about a third of what node:crypto's verify costs, the largest cost of a swap's send);
+      // one that will not (a precheck refuses it, a signature is missing) has them checked here,
+      // so that a bad signature is the refusal named, as before the run.
+      const runs = checked === null && Object.values(wire.transaction.signatures).every((s) => s !== null);
       if (!skipPreflight) {
-        const refusal = !verified
-          ? unrun(wire, transactionError("SignatureFailure"), [], false)
-          : checked !== null
-            ? unrun(wire, checked, [], true)
-            : execute(wire, bytes, { verified, preflight: true, received });
+        const refusal = runs
+          ? execute(wire, bytes, { preflight: true, received })
+          : !signaturesVerify(wire)
+            ? unrun(wire, transactionError("SignatureFailure"), [], false)
+            : unrun(wire, checked as TransactionError, [], true);
         return refusal === undefined
           ? { kind: "sent", signature }
           : { kind: "preflight-failed", simulation: refusal };
@@ -674,7 +681,7 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
       // the caller learns it from getSignatureStatuses.
       if (checked === null) {
         received();
-        if (verified) execute(wire, bytes, { verified });
+        if (runs) execute(wire, bytes);
       }
       return { kind: "sent", signature };
     },
@@ -922,4 +929,9 @@ function withBlockhash(wire: WireTransaction, blockhash: string): WireTransactio
     transaction: { ...wire.transaction, messageBytes: copy.subarray(messageAt) } as unknown as Transaction,
     message: { ...wire.message, lifetimeToken: blockhash },
   };
+}
+
+/** Whether LiteSVM refused a run at its signature check (the run itself never started). */
+function signatureRefused(result: FailedTransactionMetadata): boolean {
+  return transactionErrorFrom(result.err()).json === "SignatureFailure";
 }
