@@ -91,7 +91,11 @@ function jacobi(a: Uint32Array, n: Uint32Array): number {
       shiftRight(a, twos);
     }
     if (less(a, n)) {
-      [a, n] = [n, a];
+      // Swapped through a local: a destructuring swap made an array each time (most of what
+      // the swap path's on-curve tests allocated).
+      const larger = n;
+      n = a;
+      a = larger;
       if (((a[0] as number) & 3) === 3 && ((n[0] as number) & 3) === 3) t = -t;
     }
     // Both odd: what is left is even, or zero.
