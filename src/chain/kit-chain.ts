@@ -3,7 +3,6 @@ import type { ReadonlyUint8Array } from "@solana/codecs-core";
 import { getBase64Encoder } from "@solana/codecs-strings";
 import { isSolanaError } from "@solana/errors";
 import type { Signature } from "@solana/keys";
-import { createSolanaRpcFromTransport } from "@solana/rpc";
 import type { RpcTransport } from "@solana/rpc-spec";
 import type { Base64EncodedBytes } from "@solana/rpc-types";
 import type { SolanaCommitment } from "../config.ts";
@@ -16,6 +15,7 @@ import type {
   SignatureInfo,
   TokenBalance,
 } from "./chain.ts";
+import { createChainRpc } from "./chain-rpc.ts";
 import { TOKEN_2022_PROGRAM_ADDRESS, TOKEN_PROGRAM_ADDRESS } from "./token-programs.ts";
 
 /** Metaplex Token Metadata: the program that owns most SPL tokens' name, symbol and uri. */
@@ -33,7 +33,7 @@ const ACCOUNT_TYPE_MINT = 1;
  * UnavailableError, so callers never see a cluster's text.
  */
 export function createKitChain(options: { transport: RpcTransport; commitment: SolanaCommitment }): Chain {
-  const rpc = createSolanaRpcFromTransport(options.transport);
+  const rpc = createChainRpc(options.transport);
   const commitment = options.commitment;
   // History methods do not serve "processed" (Agave refuses commitment below confirmed for them).
   const historyCommitment = commitment === "processed" ? "confirmed" : commitment;

@@ -1,7 +1,6 @@
 import {
   type Base64EncodedBytes,
   type Base64EncodedWireTransaction,
-  createSolanaRpcFromTransport,
   getBase64Encoder,
   type RpcTransport,
   type Signature,
@@ -16,6 +15,7 @@ import {
   type TokenAccountState,
   type TransferChain,
 } from "./chain.ts";
+import { createChainRpc } from "./chain-rpc.ts";
 import { guardChainRead } from "./kit-chain.ts";
 import { TOKEN_PROGRAMS, tokenFieldsOf } from "./swap-route.ts";
 
@@ -66,7 +66,7 @@ export function createKitTransferChain(options: {
   transport: RpcTransport;
   commitment: SolanaCommitment;
 }): TransferChain {
-  const rpc = createSolanaRpcFromTransport(options.transport);
+  const rpc = createChainRpc(options.transport);
   const commitment = options.commitment === "processed" ? "confirmed" : options.commitment;
   const abort = (signal: AbortSignal | undefined) => (signal === undefined ? {} : { abortSignal: signal });
   let sent = 0;

@@ -1,5 +1,6 @@
 import { Worker } from "node:worker_threads";
 import type { RpcTransport } from "@solana/kit";
+import { KitShapedAnswer } from "../chain/chain-rpc.ts";
 import { TransportError } from "../chain/transport-error.ts";
 import type {
   FromLocalChainWorker,
@@ -122,7 +123,13 @@ export async function startLocalChainWorker(options: LocalChainWorkerOptions): P
           case "airdropped": {
             const waiting = pending.get(message.id);
             pending.delete(message.id);
-            waiting?.resolve(message.type === "response" ? message.response : message.err);
+            waiting?.resolve(
+              message.type === "airdropped"
+                ? message.err
+                : message.shaped === true
+                  ? new KitShapedAnswer((message.response as { result: unknown }).result)
+                  : message.response,
+            );
             return;
           }
           case "log":

@@ -1,7 +1,8 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { createIdleHeapRelease } from "../idle-heap-release.ts";
 import { loadCatalog } from "../token/catalog.ts";
-import { answerAsKit } from "./local-transport.ts";
+import { createKitShapes } from "./kit-shape.ts";
+import { answerShaped } from "./local-transport.ts";
 import { type RunningLocalChain, type StartLocalChainOptions, startLocalChain } from "./start-local-chain.ts";
 
 /**
@@ -31,7 +32,13 @@ export type ToLocalChainWorker =
 export type FromLocalChainWorker =
   | { readonly type: "ready"; readonly url: string | undefined; readonly pubsubUrl: string | undefined }
   | { readonly type: "failed"; readonly error: PlainError }
-  | { readonly type: "response"; readonly id: number; readonly response: unknown }
+  | {
+      readonly type: "response";
+      readonly id: number;
+      readonly response: unknown;
+      /** The result is in kit's final shape (see answerShaped). */
+      readonly shaped?: true;
+    }
   | { readonly type: "airdropped"; readonly id: number; readonly err: unknown }
   | {
       readonly type: "log";
@@ -123,12 +130,13 @@ async function serve(): Promise<void> {
     port.close();
     return;
   }
+  const shapes = createKitShapes();
   port.on("message", (message: ToLocalChainWorker) => {
     switch (message.type) {
       case "request":
         // handleValue never rejects: what fails answers -32603.
-        void answerAsKit(running.handler, message.payload).then((response) =>
-          post({ type: "response", id: message.id, response }),
+        void answerShaped(running.handler, message.payload, shapes).then(({ response, shaped }) =>
+          post({ type: "response", id: message.id, response, ...(shaped ? { shaped } : {}) }),
         );
         return;
       case "airdrop": {

@@ -5,7 +5,6 @@ import {
   appendTransactionMessageInstruction,
   compileTransaction,
   createNoopSigner,
-  createSolanaRpcFromTransport,
   createTransactionMessage,
   getBase64EncodedWireTransaction,
   pipe,
@@ -16,6 +15,7 @@ import {
   type Transaction,
 } from "@solana/kit";
 import { findAssociatedTokenPda, getApproveCheckedInstruction } from "@solana-program/token";
+import { createChainRpc } from "../chain/chain-rpc.ts";
 import {
   isNoRouteAnswer,
   NoRouteError,
@@ -79,7 +79,7 @@ export function createEmbeddedSwapRoutes(options: {
   readonly pools: readonly LocalPool[];
   readonly feeBps?: number;
 }): SwapRouteSource {
-  const rpc = createSolanaRpcFromTransport(options.transport);
+  const rpc = createChainRpc(options.transport);
   const keys = new Map(options.pools.map((p) => [p.key.address as string, p.key]));
   const mints = new Map<string, RouteMint>();
   return createLocalSwapRoutes({
@@ -171,10 +171,7 @@ function authorizationNonce() {
 }
 
 /** Waits until the authorization is on the chain; a failed or lost one fails the build. */
-async function landed(
-  rpc: ReturnType<typeof createSolanaRpcFromTransport>,
-  signature: Signature,
-): Promise<void> {
+async function landed(rpc: ReturnType<typeof createChainRpc>, signature: Signature): Promise<void> {
   const deadline = Date.now() + AUTHORIZE_WAIT_MS;
   while (Date.now() < deadline) {
     const { value } = await rpc.getSignatureStatuses([signature]).send();

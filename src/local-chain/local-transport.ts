@@ -1,5 +1,6 @@
 import type { RpcTransport } from "@solana/kit";
 import type { JsonRpcHandler } from "./json-rpc-handler.ts";
+import type { KitShape } from "./kit-shape.ts";
 
 /**
  * A @solana/kit RPC transport that hands each request to the local chain's JSON-RPC handler in
@@ -26,6 +27,28 @@ export function createLocalTransport(handler: JsonRpcHandler): RpcTransport {
 export async function answerAsKit(handler: JsonRpcHandler, payload: unknown): Promise<unknown> {
   const response = await handler.handleValue(asServerReadsIt(payload));
   return asKitReadsIt(response ?? null);
+}
+
+/**
+ * One request of the service's, answered for the service's thread (local-chain-worker.ts): where
+ * `shapeOf` knows the method and the answer is a result, the result as kit's RPC will have
+ * shaped it (`shaped`: the service's kit RPC takes it as it is, see chain/chain-rpc.ts);
+ * otherwise (an error, another method) the answer as answerAsKit gives it, for kit to read.
+ */
+export async function answerShaped(
+  handler: JsonRpcHandler,
+  payload: unknown,
+  shapeOf: (method: string) => KitShape | undefined,
+): Promise<{ readonly response: unknown; readonly shaped: boolean }> {
+  const response = (await handler.handleValue(asServerReadsIt(payload))) as
+    | { result?: unknown; error?: unknown; id?: unknown }
+    | undefined;
+  const method = (payload as { method?: unknown } | null)?.method;
+  const shape = typeof method === "string" ? shapeOf(method) : undefined;
+  if (shape !== undefined && response !== undefined && response !== null && "result" in response) {
+    return { response: { jsonrpc: "2.0", id: response.id, result: shape(response.result) }, shaped: true };
+  }
+  return { response: asKitReadsIt(response ?? null), shaped: false };
 }
 
 /** A value as JSON text would carry it to the server: safe integers as numbers. */
