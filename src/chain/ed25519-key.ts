@@ -1,6 +1,7 @@
 import { createPrivateKey, createPublicKey, type KeyObject, sign } from "node:crypto";
 import { inspect } from "node:util";
-import { type Address, getAddressDecoder } from "@solana/addresses";
+import type { Address } from "@solana/addresses";
+import { base58Address } from "./base58-address.ts";
 
 /**
  * An Ed25519 signing key for Solana transactions, on Node's own crypto (synchronous, and a few
@@ -26,7 +27,8 @@ export function signingKeyFromSeed(seed: Uint8Array): SigningKey & { readonly pu
   const publicKey = new Uint8Array(
     createPublicKey(privateKey).export({ format: "der", type: "spki" }).subarray(12),
   );
-  const address = getAddressDecoder().decode(publicKey);
+  // Not kit's address decoder: its BigInt base58 costs as much as the rest of a taker's naming.
+  const address = base58Address(publicKey) as Address;
   return {
     address,
     publicKey,
