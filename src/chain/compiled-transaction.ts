@@ -1,27 +1,27 @@
 import {
   type CompiledTransactionMessage,
   type compileTransaction,
-  compileTransactionMessage,
   getCompiledTransactionMessageEncoder,
   type TransactionMessage,
   type TransactionMessageWithFeePayer,
 } from "@solana/kit";
 import { base58AddressBytes } from "./base58-address.ts";
+import { compiledMessage } from "./compiled-message.ts";
 
 /**
- * Kit's compileTransaction with the message's bytes written here. Kit's message encoder reads
- * every static account, the lookup tables and the blockhash through its BigInt base58 codec; the
- * swap executor's profile showed that encoding as the largest single cost of building a swap.
- * Kit still compiles (orders the accounts, finds them in the lookup tables, sets the header), so
- * the message is kit's; only its wire form is written by hand, in the layout of kit's codec
- * (test/compiled-transaction.test.ts holds the two to the same bytes). Anything this does not
- * write (a version past 0, a key that is not 32 bytes of base58) goes to kit's encoder, so its
- * refusals stay kit's.
+ * Kit's compileTransaction, compiled and written here. Kit's message encoder reads every static
+ * account, the lookup tables and the blockhash through its BigInt base58 codec; the swap
+ * executor's profile showed that encoding as the largest single cost of building a swap, and
+ * kit's compile (ordering the accounts, finding them in the lookup tables, the header) as the
+ * next. compiledMessage gives kit's compiled message to the letter, and this writes its wire form
+ * in the layout of kit's codec (test/compiled-transaction.test.ts holds the two to the same
+ * bytes). Anything these do not compile or write (a version past 0, a key that is not 32 bytes of
+ * base58) goes to kit's compile or encoder, so its refusals stay kit's.
  */
 export function compiledTransaction<T extends TransactionMessage & TransactionMessageWithFeePayer>(
   message: T,
 ): ReturnType<typeof compileTransaction<T>> {
-  const compiled = compileTransactionMessage(message);
+  const compiled = compiledMessage(message);
   const messageBytes = compiledMessageBytes(compiled);
   const signatures: Record<string, null> = {};
   for (const signer of compiled.staticAccounts.slice(0, compiled.header.numSignerAccounts)) {
