@@ -8,7 +8,7 @@
  * their case, digits before letters, a text before any longer text it begins (all at the first
  * level); only between texts equal but for case does case count, at the first letter whose case
  * differs, lowercase first ("a" < "A" < "b"). That is not code-point order ("B" < "a" there).
- * test/address-order.test.ts holds this to kit's comparator: every pair of texts of up to two
+ * test/compiled-message.test.ts holds this to kit's comparator: every pair of texts of up to two
  * base58 characters, and random keys with their case flipped. Only for base58 text: other
  * characters (punctuation, accents) the collator weighs otherwise.
  */
