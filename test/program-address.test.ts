@@ -34,7 +34,13 @@ describe("base58 addresses without BigInt", () => {
       const text = decoder.decode(bytes);
       expect(base58Address(bytes)).toBe(text);
       expect(base58AddressBytes(text)).toEqual(bytes);
+      // Asked again (the remembered bytes): the same answer.
+      expect(base58AddressBytes(text)).toEqual(bytes);
     }
+    // Past the memo's bound (8,192 keys) it starts anew, and still answers each key rightly.
+    const many = Array.from({ length: 9_000 }, (_, i) => randomKey(i));
+    for (const bytes of many) expect(base58AddressBytes(decoder.decode(bytes))).toEqual(bytes);
+    for (const bytes of many.slice(0, 50)) expect(base58AddressBytes(decoder.decode(bytes))).toEqual(bytes);
     expect(base58Address(new Uint8Array(32))).toBe("11111111111111111111111111111111");
     expect(base58Address(new Uint8Array(32).fill(255))).toBe(decoder.decode(new Uint8Array(32).fill(255)));
   });

@@ -10,15 +10,29 @@ const ALPHABET = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
 const DIGIT = new Int8Array(128).fill(-1);
 for (let i = 0; i < ALPHABET.length; i++) DIGIT[ALPHABET.charCodeAt(i)] = i;
 
-/** The 32 bytes of a base58 key, or undefined when the text is not one. */
+/**
+ * The 32 bytes of a base58 key, or undefined when the text is not one. The bytes of recent keys
+ * are remembered (see keyTexts below for why a memo per thread is safe), so they are shared:
+ * read them, never write to them. The embedded chain reads each account LiteSVM holds by its
+ * bytes, and a swap's accounts are read a dozen times a run; a route names the same programs and
+ * mints in every instruction.
+ */
 export function base58AddressBytes(text: string): Uint8Array | undefined {
+  const known = keyBytes.get(text);
+  if (known !== undefined) return known;
   // Bounded before decoding: 32 bytes take 32 to 44 digits.
   if (text.length < 32 || text.length > 44) return undefined;
   const bytes = base58Bytes(text);
-  return bytes?.length === 32 ? bytes : undefined;
+  if (bytes?.length !== 32) return undefined;
+  if (keyBytes.size >= KEY_TEXTS) keyBytes.clear();
+  keyBytes.set(text, bytes);
+  return bytes;
 }
 
-/** The 32 bytes of a base58 key; throws a TypeError naming it when the text is not one. */
+/** The bytes of recent keys by their text: only keys, so a flood of bad texts remembers nothing. */
+const keyBytes = new Map<string, Uint8Array>();
+
+/** The 32 bytes of a base58 key (shared: read only); throws a TypeError naming it when the text is not one. */
 export function addressBytes(text: string): Uint8Array {
   const bytes = base58AddressBytes(text);
   if (bytes === undefined) throw new TypeError(`not a base58 address: ${text.slice(0, 64)}`);
