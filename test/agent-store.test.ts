@@ -8,7 +8,7 @@ import { randomBytes } from "node:crypto";
 import { MongoClient, MongoNetworkError, MongoServerError, MongoServerSelectionError } from "mongodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { newAgentId } from "../src/agent/agent-id.ts";
-import type { AgentRecord, AgentStore } from "../src/agent/agent-store.ts";
+import { type AgentRecord, type AgentStore, copyAgentRecord } from "../src/agent/agent-store.ts";
 import { createMemoryAgentStore } from "../src/agent/memory-agent-store.ts";
 import { createMongoAgentStore, databaseInUri, isUnavailableError } from "../src/agent/mongo-agent-store.ts";
 import { UnavailableError } from "../src/domain/errors.ts";
@@ -81,6 +81,30 @@ describeAgentStoreContract("mongo", async () => {
       }
     },
   };
+});
+
+describe("copyAgentRecord", () => {
+  it("copies the config as structuredClone does: nested values equal, nothing shared, an own __proto__ key kept a key", () => {
+    const config = JSON.parse(
+      '{"wallet":"w","amount":1.5,"nested":{"list":[1,"two",null,true,{"deep":[[]]}],"empty":{}},"__proto__":{"x":1}}',
+    );
+    const record: AgentRecord = {
+      agentId: "a",
+      owner: "o",
+      type: "swap",
+      status: "active",
+      config,
+      createdAt: new Date(1),
+    };
+    const copy = copyAgentRecord(record);
+    expect(copy.config).toStrictEqual(structuredClone(config));
+    expect(Object.getPrototypeOf(copy.config)).toBe(Object.prototype);
+    expect(Object.hasOwn(copy.config, "__proto__")).toBe(true);
+    (
+      ((copy.config.nested as { list: unknown[] }).list[4] as { deep: unknown[][] }).deep[0] as unknown[]
+    ).push(1);
+    expect(JSON.stringify(record.config)).not.toContain("[[1]]");
+  });
 });
 
 describe("isUnavailableError", () => {

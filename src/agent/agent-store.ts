@@ -185,7 +185,7 @@ export function copyAgentRecord(record: AgentRecord): AgentRecord {
     owner: record.owner,
     type: record.type,
     status: record.status,
-    config: structuredClone(record.config),
+    config: copyJson(record.config) as JsonObject,
     createdAt: new Date(record.createdAt.getTime()),
     ...(record.lastRunAt === undefined ? {} : { lastRunAt: new Date(record.lastRunAt.getTime()) }),
     ...(record.nextRunAt === undefined ? {} : { nextRunAt: new Date(record.nextRunAt.getTime()) }),
@@ -193,6 +193,24 @@ export function copyAgentRecord(record: AgentRecord): AgentRecord {
     ...(record.consecutiveFailures === undefined ? {} : { consecutiveFailures: record.consecutiveFailures }),
     ...(record.decimals === undefined ? {} : { decimals: record.decimals }),
   };
+}
+
+/**
+ * A deep copy of JSON data, as structuredClone makes it (own keys, plain objects and arrays), a
+ * few times faster: the scheduler copies every due agent it looks at, each poll.
+ */
+function copyJson(value: JsonValue): JsonValue {
+  if (value === null || typeof value !== "object") return value;
+  if (Array.isArray(value)) return value.map(copyJson);
+  const out: { [key: string]: JsonValue } = {};
+  for (const key of Object.keys(value)) {
+    const inner = copyJson(value[key] as JsonValue);
+    // An own "__proto__" key (JSON.parse makes one) stays a key, not the copy's prototype.
+    if (key === "__proto__")
+      Object.defineProperty(out, key, { value: inner, enumerable: true, writable: true, configurable: true });
+    else out[key] = inner;
+  }
+  return out;
 }
 
 /** How long an idempotency key keeps returning the first agent. */
