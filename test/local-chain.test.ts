@@ -420,3 +420,59 @@ describe("simulations' loaded account sizes", () => {
     expect(await simulate()).toBe(absent + 10 + 64);
   });
 });
+
+describe("accounts the chain remembers between reads", () => {
+  it("are read anew once a transaction, a cheatcode, a refused preflight or a new slot may have changed them", async () => {
+    const receiver = (await newSigner()).address;
+    const balance = async (address: string) =>
+      (
+        (await chain.raw("getBalance", [address, { commitment: "processed" }])) as {
+          result: { value: number };
+        }
+      ).result.value;
+    // Read (and remembered) as missing, then written by a transaction in the same slot.
+    expect(await balance(receiver)).toBe(0);
+    await chain.send(payer, [
+      getTransferSolInstruction({ source: payer, destination: receiver, amount: 1_000_000n }),
+    ]);
+    expect(await balance(receiver)).toBe(1_000_000);
+    // Written by a cheatcode, with a rentEpoch a transaction then clears (the runtime's rule).
+    await chain.raw("surfnet_setAccount", [receiver, { lamports: 5_000_000, rentEpoch: 5 }]);
+    expect(await balance(receiver)).toBe(5_000_000);
+    const rentEpoch = async () =>
+      (
+        (await chain.raw("getAccountInfo", [receiver, { encoding: "base64", commitment: "processed" }])) as {
+          result: { value: { rentEpoch: number } };
+        }
+      ).result.value.rentEpoch;
+    expect(await rentEpoch()).toBe(5);
+    await chain.send(payer, [
+      getTransferSolInstruction({ source: payer, destination: receiver, amount: 1n }),
+    ]);
+    expect(await rentEpoch()).not.toBe(5);
+    expect(await balance(receiver)).toBe(5_000_001);
+    // A preflight that fails runs and is undone: the fee it charged is put back, and read so.
+    const before = await balance(payer.address);
+    const refused = await chain.raw("sendTransaction", [
+      getBase64EncodedWireTransaction(
+        await chain.sign(payer, [
+          getTransferSolInstruction({ source: payer, destination: receiver, amount: 10n ** 15n }),
+        ]),
+      ),
+      { encoding: "base64" },
+    ]);
+    expect(refused.error).toMatchObject({ code: -32002 });
+    expect(await balance(payer.address)).toBe(before);
+    // The Clock sysvar moves with the slot.
+    const clockSlot = async () => {
+      const { result } = (await chain.raw("getAccountInfo", [
+        "SysvarC1ock11111111111111111111111111111111",
+        { encoding: "base64", commitment: "processed" },
+      ])) as { result: { value: { data: [string, string] } } };
+      return Buffer.from(result.value.data[0], "base64").readBigUInt64LE(0);
+    };
+    const first = await clockSlot();
+    now += 3 * SLOT_MS;
+    expect(await clockSlot()).toBe(first + 3n);
+  });
+});

@@ -203,6 +203,16 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
   for (const [address, account] of options.saved ?? []) {
     if (account.rentEpoch !== undefined) rentEpochs.set(address, BigInt(account.rentEpoch));
   }
+  /**
+   * Accounts as last read from LiteSVM, by address, until the chain writes them: a swap's
+   * accounts are read for the service's check, its simulation (before and after) and its send,
+   * about 60 reads a swap, most of the same unchanged accounts. Every write forgets what it may
+   * have changed: a transaction its writable accounts (as soon as it has run), a cheatcode or an
+   * undo the account it puts, and a new slot all of them (the runtime's sysvars move). Read only:
+   * callers share what they are given, as they already shared an account between its reads.
+   * Bounded: emptied when full.
+   */
+  const lastRead = new Map<string, ChainAccount | null>();
   /** Past the ledger's window, history goes, but never a transaction whose blockhash still lets it land. */
   const pruneHistory = () => ledger.prune(clock.slot - BLOCKHASH_VALID_BLOCKS);
   const addresses = getAddressEncoder();
@@ -221,6 +231,8 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
   };
   /** The Clock sysvar programs read (and getAccountInfo shows): the working slot and its time. */
   const setRuntimeClock = (slot: number) => {
+    // The sysvars move (and what a slot's end writes): every account is read anew.
+    lastRead.clear();
     const unix = BigInt(clock.timeOf(slot));
     const epoch = BigInt(slot) / SLOTS_PER_EPOCH;
     const epochStart = BigInt(clock.timeOf(Number(epoch * SLOTS_PER_EPOCH)));
@@ -242,10 +254,15 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
   const accounts = svmAccounts(svm);
   const transactions = svmTransactions(svm);
   const readAccount = (address: string): ChainAccount | undefined => {
+    const known = lastRead.get(address);
+    if (known !== undefined) return known ?? undefined;
     const account = accounts.account(address);
-    if (account === undefined) return undefined;
-    const rentEpoch = rentEpochs.size === 0 ? undefined : rentEpochs.get(address);
-    return rentEpoch === undefined ? account : { ...account, rentEpoch };
+    const rentEpoch = account === undefined || rentEpochs.size === 0 ? undefined : rentEpochs.get(address);
+    const read =
+      account === undefined ? undefined : rentEpoch === undefined ? account : { ...account, rentEpoch };
+    if (lastRead.size >= ACCOUNTS_CACHED) lastRead.clear();
+    lastRead.set(address, read ?? null);
+    return read;
   };
   /** Decimals by mint: a mint's decimals never change, except through setAccount (which clears this). */
   const decimals = new Map<string, number>();
@@ -497,6 +514,10 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
     const before = stateBefore(wire);
     const pre = before.pre;
     const result = transactions.send(wire);
+    // What it may have written is read anew from here on (the fee payer, whatever it ran).
+    wire.accounts.forEach((key, i) => {
+      if (wire.writable[i]) lastRead.delete(key);
+    });
     if (result instanceof FailedTransactionMetadata && signatureRefused(result)) {
       // LiteSVM's own check refused it before it ran: nothing was charged or written, and it
       // never lands. A preflight answers it as a simulation with signature checks would.
@@ -522,7 +543,11 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
     wire.accounts.forEach((key, i) => {
       if (!wire.writable[i]) return;
       programSizes.forget(key);
-      if (rentEpochs.delete(key)) stale.add(key);
+      if (rentEpochs.delete(key)) {
+        stale.add(key);
+        // Read above with the rentEpoch the write has just cleared.
+        lastRead.delete(key);
+      }
       // Programs' balances are read without their data: those are read at the next save.
       if (!keepSavedAccounts || !after.has(key)) {
         stale.add(key);
@@ -615,8 +640,10 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
     });
   };
   /** An account into LiteSVM as it is given (no events, no saved-state bookkeeping: the callers' own). */
-  const putAccount = (address: string, account: RawAccount) =>
+  const putAccount = (address: string, account: RawAccount) => {
+    lastRead.delete(address);
     accounts.put(address, { ...account, data: account.data as Uint8Array });
+  };
 
   const decode = (bytes: Uint8Array) => decodeWireTransaction(bytes, lookupTable);
 
@@ -868,6 +895,7 @@ export function createSvm(accounts: readonly (readonly [string, SavedAccount])[]
 const ED25519_SPKI_PREFIX = Buffer.from("302a300506032b6570032100", "hex");
 const SIGNER_KEYS_CACHED = 1_024;
 const PROGRAM_SIZES_CACHED = 1_024;
+const ACCOUNTS_CACHED = 4_096;
 const EMPTY = new Uint8Array();
 
 /** The transaction in JSON-RPC's "json" encoding. */
