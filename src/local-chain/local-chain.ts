@@ -210,7 +210,7 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
    * have changed: a transaction its writable accounts (as soon as it has run), a cheatcode or an
    * undo the account it puts, and a new slot all of them (the runtime's sysvars move). Read only:
    * callers share what they are given, as they already shared an account between its reads.
-   * Bounded: emptied when full.
+   * Bounded: emptied when full, and only accounts of up to 10 KB.
    */
   const lastRead = new Map<string, ChainAccount | null>();
   /** Past the ledger's window, history goes, but never a transaction whose blockhash still lets it land. */
@@ -260,6 +260,9 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
     const rentEpoch = account === undefined || rentEpochs.size === 0 ? undefined : rentEpochs.get(address);
     const read =
       account === undefined ? undefined : rentEpoch === undefined ? account : { ...account, rentEpoch };
+    // A large account (a program's data, hundreds of kilobytes) is not kept: at most 4,096 small
+    // ones are, a few megabytes.
+    if (read !== undefined && read.data.length > CACHED_ACCOUNT_BYTES) return read;
     if (lastRead.size >= ACCOUNTS_CACHED) lastRead.clear();
     lastRead.set(address, read ?? null);
     return read;
@@ -896,6 +899,8 @@ const ED25519_SPKI_PREFIX = Buffer.from("302a300506032b6570032100", "hex");
 const SIGNER_KEYS_CACHED = 1_024;
 const PROGRAM_SIZES_CACHED = 1_024;
 const ACCOUNTS_CACHED = 4_096;
+/** A lookup table's largest (256 keys) is 8,248 bytes; token accounts and mints are far smaller. */
+const CACHED_ACCOUNT_BYTES = 10_240;
 const EMPTY = new Uint8Array();
 
 /** The transaction in JSON-RPC's "json" encoding. */
