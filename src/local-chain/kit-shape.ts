@@ -117,6 +117,14 @@ export function createKitShapes(): (method: string) => KitShape | undefined {
   };
 }
 
+/**
+ * A value as kit reads JSON text (parseJsonWithBigInts): every integer a bigint, fractions
+ * numbers, an undefined field gone, an undefined item null. The walk above with no key path.
+ */
+export function kitRead(value: unknown): unknown {
+  return shaped(value, undefined);
+}
+
 function shaped(value: unknown, node: PathNode | undefined): unknown {
   switch (typeof value) {
     case "number":

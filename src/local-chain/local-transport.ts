@@ -1,6 +1,6 @@
 import type { RpcTransport } from "@solana/kit";
 import type { JsonRpcHandler } from "./json-rpc-handler.ts";
-import type { KitShape } from "./kit-shape.ts";
+import { type KitShape, kitRead } from "./kit-shape.ts";
 
 /**
  * A @solana/kit RPC transport that hands each request to the local chain's JSON-RPC handler in
@@ -26,7 +26,7 @@ export function createLocalTransport(handler: JsonRpcHandler): RpcTransport {
  */
 export async function answerAsKit(handler: JsonRpcHandler, payload: unknown): Promise<unknown> {
   const response = await handler.handleValue(asServerReadsIt(payload));
-  return asKitReadsIt(response ?? null);
+  return kitRead(response ?? null);
 }
 
 /**
@@ -48,7 +48,7 @@ export async function answerShaped(
   if (shape !== undefined && response !== undefined && response !== null && "result" in response) {
     return { response: { jsonrpc: "2.0", id: response.id, result: shape(response.result) }, shaped: true };
   }
-  return { response: asKitReadsIt(response ?? null), shaped: false };
+  return { response: kitRead(response ?? null), shaped: false };
 }
 
 /** A value as JSON text would carry it to the server: safe integers as numbers. */
@@ -63,18 +63,6 @@ function asServerReadsIt(value: unknown): unknown {
     const out: Record<string, unknown> = {};
     for (const [key, inner] of Object.entries(value))
       if (inner !== undefined) out[key] = asServerReadsIt(inner);
-    return out;
-  }
-  return value;
-}
-
-/** A value as kit reads JSON text: every integer a bigint, fractions numbers, undefined gone. */
-function asKitReadsIt(value: unknown): unknown {
-  if (typeof value === "number") return Number.isInteger(value) ? BigInt(value) : value;
-  if (Array.isArray(value)) return value.map((item) => (item === undefined ? null : asKitReadsIt(item)));
-  if (value !== null && typeof value === "object") {
-    const out: Record<string, unknown> = {};
-    for (const [key, inner] of Object.entries(value)) if (inner !== undefined) out[key] = asKitReadsIt(inner);
     return out;
   }
   return value;
