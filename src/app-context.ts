@@ -141,6 +141,8 @@ export async function createAppContext(
     readonly swaps: SwapApi;
     /** Hears of swap routes refused before signing. */
     readonly onSwapRefused?: (reason: SwapRefusal) => void;
+    /** Hears of the rent the executor paid for each account a run created. */
+    readonly onRentSpent?: (lamports: number) => void;
     /** Where swap routes come from now, in owners' words (Agent.notice). */
     readonly swapNotice?: () => string;
     /** Hears of CreateAgent calls refused at a cap per owner. */
@@ -285,6 +287,8 @@ export async function createAppContext(
                 mintOf,
                 prices,
                 caps: { perRunUsd: config.transfers.maxUsdPerRun, perDayUsd: config.transfers.maxUsdPerDay },
+                maxAccountCreationsPerDay: config.transfers.maxAccountCreationsPerDay,
+                ...(parts.onRentSpent === undefined ? {} : { onRentSpent: parts.onRentSpent }),
                 ...(overrides.transferHooks === undefined ? {} : { hooks: overrides.transferHooks }),
               }),
               // Every run spends the executor's lamports: read them again (throttled) after it.

@@ -360,6 +360,11 @@ export interface TransferConfig {
   readonly approvalWaitMs: number;
   /** Largest value one run may move, in US dollars. */
   readonly maxUsdPerRun: number;
+  /**
+   * How many times a day one transfer agent's runs may create its destination's token account
+   * (the executor pays its rent): a recipient who closes it after each run would take that rent.
+   */
+  readonly maxAccountCreationsPerDay: number;
   /** Largest value one agent may move per UTC day, in US dollars. */
   readonly maxUsdPerDay: number;
   /**
@@ -456,6 +461,7 @@ export const CONFIG_VARIABLES = {
   ALLOW_ANONYMOUS_TRANSFERS: "false",
   TRANSFER_MAX_USD_PER_RUN: "1000",
   TRANSFER_MAX_USD_PER_DAY: "10000",
+  TRANSFER_MAX_ACCOUNT_CREATIONS_PER_DAY: "1",
   EXECUTOR_MIN_LAMPORTS: "50000000",
   JUPITER_API_URL: "",
   JUPITER_API_KEY: "",
@@ -854,6 +860,7 @@ function readTransfers(read: Read, int: Int, problems: string[], solana: SolanaC
     approvalWaitMs: int("APPROVAL_WAIT_HOURS", 1, 24 * 365) * 3_600_000,
     maxUsdPerRun: int("TRANSFER_MAX_USD_PER_RUN", 0, 1_000_000_000),
     maxUsdPerDay: int("TRANSFER_MAX_USD_PER_DAY", 0, 1_000_000_000),
+    maxAccountCreationsPerDay: int("TRANSFER_MAX_ACCOUNT_CREATIONS_PER_DAY", 0, 1_000),
     // Up to a million SOL: more is no floor anyone means.
     executorMinLamports: int("EXECUTOR_MIN_LAMPORTS", 0, 1_000_000 * 1_000_000_000),
   };

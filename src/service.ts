@@ -18,7 +18,7 @@ import type { EmbeddedLocalChain } from "./local-chain/local-chain-worker-host.t
 import type { Logger } from "./logger.ts";
 import { registerAgentCapMetrics } from "./observability/agent-cap-metrics.ts";
 import { registerChainMetrics, registerLocalChainMetrics } from "./observability/chain-metrics.ts";
-import { registerExecutorMetrics } from "./observability/executor-metrics.ts";
+import { registerExecutorMetrics, registerExecutorRentMetrics } from "./observability/executor-metrics.ts";
 import { registerPendingWatchMetrics } from "./observability/pending-watch-metrics.ts";
 import { createRateLimitedLog } from "./observability/rate-limited-log.ts";
 import { registerSwapMetrics } from "./observability/swap-metrics.ts";
@@ -112,6 +112,7 @@ export async function createService(
         swaps,
         swapNotice: swapRoutes.notice,
         onSwapRefused: registerSwapMetrics(registry),
+        onRentSpent: registerExecutorRentMetrics(registry),
         onAgentCapReached: registerAgentCapMetrics(registry),
         onWebhookUrlRefused: webhookMetrics.refusedAtRegistration,
       },

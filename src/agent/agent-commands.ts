@@ -29,7 +29,7 @@ import {
   type JsonObject,
   type ReadOptions,
 } from "./agent-store.ts";
-import { type ApprovalDraft, type Approvals, approvalNeeded, spendingOf } from "./approvals.ts";
+import { type ApprovalDraft, type Approvals, approvalNeeded, receivingOf, spendingOf } from "./approvals.ts";
 import type { AgentCaps, OwnerCaps } from "./owner-caps.ts";
 import type { Schedule } from "./schedule.ts";
 
@@ -345,7 +345,14 @@ export function createAgentCommands(options: {
       }
       const delegate = options.approvals.delegateOf(owner, wallet);
       const draft = await options.approvals.prepare(
-        { wallet, delegate, symbol, allowance: baseUnits(allowance, decimals) },
+        // The account the agent's runs pay into is the wallet's to create, and to pay for.
+        {
+          wallet,
+          delegate,
+          symbol,
+          allowance: baseUnits(allowance, decimals),
+          creates: [receivingOf(agent)],
+        },
         signal,
       );
       // The wallet would sign and pay for a transaction the chain refuses: say why now instead.

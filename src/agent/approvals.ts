@@ -30,6 +30,11 @@ export interface ApprovalDraft {
    * exist, or is frozen, cannot land, whoever signs it.
    */
   readonly tokenAccountState: "ready" | "missing" | "frozen";
+  /**
+   * The associated token accounts the transaction also creates when they are missing (idempotent),
+   * the wallet paying their rent: where the agent's runs pay into (see receivingOf).
+   */
+  readonly createsAccounts: readonly string[];
 }
 
 export interface Approvals {
@@ -44,7 +49,14 @@ export interface Approvals {
    * `wallet`'s associated token account. Chain faults throw UnavailableError.
    */
   prepare(
-    request: { wallet: string; delegate: string; symbol: string; allowance: bigint },
+    request: {
+      wallet: string;
+      delegate: string;
+      symbol: string;
+      allowance: bigint;
+      /** Associated token accounts to create first, paid by the wallet (see receivingOf). */
+      creates?: readonly Receiving[];
+    },
     signal?: AbortSignal,
   ): Promise<ApprovalDraft>;
 }
@@ -72,6 +84,29 @@ const SPENDING: Readonly<Record<AgentType, (config: Config) => Spending>> = {
 
 export function spendingOf(agent: { readonly type: AgentType; readonly config: Config }): Spending {
   return SPENDING[agent.type](agent.config);
+}
+
+/** A wallet's associated token account for a catalog token, where an agent's runs pay into. */
+export interface Receiving {
+  readonly owner: string;
+  /** The catalog symbol. */
+  readonly symbol: string;
+}
+
+/**
+ * Where every agent type's runs pay into. The wallet creates these accounts in its approval, and
+ * pays their rent: a run never creates an account for its own owner's side, or the owner could
+ * close it after each run and take the executor's rent every time. A transfer's destination is
+ * a third party's as often as the owner's own: created here once, and again by a run only within
+ * TRANSFER_MAX_ACCOUNT_CREATIONS_PER_DAY.
+ */
+const RECEIVING: Readonly<Record<AgentType, (config: Config) => Receiving>> = {
+  transfer: (c) => ({ owner: c.destination as string, symbol: c.token as string }),
+  swap: (c) => ({ owner: c.wallet as string, symbol: c.outputToken as string }),
+};
+
+export function receivingOf(agent: { readonly type: AgentType; readonly config: Config }): Receiving {
+  return RECEIVING[agent.type](agent.config);
 }
 
 /** What an agent waits for until its wallet approves its delegate, in its owner's words. */

@@ -43,7 +43,7 @@ const TOKEN_INSTRUCTION_NAMES: Record<number, string> = {
   16: "InitializeAccount2",
   18: "InitializeAccount3",
 };
-/** The associated token program's CreateIdempotent: the service makes the accounts it needs. */
+/** The associated token program's CreateIdempotent: dropped from routes (see vetRoute). */
 const CREATE_IDEMPOTENT = 1;
 
 export interface RouteKeys {
@@ -64,9 +64,9 @@ export type RouteVerdict =
 
 /**
  * The route's instructions as the transaction will carry them, or why they may not be signed.
- * Dropped: the route's idempotent associated account creations (the service creates the accounts
- * the swap needs itself, and a creation paid by the executor for anyone else is the executor's
- * rent given away), and a close of the taker's input account with its rent to the executor (the
+ * Dropped: the route's idempotent associated account creations (the service creates the taker's
+ * account itself, the owner's output account must exist already, and a creation paid by the
+ * executor for anyone else is the executor's rent given away), and a close of the taker's input account with its rent to the executor (the
  * service's own last instruction does exactly that).
  * Refused, any instruction that:
  * - calls a program off SWAP_ALLOWED_PROGRAMS, the System program (which moves lamports and
@@ -187,7 +187,7 @@ export interface EndStateRules {
   readonly amount: bigint;
   readonly minimumOut: bigint;
   readonly outputMint: string;
-  /** The most lamports the executor may spend: the fee cap, the signatures' fee and the rent of the service's creations. */
+  /** The most lamports the executor may spend: the fee cap and the signatures' fee. */
   readonly executorSpendBound: bigint;
 }
 

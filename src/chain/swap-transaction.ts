@@ -61,9 +61,9 @@ export const COMPUTE_BUDGET_PROGRAM = "ComputeBudget1111111111111111111111111111
 export const MEMO_PROGRAM: string = MEMO_PROGRAM_ADDRESS;
 /**
  * Index of the run's own transferChecked out of the owner's account: after the unit limit, the
- * unit price and the two account creations (see swapTransaction).
+ * unit price and the taker's account creation (see swapTransaction).
  */
-export const OWN_TRANSFER_INDEX = 4;
+export const OWN_TRANSFER_INDEX = 3;
 
 export async function swapAccountsOf(
   owner: string,
@@ -93,15 +93,18 @@ export function unitPriceCap(maxFeeLamports: bigint, units: number): bigint {
  * taker, each for its own part only:
  * 0-1. compute budget, set by the service: `computeUnitLimit`, and `computeUnitPrice` (the route's,
  *    clamped by the caller to the fee cap);
- * 2-3. the owner's output account and the taker's input account, created idempotently (the fee
- *    payer pays their rent);
- * 4. transferChecked of `amount` from the owner's input account to the taker's, signed by the
+ * 2. the taker's input account, created idempotently (the fee payer lends its rent, and 6 gives it
+ *    back);
+ * 3. transferChecked of `amount` from the owner's input account to the taker's, signed by the
  *    delegate under the owner's allowance: the only instruction the delegate's signature serves;
- * 5. the route, as vetted by the caller (see swap-route.ts): it names neither the fee payer nor
+ * 4. the route, as vetted by the caller (see swap-route.ts): it names neither the fee payer nor
  *    the delegate, so their signatures serve none of it; it is signed by the taker, which holds
  *    nothing but this run's input;
- * 6. the taker's input account closed, its rent back to the fee payer (it must be empty then);
- * 7. a memo naming the run.
+ * 5. the taker's input account closed, its rent back to the fee payer (it must be empty then);
+ * 6. a memo naming the run.
+ * The owner's output account is not created here: it must exist (the approval's transaction
+ * creates it, at the wallet's cost). Were the executor to pay its rent, an owner could close it
+ * after each run and take that rent every time.
  * If any instruction fails, none of it happened: the owner's tokens are never held across
  * transactions.
  */
@@ -143,13 +146,6 @@ export async function swapTransaction(plan: {
   const instructions: Instruction[] = [
     computeUnitLimitInstruction(plan.computeUnitLimit),
     computeUnitPriceInstruction(plan.computeUnitPrice),
-    getCreateAssociatedTokenIdempotentInstruction({
-      payer,
-      ata: known(accounts.ownerOutput),
-      owner: known(plan.owner),
-      mint: known(plan.output.mint),
-      tokenProgram: PROGRAMS[plan.output.program],
-    }),
     getCreateAssociatedTokenIdempotentInstruction({
       payer,
       ata: known(accounts.takerInput),

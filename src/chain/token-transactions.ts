@@ -82,6 +82,11 @@ export function createAssociatedAccountCache(max = 10_000): AssociatedAccountOf 
  * The approval an owner signs: approveChecked on the owner's associated token account, naming
  * `delegate` with a cap of `amount` base units, fee paid by the owner. Unsigned: its one signature
  * is 64 zero bytes for the owner's wallet to fill. Base64, as wallets take transactions.
+ *
+ * `creates`: associated token accounts the agent's runs will pay into (a swap's output account, a
+ * transfer's destination), created idempotently before the approval, their rent paid by the
+ * owner's wallet. The executor pays no rent for the owner's side: an owner who could make it
+ * create an account they then close would take its rent at every run.
  */
 export async function approvalTransaction(options: {
   owner: string;
@@ -89,10 +94,22 @@ export async function approvalTransaction(options: {
   token: TokenRef;
   amount: bigint;
   lifetime: Lifetime;
-}): Promise<{ transaction: string; tokenAccount: string }> {
+  creates?: readonly { readonly owner: string; readonly token: TokenRef }[];
+}): Promise<{ transaction: string; tokenAccount: string; createdAccounts: readonly string[] }> {
   const { owner, delegate, token, amount, lifetime } = options;
   const tokenAccount = await associatedTokenAccount(owner, token);
   const signer = createNoopSigner(address(owner));
+  const creates = options.creates ?? [];
+  const createdAccounts = await Promise.all(creates.map((c) => associatedTokenAccount(c.owner, c.token)));
+  const creations = creates.map((c, i) =>
+    getCreateAssociatedTokenIdempotentInstruction({
+      payer: signer,
+      ata: address(createdAccounts[i] as string),
+      owner: address(c.owner),
+      mint: address(c.token.mint),
+      tokenProgram: PROGRAMS[c.token.program],
+    }),
+  );
   const instruction = getApproveCheckedInstruction(
     {
       source: address(tokenAccount),
@@ -104,15 +121,15 @@ export async function approvalTransaction(options: {
     },
     { programAddress: PROGRAMS[token.program] },
   );
-  const compiled = compile(signer, [instruction], lifetime);
-  return { transaction: getBase64EncodedWireTransaction(compiled), tokenAccount };
+  const compiled = compile(signer, [...creations, instruction], lifetime);
+  return { transaction: getBase64EncodedWireTransaction(compiled), tokenAccount, createdAccounts };
 }
 
 /**
  * A transfer with two signers: `authority`, the delegate the source's owner approved, signs
- * transferChecked; `feePayer` (the service's executor) pays the fee and, when the destination has
- * no token account yet, its rent (createAssociatedTokenIdempotent comes first). The transaction's
- * signature is the fee payer's.
+ * transferChecked; `feePayer` (the service's executor) pays the fee and, with `createDestination`,
+ * the rent of the destination's token account (createAssociatedTokenIdempotent comes first). The
+ * transaction's signature is the fee payer's.
  */
 export async function delegatedTransferTransaction(options: {
   feePayer: SigningKey;
@@ -124,6 +141,8 @@ export async function delegatedTransferTransaction(options: {
   lifetime: Lifetime;
   /** Where associated token accounts come from (a cache, say); associatedTokenAccount by default. */
   accountOf?: AssociatedAccountOf;
+  /** Creates the destination's associated token account first, the fee payer paying its rent. */
+  createDestination?: boolean;
   /**
    * A memo naming the run (its agent and slot). It makes each slot's transaction its own: two
    * slots of one agent signed with the same blockhash would otherwise be the same bytes, the same
@@ -141,14 +160,20 @@ export async function delegatedTransferTransaction(options: {
   const payer = createNoopSigner(feePayer.address);
   const delegate = createNoopSigner(authority.address);
   const program = PROGRAMS[token.program];
+  const creation =
+    options.createDestination === true
+      ? [
+          getCreateAssociatedTokenIdempotentInstruction({
+            payer,
+            ata: address(destinationAccount),
+            owner: address(destination),
+            mint: address(token.mint),
+            tokenProgram: program,
+          }),
+        ]
+      : [];
   const instructions = [
-    getCreateAssociatedTokenIdempotentInstruction({
-      payer,
-      ata: address(destinationAccount),
-      owner: address(destination),
-      mint: address(token.mint),
-      tokenProgram: program,
-    }),
+    ...creation,
     getTransferCheckedInstruction(
       {
         source: address(sourceAccount),

@@ -153,6 +153,7 @@ export function createAgentService(options: {
           lastValidBlockHeight: approval.lastValidBlockHeight.toString(),
           neededPerDay: approval.neededPerDay.toString(),
           sharedBy: approval.sharedBy,
+          createsAccounts: [...approval.createsAccounts],
         },
       });
     },

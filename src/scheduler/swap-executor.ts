@@ -72,15 +72,13 @@ const CU_MARGIN = 1.2;
 /** Lookup tables a route may name. */
 const MAX_LOOKUP_TABLES = 8;
 /** Index of the run's own transferChecked out of the owner's account (see swap-transaction.ts). */
-const OWN_TRANSFER_INDEX = 4;
+const OWN_TRANSFER_INDEX = 3;
 /** A trial's lifetime before any simulation answered one: the simulation replaces its blockhash. */
 const PLACEHOLDER_LIFETIME = { blockhash: "11111111111111111111111111111111", lastValidBlockHeight: 0n };
 /** Accounts one getMultipleAccounts may ask for. */
 const MAX_ACCOUNTS_PER_READ = 100;
 /** The base fee of one signature, in lamports. */
 const LAMPORTS_PER_SIGNATURE = 5_000n;
-/** A token account's size (SPL Token; Token-2022's associated accounts with ImmutableOwner are 170). */
-const TOKEN_ACCOUNT_RENT_BYTES = 170n;
 
 /**
  * Swap agents' runs on the chain, one atomic v0 transaction each (see swap-transaction.ts). Each
@@ -103,8 +101,10 @@ const TOKEN_ACCOUNT_RENT_BYTES = 170n;
  * - the transaction is simulated with every account it may write named, and each that the
  *   executor, the delegate or the owner's wallet owns, is delegate of or is close authority of
  *   must end as it began, except the owner's input (exactly `amount` less), the owner's output (at
- *   least the minimum more) and the executor (at most one bounded fee and the rent of the
- *   service's own creations);
+ *   least the minimum more) and the executor (at most one bounded fee: the rent of the taker's
+ *   account comes back when the transaction closes it);
+ * - the owner's output account exists: the wallet creates it (PrepareApproval's transaction), and
+ *   a run that finds it missing skips its slot rather than pay its rent;
  * - the agent is read again, fenced by the run's lease: paused or deleted since the run began,
  *   the slot is dropped.
  *
@@ -274,6 +274,9 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
         tokenAccountState(accounts.ownerInput, readBefore.get(accounts.ownerInput), builders.tokenFieldsOf),
       );
       if (problem !== undefined) return final(problem);
+      // The owner's output account is the wallet's to create (PrepareApproval's transaction does):
+      // the executor never pays rent on the owner's side, which an owner could farm by closing it.
+      if (readBefore.get(accounts.ownerOutput) === undefined) return noOutputAccount(swap);
 
       // The trial is simulated with the cluster's latest blockhash in place of its own, and the
       // simulation answers it: the signed build's lifetime without a getLatestBlockhash. Until
@@ -315,8 +318,10 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
         );
       }
 
-      // Every account the transaction may write, before and (simulated) after: the chain's own answer.
-      const writable = [...new Set(trial.writable)];
+      // Every account the transaction may write, before and (simulated) after: the chain's own
+      // answer. The owner's output account too, whether or not the route writes it: the check
+      // holds it to the route's minimum out, and a route that pays elsewhere must fail it.
+      const writable = [...new Set([...trial.writable, accounts.ownerOutput])];
       // Read above; an account the compiled message writes that the instructions did not name
       // (none known) is read now rather than left out of the check.
       const unread = writable.filter((a) => !readBefore.has(a));
@@ -332,8 +337,6 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
       if (simulation.err !== null && simulation.err !== undefined) {
         return failedOnChain(simulation.err, route, "in its simulation");
       }
-      const ownerOutputIndex = writable.indexOf(accounts.ownerOutput);
-      const creations = ownerOutputIndex >= 0 && before[ownerOutputIndex] === undefined ? 1n : 0n;
       const moved = builders.endStateProblem(
         writable,
         executorAsSimulated(executor.address, writable, before, simulation),
@@ -345,10 +348,8 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
           amount: units,
           minimumOut: route.minimumOut,
           outputMint: output.mint,
-          executorSpendBound:
-            options.maxFeeLamports +
-            LAMPORTS_PER_SIGNATURE * BigInt(trial.signers.length) +
-            creations * rentExempt(TOKEN_ACCOUNT_RENT_BYTES),
+          // The taker's account's rent comes back in the same transaction: only the fee is spent.
+          executorSpendBound: options.maxFeeLamports + LAMPORTS_PER_SIGNATURE * BigInt(trial.signers.length),
         },
       );
       if (moved !== undefined) {
@@ -697,7 +698,7 @@ interface Proven {
 
 /**
  * Every account the swap's instructions write, as the transaction compiles them: the fee payer,
- * the service's own (the two created accounts, the owner's input), then each the route marks
+ * the service's own (the owner's output, the taker's input, the owner's input), then each the route marks
  * writable. The compiled message is checked against it after the trial build.
  */
 function writableOf(route: readonly PlainInstruction[], feePayer: string, accounts: SwapAccounts): string[] {
@@ -751,9 +752,21 @@ function tokenAccountState(
   };
 }
 
-/** Lamports that keep an account of `bytes` rent-exempt (Solana's default rent: 3,480 lamports a byte-year, two years, 128 bytes of header). */
-function rentExempt(bytes: bigint): bigint {
-  return (128n + bytes) * 3_480n * 2n;
+/** A slot skipped because the wallet has no account to receive the swap's output. */
+function noOutputAccount(swap: Swap): ExecutionResult {
+  const { config, accounts } = swap;
+  return {
+    ok: true,
+    skipped: true,
+    result: {
+      kind: "swap",
+      skipped: true,
+      reason: `the wallet has no ${config.outputToken} account to receive the swap (its associated token account ${accounts.ownerOutput}): the service does not pay for the owner's accounts; sign the transaction PrepareApproval gives, which creates it, or create it from the wallet`,
+      inputToken: config.inputToken,
+      outputToken: config.outputToken,
+      outputAccount: accounts.ownerOutput,
+    },
+  };
 }
 
 /**

@@ -3,6 +3,7 @@ import type { Chain, TokenAccountState, TransferChain } from "../chain/chain.ts"
 import type { DelegateKeys } from "../chain/delegate-keys.ts";
 import type { SigningKey } from "../chain/ed25519-key.ts";
 import type { AssociatedAccountOf, TokenRef } from "../chain/token-transactions.ts";
+import { parseV0Message } from "../chain/v0-message.ts";
 import { baseUnits } from "../domain/base-units.ts";
 import { UnavailableError } from "../domain/errors.ts";
 import type { PriceSource } from "../token/token-source.ts";
@@ -48,6 +49,13 @@ export interface TransferExecutorOptions {
   readonly pollMs?: number;
   /** Test hooks: called after a new transaction was kept and before it goes out, and right after. */
   readonly hooks?: TransferHooks;
+  /**
+   * TRANSFER_MAX_ACCOUNT_CREATIONS_PER_DAY: how many of one agent's runs a UTC day may create the
+   * destination's missing token account, the executor paying its rent (1 when absent).
+   */
+  readonly maxAccountCreationsPerDay?: number;
+  /** Told of the rent, in lamports, of every destination account a landed run created (metrics). */
+  readonly onRentSpent?: (lamports: number) => void;
 }
 
 type Failure = Extract<ExecutionResult, { ok: false }>;
@@ -63,8 +71,7 @@ export const TOKEN_ERRORS: Record<number, string> = {
 
 /**
  * Transfer agents' runs on the chain, without holding anyone's key: each run is a transferChecked
- * from the source's associated token account to the destination's (created idempotently, rent
- * paid by the executor), signed by the delegate of the agent's (owner, source wallet) pair, which
+ * from the source's associated token account to the destination's, signed by the delegate of the agent's (owner, source wallet) pair, which
  * the wallet approved, with the executor as fee payer. The on-chain allowance caps what it can
  * move; the owner's revoke ends it. An approval made for another owner's delegate is useless here:
  * the agent's own delegate is not the account's delegate, and the run fails before signing.
@@ -81,9 +88,16 @@ export const TOKEN_ERRORS: Record<number, string> = {
  * Before signing: the caps per run and per UTC day (in dollars at the price source's price), then
  * the source account itself, so that the reasons no retry can mend (no source account, frozen, no
  * allowance or one below the amount, too little balance) fail the slot at once with both figures.
+ *
+ * Who pays: the approval's transaction created the destination's account at the wallet's cost. A
+ * destination that closed it since (and so took its rent back) gets it created again by a run, the
+ * executor paying the rent, at most `maxAccountCreationsPerDay` times a UTC day per agent; past
+ * that the slot is skipped. Otherwise a recipient could close it after every run and farm the
+ * executor's rent.
  */
 export function createTransferExecutor(options: TransferExecutorOptions): Executor {
   const { chain, transfers, executor, delegates, prices, caps } = options;
+  const maxCreations = options.maxAccountCreationsPerDay ?? 1;
   const sent = createSentTransactions({ transfers, pollMs: options.pollMs, hooks: options.hooks });
   /** Associated token accounts derived once per wallet and token (made with the builders). */
   let accountOf: AssociatedAccountOf | undefined;
@@ -141,14 +155,28 @@ export function createTransferExecutor(options: TransferExecutorOptions): Execut
     }
     const { createAssociatedAccountCache, delegatedTransferTransaction } = await loadTokenTransactions();
     accountOf ??= createAssociatedAccountCache();
-    const sourceAccount = await accountOf(source, token);
+    const [sourceAccount, destinationAccount] = await Promise.all([
+      accountOf(source, token),
+      accountOf(destination, token),
+    ]);
     const delegate = delegates.keyOf(agent.owner, source);
+    // Both accounts in one read: the source's for what it can spend, the destination's for whether
+    // this run would have to create it (and pay its rent).
+    const [sourceState, destinationState] = await transfers.getTokenAccounts(
+      [sourceAccount, destinationAccount],
+      signal,
+    );
     const spendable = spendableAccount(
-      await transfers.getTokenAccount(sourceAccount, signal),
+      sourceState,
       { delegate: delegate.address, sharedExecutor: executor.address, symbol, units, show },
       { holder: "the source", wallet: "the source wallet", action: "move" },
     );
     if ("problem" in spendable) return final(spendable.problem);
+    const createDestination = destinationState === undefined;
+    if (createDestination) {
+      const created = today.filter((r) => r.result?.destinationCreated === true).length;
+      if (created >= maxCreations) return noDestinationAccount(moving, destinationAccount, created);
+    }
 
     const lifetime = await transfers.getLatestBlockhash(signal);
     const built = await delegatedTransferTransaction({
@@ -160,6 +188,7 @@ export function createTransferExecutor(options: TransferExecutorOptions): Execut
       amount: units,
       lifetime,
       accountOf,
+      createDestination,
       memo: `token-agent-service run ${execution.idempotencyKey}`,
     });
     const outcome = await sent.send(
@@ -175,10 +204,31 @@ export function createTransferExecutor(options: TransferExecutorOptions): Execut
     return settled(outcome, moving);
   }
 
+  /** A slot skipped: the destination has no token account, and the agent's creations are spent. */
+  function noDestinationAccount(moving: Moving, account: string, created: number): ExecutionResult {
+    const { symbol, destination, units, token } = moving;
+    return {
+      ok: true,
+      skipped: true,
+      result: {
+        kind: "transfer",
+        skipped: true,
+        reason: `the destination ${destination} has no ${symbol} account (its associated token account ${account}), and this agent's runs already created it ${created} time${created === 1 ? "" : "s"} today, the most TRANSFER_MAX_ACCOUNT_CREATIONS_PER_DAY allows (${maxCreations}): the destination's owner, or the source wallet, must create it again; nothing was sent`,
+        token: symbol,
+        mint: token.mint,
+        amount: uiAmount(units, token.decimals),
+        amountUnits: units.toString(),
+        recipient: destination,
+        destinationAccount: account,
+      },
+    };
+  }
+
   /** The run's result from where its transaction ended up. */
   function settled(outcome: SentOutcome, moving: Moving): Promise<ExecutionResult> | ExecutionResult {
     if (outcome.kind === "landed") return succeeded(outcome.tx, moving, outcome.slot);
-    if (outcome.kind === "failed") return failedOnChain(outcome.err, executor.address);
+    if (outcome.kind === "failed")
+      return failedOnChain(outcome.err, executor.address, outcome.tx.transaction);
     return retry(EXPIRED);
   }
 
@@ -227,6 +277,19 @@ export function createTransferExecutor(options: TransferExecutorOptions): Execut
         moved: moved.amount,
       };
     }
+    // The destination's account this run created: the executor paid its rent (see the class comment).
+    let rent: JsonObject = {};
+    if (createsDestination(tx.transaction)) {
+      const destinationAccount = await accountOf?.(moving.destination, token);
+      const [created] =
+        destinationAccount === undefined
+          ? [undefined]
+          : await transfers.getAccounts([destinationAccount], signal);
+      // Closed again already: a token account of the program's own size (SPL Token's 165 bytes).
+      const lamports = rentExempt(created?.data.length ?? 165);
+      options.onRentSpent?.(lamports);
+      rent = { destinationCreated: true, rentLamports: lamports };
+    }
     // The transfer has landed whatever the price source says now; unpriced, it counts as 0 USD.
     const quoted = await usdPriceOf(token.mint, symbol);
     const price = typeof quoted === "number" ? quoted : 0;
@@ -245,6 +308,7 @@ export function createTransferExecutor(options: TransferExecutorOptions): Execut
       recipient: landedFacts.recipient,
       moved: landedFacts.moved,
       usdValue: Math.round(amount * price * 100) / 100,
+      ...rent,
     };
     return { ok: true, result };
   }
@@ -275,7 +339,7 @@ function signatureCount(transaction: string): number {
 const FEE_PAYER_ERRORS = new Set(["AccountNotFound", "InsufficientFundsForFee"]);
 
 /** A transaction error from the chain, as a reason for the run's owner. */
-function failedOnChain(err: unknown, feePayer: string): Failure {
+function failedOnChain(err: unknown, feePayer: string, transaction: string): Failure {
   // Retried: the operator may fund it before the slot's attempts run out.
   if (typeof err === "string" && FEE_PAYER_ERRORS.has(err)) {
     return retry(`the executor cannot pay fees: fund ${feePayer} (the transfer failed on chain: ${err})`);
@@ -283,10 +347,10 @@ function failedOnChain(err: unknown, feePayer: string): Failure {
   const instruction = (err as { InstructionError?: [unknown, unknown] } | null)?.InstructionError;
   const custom = (instruction?.[1] as { Custom?: unknown } | undefined)?.Custom;
   const code = typeof custom === "bigint" ? Number(custom) : typeof custom === "number" ? custom : undefined;
-  // The run's transaction: instruction 0 creates the destination's token account (the executor
-  // pays its rent), instruction 1 is the transfer. Custom(1) means "insufficient funds" in both,
-  // but only the transfer's is about the owner's balance or allowance.
-  if (instruction !== undefined && Number(instruction[0]) === CREATE_DESTINATION) {
+  // A run's transaction that creates the destination's token account does so at instruction 0
+  // (the executor pays its rent), and the transfer follows. Custom(1) means "insufficient funds"
+  // in both, but only the transfer's is about the owner's balance or allowance.
+  if (instruction !== undefined && Number(instruction[0]) === 0 && createsDestination(transaction)) {
     return code === 1
       ? retry(`the executor cannot pay the rent of the destination's new token account: fund ${feePayer}`)
       : retry(`creating the destination's token account failed on chain (${describe(err)})`);
@@ -295,8 +359,25 @@ function failedOnChain(err: unknown, feePayer: string): Failure {
   return retry(`the transfer failed on chain (${describe(err)})`);
 }
 
-/** The index of the destination account's idempotent creation in a run's transaction. */
-const CREATE_DESTINATION = 0;
+/**
+ * Whether a run's transaction (base64, as kept in the journal) creates the destination's token
+ * account: its first instruction is the associated token program's. Read from the bytes, so that
+ * an attempt that resumes another's transaction knows it as well as the one that built it.
+ */
+function createsDestination(transaction: string): boolean {
+  const wire = Buffer.from(transaction, "base64");
+  // A compact-u16 below 128 is one byte: a transfer has two signers.
+  const message = parseV0Message(wire.subarray(1 + 64 * (wire[0] ?? 0)));
+  const first = message.instructions[0];
+  return first !== undefined && message.staticAccounts[first.programIdIndex] === ASSOCIATED_TOKEN_PROGRAM;
+}
+
+const ASSOCIATED_TOKEN_PROGRAM = "ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL";
+
+/** Lamports that keep an account of `bytes` rent-exempt (Solana's rent: 3,480 lamports a byte-year, two years, 128 bytes of header). */
+function rentExempt(bytes: number): number {
+  return (128 + bytes) * 3_480 * 2;
+}
 
 /** A transaction error in the cluster's JSON form, as text. */
 export function describe(err: unknown): string {
