@@ -640,8 +640,10 @@ export type AgentRun = Message<"agent.v1.AgentRun"> & {
   finishedAt?: Timestamp | undefined;
 
   /**
-   * "succeeded", "failed", or "skipped" (a swap whose quote fell outside its price band: nothing
-   * was sent, and it does not count as a failure; result holds the quote and the band).
+   * "succeeded", "failed", or "skipped" (nothing was sent, and it does not count as a failure;
+   * result holds the reason: a swap whose quote fell outside its price band, a swap whose wallet
+   * has no output account, a transfer whose destination has no account and whose account
+   * creations for the day are spent).
    *
    * @generated from field: string outcome = 7;
    */
