@@ -717,6 +717,15 @@ async function memorySwapFigures(): Promise<void> {
   });
   forwarder.forwardTo(jupiter.url);
   const wallets = (await approvedAgents(localChainRpc(rpcUrl), AGENTS, delegates)).map((a) => a.source);
+  // Each wallet's JUP account, as its signed approval would have created it: a swap run never does.
+  for (let i = 0; i < wallets.length; i += 100) {
+    await localChainRpc(rpcUrl)(
+      wallets.slice(i, i + 100).map((wallet) => ({
+        method: "surfnet_setTokenAccount",
+        params: [wallet, jup, { amount: 0 }],
+      })),
+    );
+  }
   const base = `http://127.0.0.1:${runner.port}`;
   const ids = await createAgents(
     base,

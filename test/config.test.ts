@@ -192,6 +192,7 @@ describe("loadConfig", () => {
         approvalWaitMs: 72 * 3_600_000,
         maxUsdPerRun: 1000,
         maxUsdPerDay: 10_000,
+        maxAccountCreationsPerDay: 1,
         executorMinLamports: 50_000_000,
       },
       prices: {
@@ -445,6 +446,7 @@ describe("loadConfig", () => {
         ALLOW_ANONYMOUS_TRANSFERS: "true",
         TRANSFER_MAX_USD_PER_RUN: "25",
         TRANSFER_MAX_USD_PER_DAY: "100",
+        TRANSFER_MAX_ACCOUNT_CREATIONS_PER_DAY: "3",
         EXECUTOR_MIN_LAMPORTS: "1000",
         JUPITER_API_URL: "https://api.jup.ag",
         JUPITER_API_KEY: "jup-key",
@@ -592,6 +594,7 @@ describe("loadConfig", () => {
         approvalWaitMs: 5 * 3_600_000,
         maxUsdPerRun: 25,
         maxUsdPerDay: 100,
+        maxAccountCreationsPerDay: 3,
         executorMinLamports: 1_000,
       },
       prices: {

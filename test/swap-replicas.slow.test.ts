@@ -78,8 +78,8 @@ it("three replicas swapping on one local chain: SIGKILL after a send, SIGKILL be
   });
   closeJupiter = jupiter.close;
   // Wallets hold USDC and have approved their agent's delegate, (anonymous, wallet) here (set by
-  // cheatcode, as the owners' approvals would); their output accounts do not exist until the first
-  // swap creates them.
+  // cheatcode, as the owners' approvals would), and hold an empty output account, as the approval's
+  // transaction would have created it (a swap run never creates it).
   const agents = await Promise.all(
     OUTPUTS.map(async (symbol) => {
       const wallet = await generateKeyPairSigner();
@@ -98,7 +98,10 @@ it("three replicas swapping on one local chain: SIGKILL after a send, SIGKILL be
       return { wallet: wallet.address, symbol, input: input as Address, output: output as Address };
     }),
   );
-  for (const agent of agents) await replicaChain.fundApproved(agent.wallet, USDC, START_UNITS);
+  for (const agent of agents) {
+    await replicaChain.fundApproved(agent.wallet, USDC, START_UNITS);
+    await chain.setTokenBalance(agent.wallet as Address, mintOf(agent.symbol), 0n);
+  }
 
   const stopped = await killReplicasAndCatchUp({
     chain: replicaChain,
