@@ -1,0 +1,82 @@
+import { isAddress } from "@solana/addresses";
+import type { ConfigReader } from "./config-reader.ts";
+import { isHttpUrl } from "./config-urls.ts";
+
+/** Where prices and the token list come from, and how long a price may be served. */
+export interface PricesConfig {
+  /** JUPITER_API_URL: Jupiter's base URL (Price API v3, Tokens API v2); undefined: the catalog. */
+  readonly jupiterUrl: string | undefined;
+  /** Sent as `x-api-key`; never logged. */
+  readonly jupiterApiKey: string | undefined;
+  /** Mints listed when GetTokenPrices has no filter; undefined: the catalog's tokens. */
+  readonly watchlist: readonly string[] | undefined;
+  /** A price is fresh this long; after it, it is served while one request revalidates it. */
+  readonly ttlMs: number;
+  /** Oldest price served while the source fails; past it, callers get unavailable. */
+  readonly maxStaleMs: number;
+  /** The token list (names, symbols, logos, tags) is refreshed this often, in the background. */
+  readonly tokenListTtlMs: number;
+  /** Bound on one Jupiter request, answer included. */
+  readonly timeoutMs: number;
+  /** Jupiter requests in flight at once; more wait, up to `maxQueued`, then fail fast. */
+  readonly maxConcurrency: number;
+  readonly maxQueued: number;
+  /** Largest Price API or token search answer read, in bytes. */
+  readonly maxResponseBytes: number;
+  /** Largest verified token list read, in bytes (it holds thousands of tokens). */
+  readonly maxTokenListBytes: number;
+  /** Mints whose prices (and token list entries) are kept in memory. */
+  readonly cacheEntries: number;
+  /** Consecutive failed Jupiter calls that open its circuit, and how long it stays open. */
+  readonly breakerFailures: number;
+  readonly breakerOpenMs: number;
+  /** The catalog's prices take a random-walk step this often (0: they stay the snapshot's). */
+  readonly catalogTickMs: number;
+  /** One poll of the price source per this interval serves every price watcher of the process. */
+  readonly watchIntervalMs: number;
+}
+
+/** Mints a watchlist may hold: GetTokenPrices answers them all in one call. */
+const MAX_WATCHLIST = 500;
+
+export function readPrices(reader: ConfigReader): PricesConfig {
+  const { read, int, problems } = reader;
+  const url = read("JUPITER_API_URL").replace(/\/+$/, "");
+  if (url !== "" && !isHttpUrl(url)) problems.push("JUPITER_API_URL must be an http:// or https:// URL");
+  const key = read("JUPITER_API_KEY");
+  if (/[\s\p{Cc}]/u.test(key)) problems.push("JUPITER_API_KEY must not contain spaces or control characters");
+  const listed = read("PRICE_WATCHLIST");
+  let watchlist: string[] | undefined;
+  if (listed !== "") {
+    watchlist = [...new Set(listed.split(",").map((m) => m.trim()))];
+    const bad = watchlist.filter((m) => !isAddress(m));
+    if (bad.length > 0) {
+      problems.push(
+        `PRICE_WATCHLIST must be a comma-separated list of mint addresses (base58, 32 bytes); not one: "${bad[0]}"`,
+      );
+    } else if (watchlist.length > MAX_WATCHLIST) {
+      problems.push(`PRICE_WATCHLIST must hold at most ${MAX_WATCHLIST} mints (got ${watchlist.length})`);
+    }
+  }
+  const ttlMs = int("PRICE_TTL_MS", 1, 3_600_000);
+  const maxStaleMs = int("PRICE_MAX_STALE_MS", 0, 86_400_000);
+  if (maxStaleMs < ttlMs) problems.push("PRICE_MAX_STALE_MS must be at least PRICE_TTL_MS");
+  return {
+    jupiterUrl: url === "" ? undefined : url,
+    jupiterApiKey: key === "" ? undefined : key,
+    watchlist,
+    ttlMs,
+    maxStaleMs,
+    tokenListTtlMs: int("TOKEN_LIST_TTL_MS", 1000, 7 * 86_400_000),
+    timeoutMs: int("JUPITER_TIMEOUT_MS", 10, 600_000),
+    maxConcurrency: int("JUPITER_MAX_CONCURRENCY", 1, 1000),
+    maxQueued: int("JUPITER_MAX_QUEUED", 0, 100_000),
+    maxResponseBytes: int("JUPITER_MAX_RESPONSE_BYTES", 1024, 1024 * 1024 * 1024),
+    maxTokenListBytes: int("JUPITER_MAX_TOKEN_LIST_BYTES", 1024, 1024 * 1024 * 1024),
+    cacheEntries: int("PRICE_CACHE_ENTRIES", 100, 10_000_000),
+    breakerFailures: int("JUPITER_BREAKER_FAILURES", 1, 1000),
+    breakerOpenMs: int("JUPITER_BREAKER_OPEN_MS", 10, 3_600_000),
+    catalogTickMs: int("CATALOG_PRICE_TICK_MS", 0, 86_400_000),
+    watchIntervalMs: int("PRICE_WATCH_INTERVAL_MS", 10, 3_600_000),
+  };
+}
