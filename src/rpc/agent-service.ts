@@ -3,10 +3,7 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import {
   AgentEventSchema,
-  AgentRunSchema,
-  AgentSchema,
   type AgentService,
-  AgentSummarySchema,
   CreateAgentResponseSchema,
   DeleteAgentResponseSchema,
   GetAgentResponseSchema,
@@ -19,9 +16,17 @@ import {
   WatchAgentEventsResponseSchema,
 } from "../../gen/agent/v1/agent_pb.ts";
 import type { AgentCommands } from "../agent/agent-commands.ts";
-import type { AgentRecord, JsonObject, JsonValue } from "../agent/agent-store.ts";
+import type { JsonValue } from "../agent/agent-store.ts";
 import { type AgentEventWatch, cursorOf } from "../events/agent-event-watch.ts";
 import type { LoggedEvent } from "../events/event-log.ts";
+import {
+  agentDetail,
+  agentEvent,
+  agentRun,
+  agentSummary,
+  approvalData,
+  noticeOf,
+} from "./messages/agent-messages.ts";
 import { callerCapsKey, principalKey } from "./principal.ts";
 import { type StreamSettings, serveStream } from "./server-stream.ts";
 
@@ -106,19 +111,7 @@ export function createAgentService(options: {
       return create(ListAgentRunsResponseSchema, {
         success: true,
         data: {
-          runs: page.runs.map((run) =>
-            create(AgentRunSchema, {
-              runId: run.runId,
-              agentId: run.agentId,
-              scheduledAt: timestampFromDate(run.scheduledAt),
-              attempt: run.attempt,
-              startedAt: timestampFromDate(run.startedAt),
-              finishedAt: timestampFromDate(run.finishedAt),
-              outcome: run.outcome,
-              ...(run.result === undefined ? {} : { result: run.result }),
-              ...(run.error === undefined ? {} : { error: run.error }),
-            }),
-          ),
+          runs: page.runs.map(agentRun),
           total: page.total,
           limit: page.limit,
           offset: page.offset,
@@ -142,19 +135,7 @@ export function createAgentService(options: {
       );
       return create(PrepareApprovalResponseSchema, {
         success: true,
-        data: {
-          transaction: approval.transaction,
-          owner: approval.owner,
-          delegate: approval.delegate,
-          mint: approval.mint,
-          tokenAccount: approval.tokenAccount,
-          allowance: approval.allowance.toString(),
-          decimals: approval.decimals,
-          lastValidBlockHeight: approval.lastValidBlockHeight.toString(),
-          neededPerDay: approval.neededPerDay.toString(),
-          sharedBy: approval.sharedBy,
-          createsAccounts: [...approval.createsAccounts],
-        },
+        data: approvalData(approval),
       });
     },
 
@@ -170,14 +151,7 @@ export function createAgentService(options: {
       return create(ListAgentsResponseSchema, {
         success: true,
         data: {
-          agents: page.agents.map((a) =>
-            create(AgentSummarySchema, {
-              agentId: a.agentId,
-              type: a.type,
-              status: a.status,
-              createdAt: timestampFromDate(a.createdAt),
-            }),
-          ),
+          agents: page.agents.map(agentSummary),
           total: page.total,
           limit: page.limit,
           offset: page.offset,
@@ -193,60 +167,6 @@ export function agentEventJson(event: LoggedEvent): JsonValue {
   return toJson(AgentEventSchema, agentEvent(event)) as JsonValue;
 }
 
-/** An event of the log as callers see it; `data` holds what its writer put there (see agent-event-type). */
-function agentEvent(event: LoggedEvent) {
-  const run = event.data?.run;
-  const failureReason = event.data?.failureReason;
-  return create(AgentEventSchema, {
-    cursor: cursorOf(event),
-    type: event.type,
-    agentId: event.agentId,
-    at: timestampFromDate(event.at),
-    ...(isObject(run) ? { run: runMessage(event.agentId, run) } : {}),
-    ...(typeof failureReason === "string" ? { failureReason } : {}),
-  });
-}
-
-function runMessage(agentId: string, run: JsonObject) {
-  const time = (value: JsonValue | undefined) =>
-    typeof value === "string" ? { value: timestampFromDate(new Date(value)) } : undefined;
-  const scheduledAt = time(run.scheduledAt);
-  const startedAt = time(run.startedAt);
-  const finishedAt = time(run.finishedAt);
-  return create(AgentRunSchema, {
-    runId: typeof run.runId === "string" ? run.runId : "",
-    agentId,
-    attempt: typeof run.attempt === "number" ? run.attempt : 0,
-    outcome: typeof run.outcome === "string" ? run.outcome : "",
-    ...(scheduledAt === undefined ? {} : { scheduledAt: scheduledAt.value }),
-    ...(startedAt === undefined ? {} : { startedAt: startedAt.value }),
-    ...(finishedAt === undefined ? {} : { finishedAt: finishedAt.value }),
-    ...(isObject(run.result) ? { result: run.result } : {}),
-    ...(typeof run.error === "string" ? { error: run.error } : {}),
-  });
-}
-
-function isObject(value: JsonValue | undefined): value is JsonObject {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
 /** GetExecutor's word on delegation. */
 const DELEGATION =
   "Delegates are per owner and wallet: this address only pays fees. The key that moves a wallet's tokens is derived for one (owner, wallet) pair; PrepareApproval names it, and an approval serves that owner's agents alone.";
-
-const noticeOf = (notice: string | undefined) => (notice === undefined ? {} : { notice });
-
-function agentDetail(agent: AgentRecord, pendingReason?: string, notice?: string) {
-  return create(AgentSchema, {
-    agentId: agent.agentId,
-    type: agent.type,
-    status: agent.status,
-    config: agent.config,
-    createdAt: timestampFromDate(agent.createdAt),
-    ...(agent.lastRunAt === undefined ? {} : { lastRunAt: timestampFromDate(agent.lastRunAt) }),
-    ...(agent.nextRunAt === undefined ? {} : { nextRunAt: timestampFromDate(agent.nextRunAt) }),
-    ...(agent.failureReason === undefined ? {} : { failureReason: agent.failureReason }),
-    ...(pendingReason === undefined ? {} : { pendingReason }),
-    ...noticeOf(notice),
-  });
-}
