@@ -1,0 +1,125 @@
+import { type Config, redactRpcUrl } from "../config.ts";
+import type { EmbeddedLocalChain } from "../local-chain/local-chain-worker-host.ts";
+import type { Logger } from "../logger.ts";
+import { createRateLimitedLog } from "../observability/rate-limited-log.ts";
+import type { UpstreamMetrics } from "../observability/upstream-metrics.ts";
+import type { Catalog } from "../token/catalog.ts";
+import { createCatalogPriceSource } from "../token/catalog-price-source.ts";
+import { createCatalogTokenList } from "../token/catalog-token-list.ts";
+import { createJupiterApi } from "../token/jupiter-api.ts";
+import { createJupiterPriceSource } from "../token/jupiter-price-source.ts";
+import { createJupiterSwapApi } from "../token/jupiter-swap-api.ts";
+import { createJupiterTokenList } from "../token/jupiter-token-list.ts";
+import { jupiterRouteNotice, localRouteNotice, type SwapRouteNotice } from "../token/swap-route-notice.ts";
+import type { PriceSource, TokenList } from "../token/token-source.ts";
+import { createJsonUpstream } from "../upstream/json-upstream.ts";
+
+/**
+ * Where swap runs get their routes: Jupiter's Swap API at JUPITER_SWAP_URL, or, on the embedded
+ * chain with JUPITER_SWAP_URL unset, the chain's local pools served in-process (never against a
+ * cluster). Either way the executor gets the same port and the same checked answers.
+ */
+export async function createSwapRoutes(
+  config: Config,
+  logger: Logger,
+  catalog: Catalog,
+  localChain: EmbeddedLocalChain | undefined,
+  upstreamMetrics: UpstreamMetrics,
+): Promise<SwapRouteNotice> {
+  if (config.swaps.localRoutes === true && localChain !== undefined) {
+    const [{ createLocalSwapApi }, { localPools }] = await Promise.all([
+      import("../local-chain/local-swap-api.ts"),
+      import("../local-chain/local-pools.ts"),
+    ]);
+    const pools = await localPools(catalog);
+    logger.info(
+      { pools: pools.length },
+      "swap routes come from local pools on the embedded development chain, not Jupiter (set JUPITER_SWAP_URL to use a Swap API)",
+    );
+    return localRouteNotice(createLocalSwapApi({ transport: localChain.transport, pools }));
+  }
+  const api = createJupiterSwapApi({
+    baseUrl: config.swaps.jupiterSwapUrl,
+    ...(config.prices.jupiterApiKey === undefined ? {} : { apiKey: config.prices.jupiterApiKey }),
+    timeoutMs: config.swaps.timeoutMs,
+    maxBytes: config.swaps.maxResponseBytes,
+    maxConcurrency: config.swaps.maxConcurrency,
+    maxQueued: config.swaps.maxQueued,
+    onCall: upstreamMetrics.onCall("jupiter_swap"),
+    onCircuit: upstreamMetrics.onCircuit("jupiter_swap"),
+  });
+  return jupiterRouteNotice(api, config.swaps.jupiterSwapUrl);
+}
+
+/** How long a 429 without Retry-After leaves Jupiter alone. */
+const JUPITER_DEFAULT_RETRY_AFTER_MS = 1000;
+
+/**
+ * Prices and the token list: Jupiter's when JUPITER_API_URL is set (one HTTP upstream, its
+ * failures counted and logged at most a few lines a second), else the embedded catalog's.
+ */
+export function createPriceSources(
+  config: Config,
+  logger: Logger,
+  catalog: Catalog,
+  metrics: UpstreamMetrics,
+): { prices: PriceSource; tokenList: TokenList } {
+  const settings = config.prices;
+  const watchlist = settings.watchlist ?? catalog.tokens.map((t) => t.mint);
+  if (settings.jupiterUrl === undefined) {
+    return {
+      prices: createCatalogPriceSource({ catalog, watchlist, tickMs: config.prices.catalogTickMs }),
+      tokenList: createCatalogTokenList({ catalog }),
+    };
+  }
+  const failureLog = createRateLimitedLog({ logger, level: "warn", perSecond: 2 });
+  const counted = metrics.onCall("jupiter");
+  const upstream = createJsonUpstream({
+    name: "Jupiter",
+    baseUrl: settings.jupiterUrl,
+    headers: settings.jupiterApiKey === undefined ? {} : { "x-api-key": settings.jupiterApiKey },
+    timeoutMs: settings.timeoutMs,
+    maxConcurrency: settings.maxConcurrency,
+    maxQueued: settings.maxQueued,
+    breaker: { failures: settings.breakerFailures, openMs: settings.breakerOpenMs },
+    defaultRetryAfterMs: JUPITER_DEFAULT_RETRY_AFTER_MS,
+    onCall(endpoint, outcome, seconds) {
+      counted(endpoint, outcome, seconds);
+      if (outcome !== "ok")
+        failureLog({ upstream: "jupiter", endpoint, outcome }, "a Jupiter request failed");
+    },
+    onCircuit(position) {
+      metrics.onCircuit("jupiter")(position);
+      logger.warn(
+        { upstream: "jupiter", circuit: position },
+        `Jupiter's circuit breaker is ${position.replace("_", "-")}`,
+      );
+    },
+  });
+  const api = createJupiterApi({
+    upstream,
+    maxResponseBytes: settings.maxResponseBytes,
+    maxTokenListBytes: settings.maxTokenListBytes,
+  });
+  const tokenList = createJupiterTokenList({
+    api,
+    ttlMs: settings.tokenListTtlMs,
+    max: settings.cacheEntries,
+    onLookup: metrics.onLookup("token_list"),
+  });
+  const prices = createJupiterPriceSource({
+    api,
+    tokenList,
+    fallbackSymbols: new Map(catalog.tokens.map((t) => [t.mint, t.symbol])),
+    watchlist,
+    ttlMs: settings.ttlMs,
+    maxStaleMs: settings.maxStaleMs,
+    max: settings.cacheEntries,
+    onLookup: metrics.onLookup("price"),
+  });
+  logger.info(
+    { jupiter: redactRpcUrl(settings.jupiterUrl), watchlist: watchlist.length },
+    "prices and the token list come from Jupiter at JUPITER_API_URL",
+  );
+  return { prices, tokenList };
+}
