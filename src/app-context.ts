@@ -1,18 +1,19 @@
-import type { MongoClient } from "mongodb";
-import { type AgentCommands, createAgentCommands } from "./agent/agent-commands.ts";
-import { newAgentId } from "./agent/agent-id.ts";
+import type { AgentCommands } from "./agent/agent-commands.ts";
 import type { AgentRecord, AgentStore } from "./agent/agent-store.ts";
-import { createMemoryAgentStore } from "./agent/memory-agent-store.ts";
-import { type AgentCap, createOwnerCaps } from "./agent/owner-caps.ts";
+import type { MongoAgentStore } from "./agent/mongo-agent-store.ts";
+import type { AgentCap } from "./agent/owner-caps.ts";
+import { createContextAgents } from "./app-context/context-agents.ts";
+import { createContextExecutor } from "./app-context/context-executor.ts";
+import { createContextStores } from "./app-context/context-stores.ts";
+import { warnOfKeys } from "./app-context/warn-of-keys.ts";
 import type { ApiKeyStore } from "./auth/api-key-store.ts";
 import { type ApiKeys, createApiKeys } from "./auth/api-keys.ts";
 import { createMemoryApiKeyStore } from "./auth/memory-api-key-store.ts";
 import type { Chain, TransferChain } from "./chain/chain.ts";
-import { createChainApprovals } from "./chain/chain-approvals.ts";
 import type { DelegateKeys } from "./chain/delegate-keys.ts";
 import type { SigningKey } from "./chain/ed25519-key.ts";
-import { createExecutorBalance, type ExecutorBalance } from "./chain/executor-balance.ts";
-import { type Config, ConfigError, type MongoConfig, redactUri } from "./config.ts";
+import type { ExecutorBalance } from "./chain/executor-balance.ts";
+import type { Config } from "./config.ts";
 import { createAnnouncingAgentStore } from "./events/announcing-agent-store.ts";
 import type { EventLog } from "./events/event-log.ts";
 import { createMemoryEventLog } from "./events/memory-event-log.ts";
@@ -21,14 +22,12 @@ import type { Logger } from "./logger.ts";
 import { type ApprovalCheck, createApprovalCheck } from "./scheduler/approval-check.ts";
 import { type CheckClaims, createMemoryCheckClaims } from "./scheduler/check-claims.ts";
 import type { Executor } from "./scheduler/executor.ts";
-import { createExecutorByType } from "./scheduler/executor-by-type.ts";
 import { createMemoryRunStore } from "./scheduler/memory-run-store.ts";
 import type { RunStore } from "./scheduler/run-store.ts";
 import { createScheduleClock, type ScheduleClock } from "./scheduler/schedule-clock.ts";
-import { createSimulatedExecutor } from "./scheduler/simulated-executor.ts";
-import { createSwapExecutor, type SwapRefusal } from "./scheduler/swap-executor.ts";
-import { createTransferExecutor, type TransferHooks } from "./scheduler/transfer-executor.ts";
-import { type Catalog, catalogSymbolLookup } from "./token/catalog.ts";
+import type { SwapRefusal } from "./scheduler/swap-executor.ts";
+import type { TransferHooks } from "./scheduler/transfer-executor.ts";
+import type { Catalog } from "./token/catalog.ts";
 import { createChainTokenSource } from "./token/chain-token-source.ts";
 import type { SwapApi } from "./token/jupiter-swap-api.ts";
 import { createTokenQueries, type TokenQueries } from "./token/token-queries.ts";
@@ -37,6 +36,8 @@ import { createMemoryWebhookStore } from "./webhooks/memory-webhook-store.ts";
 import { createWebhookEndpoints, type WebhookEndpoints } from "./webhooks/webhook-endpoints.ts";
 import { newEndpointId, newWebhookSecret } from "./webhooks/webhook-secret.ts";
 import type { WebhookStore } from "./webhooks/webhook-store.ts";
+
+export { mongoStoreOptions } from "./app-context/context-stores.ts";
 
 /**
  * Everything the service needs at run time, built once from the configuration. It owns the
@@ -95,7 +96,7 @@ export interface AppContext {
   /** "mongodb" or "memory": which agent store serves. */
   readonly storeKind: "mongodb" | "memory";
   /** The agent store's MongoDB client, for its connection pool metrics; undefined otherwise. */
-  readonly mongoClient: MongoClient | undefined;
+  readonly mongoClient: MongoAgentStore["client"] | undefined;
   /** True when every dependency can serve (readiness). Never throws. */
   isReady(): Promise<boolean>;
   /** True when the agent store answers. Never throws. */
@@ -155,78 +156,13 @@ export async function createAppContext(
   const tokenSource =
     overrides.tokenSource ??
     createChainTokenSource({ chain, tokenList, concurrency: TRANSACTION_READS_AT_ONCE });
-  let store: AgentStore;
-  let runStore: RunStore | undefined = overrides.runStore;
-  let storeKind: AppContext["storeKind"] = "memory";
-  let mongoClient: MongoClient | undefined;
-  let apiKeyStore: ApiKeyStore | undefined = overrides.apiKeyStore;
-  let events: EventLog | undefined;
-  let eventRepair: EventRepair | undefined;
-  let webhookStore: WebhookStore | undefined;
-  let checkClaims: CheckClaims | undefined;
-  if (overrides.agentStore !== undefined) {
-    store = overrides.agentStore;
-  } else if (config.mongo !== undefined) {
-    const mongo = config.mongo;
-    // The MongoDB adapters (and the driver, some 30 MB of memory) load only when configured, so
-    // the in-memory default does not carry them.
-    const [
-      { createMongoAgentStore },
-      { createMongoRunStore },
-      { createMongoApiKeyStore },
-      { createMongoEventLog },
-      { createMongoEventRepair },
-      { createMongoWebhookStore },
-      { createMongoCheckClaims },
-    ] = await Promise.all([
-      import("./agent/mongo-agent-store.ts"),
-      import("./scheduler/mongo-run-store.ts"),
-      import("./auth/mongo-api-key-store.ts"),
-      import("./events/mongo-event-log.ts"),
-      import("./events/mongo-event-repair.ts"),
-      import("./webhooks/mongo-webhook-store.ts"),
-      import("./scheduler/mongo-check-claims.ts"),
-    ]);
-    // The driver parses the URI when the client is made (no connection yet); what it rejects is a
-    // configuration error, reported like the others and without the driver's text (it may quote
-    // the URI, password included).
-    const mongoStore = await createMongoAgentStore({
-      ...mongoStoreOptions(mongo),
-      ...(overrides.now === undefined ? {} : { now: overrides.now }),
-    }).catch(() => {
-      throw new ConfigError("invalid configuration: MONGODB_URI is not a valid MongoDB connection string");
-    });
-    store = mongoStore;
-    runStore ??= createMongoRunStore({
-      db: mongoStore.db,
-      guard: mongoStore.guard,
-      maxTimeMS: mongo.operationTimeoutMs,
-    });
-    apiKeyStore ??= createMongoApiKeyStore({
-      db: mongoStore.db,
-      guard: mongoStore.guard,
-      maxTimeMS: mongo.operationTimeoutMs,
-    });
-    checkClaims = createMongoCheckClaims({ db: mongoStore.db, guard: mongoStore.guard });
-    events = createMongoEventLog({ db: mongoStore.db, guard: mongoStore.guard });
-    eventRepair = createMongoEventRepair({ db: mongoStore.db, log: events, guard: mongoStore.guard });
-    webhookStore = createMongoWebhookStore({
-      db: mongoStore.db,
-      guard: mongoStore.guard,
-      maxTimeMS: mongo.operationTimeoutMs,
-    });
-    mongoClient = mongoStore.client;
-    storeKind = "mongodb";
-    logger.info({ mongodb: redactUri(mongo.uri), db: mongo.dbName }, "agents are stored in MongoDB");
-  } else {
-    store = createMemoryAgentStore(overrides.now === undefined ? {} : { now: overrides.now });
-    logger.warn("agents are kept in memory and are not persisted; set MONGODB_URI to keep them");
-  }
-  const runs = runStore ?? createMemoryRunStore();
-  const eventLog = events ?? createMemoryEventLog();
+  const stores = await createContextStores(config, logger, overrides);
+  const { storeKind, mongoClient, apiKeyStore, eventRepair } = stores;
+  const runs = stores.runStore ?? createMemoryRunStore();
+  const eventLog = stores.events ?? createMemoryEventLog();
   // Every writer of agents goes through this store, so every change is announced.
-  store = createAnnouncingAgentStore({
-    store,
+  const store = createAnnouncingAgentStore({
+    store: stores.store,
     log: eventLog,
     ...(overrides.now === undefined ? {} : { now: overrides.now }),
     onError: (error) => logger.warn({ err: error }, "announcing an agent change failed"),
@@ -237,7 +173,7 @@ export async function createAppContext(
     ...(overrides.now === undefined ? {} : { now: overrides.now }),
   });
   warnOfKeys(config, storeKind, apiKeyStore, logger);
-  const hooks = webhookStore ?? createMemoryWebhookStore();
+  const hooks = stores.webhookStore ?? createMemoryWebhookStore();
   const webhooks = createWebhookEndpoints({
     store: hooks,
     rules: config.webhooks,
@@ -250,107 +186,38 @@ export async function createAppContext(
   const scheduleClock = createScheduleClock({ scale: config.scheduler.timeScale });
   const mints = new Map(catalog.tokens.map((t) => [t.symbol, t.mint]));
   const mintOf = (symbol: string) => mints.get(symbol);
-  const simulated = createSimulatedExecutor({
-    tokens: prices,
+  const { executor, executorBalance } = createContextExecutor({
+    config,
+    logger,
+    chain,
+    transfers,
+    executorKey,
+    delegates,
+    swaps: parts.swaps,
+    prices,
     mintOf,
-    faults: {
-      failureRate: config.scheduler.simulatedFailureRate,
-      hangRate: config.scheduler.simulatedHangRate,
-      latencyMs: config.scheduler.simulatedLatencyMs,
-    },
+    onSwapRefused: parts.onSwapRefused,
+    onRentSpent: parts.onRentSpent,
+    transferHooks: overrides.transferHooks,
+    executor: overrides.executor,
   });
   const realTransfers = config.transfers.executor === "chain";
-  const executorBalance = realTransfers
-    ? createExecutorBalance({
-        address: executorKey.address,
-        read: (signal) => chain.getBalance(executorKey.address, signal),
-        minLamports: BigInt(config.transfers.executorMinLamports),
-        intervalMs: EXECUTOR_BALANCE_INTERVAL_MS,
-        timeoutMs: config.solana.timeoutMs,
-        onChange(problem, lamports) {
-          if (problem !== undefined) logger.warn({ executor: executorKey.address, lamports }, problem);
-          else logger.info({ executor: executorKey.address, lamports }, "the executor can pay fees again");
-        },
-      })
-    : undefined;
-  const executor =
-    overrides.executor ??
-    createExecutorByType({
-      transfer:
-        executorBalance !== undefined
-          ? afterEachRun(
-              createTransferExecutor({
-                chain,
-                transfers,
-                executor: executorKey,
-                delegates,
-                mintOf,
-                prices,
-                caps: { perRunUsd: config.transfers.maxUsdPerRun, perDayUsd: config.transfers.maxUsdPerDay },
-                maxAccountCreationsPerDay: config.transfers.maxAccountCreationsPerDay,
-                ...(parts.onRentSpent === undefined ? {} : { onRentSpent: parts.onRentSpent }),
-                ...(overrides.transferHooks === undefined ? {} : { hooks: overrides.transferHooks }),
-              }),
-              // Every run spends the executor's lamports: read them again (throttled) after it.
-              () => executorBalance.refreshSoon(),
-            )
-          : simulated,
-      swap:
-        executorBalance !== undefined
-          ? afterEachRun(
-              createSwapExecutor({
-                chain,
-                transfers,
-                swaps: parts.swaps,
-                executor: executorKey,
-                delegates,
-                mintOf,
-                allowedPrograms: config.swaps.allowedPrograms,
-                maxFeeLamports: config.swaps.maxFeeLamports,
-                maxPriceDeviationBps: config.swaps.maxPriceDeviationBps,
-                prices,
-                caps: { perRunUsd: config.transfers.maxUsdPerRun, perDayUsd: config.transfers.maxUsdPerDay },
-                ...(parts.onSwapRefused === undefined ? {} : { onRefused: parts.onSwapRefused }),
-                ...(overrides.transferHooks === undefined ? {} : { hooks: overrides.transferHooks }),
-              }),
-              () => executorBalance.refreshSoon(),
-            )
-          : simulated,
-    });
   const tokens = createTokenQueries({ prices, tokenList, source: tokenSource });
-  const canonicalSymbol = catalogSymbolLookup(catalog);
-  const decimals = new Map(catalog.tokens.map((t) => [t.symbol, t.decimals]));
-  const createdListeners = new Set<(agent: AgentRecord) => void>();
-  const agents = createAgentCommands({
+  const { agents, onAgentCreated } = createContextAgents({
+    config,
     store,
     runs,
-    clock: scheduleClock,
-    lookupSymbol: async (symbol) => canonicalSymbol(symbol),
-    // The token list's decimals are the mints' real ones, so creating an agent needs no chain call.
-    lookupDecimals: async (symbol) => decimals.get(symbol),
-    async mintOnChain(symbol) {
-      const mint = mintOf(symbol);
-      return mint === undefined ? undefined : await chain.getMint(mint);
-    },
-    approvals: createChainApprovals({
-      chain,
-      transfers,
-      feePayer: executorKey.address,
-      delegates,
-      required: realTransfers,
-      mintOf,
-    }),
-    onCreated: (agent) => {
-      for (const listener of createdListeners) listener(agent);
-    },
-    caps: createOwnerCaps({
-      store,
-      defaults: config.agentCaps,
-      ...(parts.onAgentCapReached === undefined ? {} : { onRefused: parts.onAgentCapReached }),
-    }),
-    newId: newAgentId,
-    ...(overrides.now === undefined ? {} : { now: overrides.now }),
-    ...(parts.swapNotice === undefined ? {} : { swapNotice: parts.swapNotice }),
+    scheduleClock,
+    catalog,
+    chain,
+    transfers,
+    executorKey,
+    delegates,
+    mintOf,
+    realTransfers,
+    onAgentCapReached: parts.onAgentCapReached,
+    swapNotice: parts.swapNotice,
+    now: overrides.now,
   });
   const isStoreReady = async () => {
     try {
@@ -377,8 +244,8 @@ export async function createAppContext(
     runStore: runs,
     executor,
     awaitReady: realTransfers ? createApprovalCheck({ chain, transfers, delegates, mintOf }) : undefined,
-    checkClaims: checkClaims ?? createMemoryCheckClaims(),
-    onAgentCreated: (listener) => createdListeners.add(listener),
+    checkClaims: stores.checkClaims ?? createMemoryCheckClaims(),
+    onAgentCreated,
     executorBalance,
     scheduleClock,
     apiKeys,
@@ -401,74 +268,5 @@ export async function createAppContext(
   };
 }
 
-/** How often the executor's balance is read besides after runs: a getBalance, cheap for any cluster. */
-const EXECUTOR_BALANCE_INTERVAL_MS = 30_000;
-
-/** `executor`, telling `after` once each run is over, whatever its outcome. */
-function afterEachRun(executor: Executor, after: () => void): Executor {
-  return {
-    async execute(execution) {
-      try {
-        return await executor.execute(execution);
-      } finally {
-        after();
-      }
-    },
-    ...(executor.upstreamOf === undefined ? {} : { upstreamOf: (agent) => executor.upstreamOf?.(agent) }),
-  };
-}
-
 /** Transactions of one GetTokenTransactions page read from the chain at once. */
 const TRANSACTION_READS_AT_ONCE = 8;
-
-/** The MongoDB store's options from the configuration, for the server and the keys command alike. */
-export function mongoStoreOptions(mongo: MongoConfig) {
-  return {
-    uri: mongo.uri,
-    ...(mongo.dbName === undefined ? {} : { dbName: mongo.dbName }),
-    maxPoolSize: mongo.maxPoolSize,
-    serverSelectionTimeoutMS: mongo.serverSelectionTimeoutMs,
-    connectTimeoutMS: mongo.connectTimeoutMs,
-    socketTimeoutMS: mongo.socketTimeoutMs,
-    operationTimeoutMS: mongo.operationTimeoutMs,
-    // Feeds mongodb_commands_total (what the stores cost the database).
-    monitorCommands: true,
-  };
-}
-
-/**
- * Says at startup how calls will be let in, and what to do when no key exists to call with: keys
- * are required by default with MONGODB_URI, SOLANA_RPC_URL or NODE_ENV=production (the
- * container), and a first `docker run` or `MONGODB_URI=… npm start` otherwise answers every call
- * with 401 and no clue why. With MongoDB the keys may already exist (`npm run keys`), so that
- * warning waits for the store to say it holds none; a database still down says nothing here.
- */
-function warnOfKeys(
-  config: Config,
-  storeKind: "memory" | "mongodb",
-  keys: ApiKeyStore | undefined,
-  logger: Logger,
-): void {
-  if (config.auth.mode === "none") {
-    logger.warn("AUTH_MODE=none: calls need no API key, every caller is anonymous and sees every agent");
-    return;
-  }
-  if (config.auth.adminKey !== undefined) return;
-  const required =
-    "API keys are required (AUTH_MODE=apikey, the default with MONGODB_URI, SOLANA_RPC_URL or NODE_ENV=production as in the container)";
-  if (storeKind === "memory" || keys === undefined) {
-    logger.warn(
-      `${required} and keys live in memory, where none exists yet: every call is refused with 401. Start with ADMIN_API_KEY set to 32 or more random characters (docker run -e ADMIN_API_KEY=…) and make keys with POST /v1/apikeys, or set AUTH_MODE=none to try it without keys`,
-    );
-    return;
-  }
-  keys.list({ limit: 1, offset: 0 }).then(
-    (page) => {
-      if (page.total > 0) return;
-      logger.warn(
-        `${required} and the database holds none yet: every call is refused with 401. Make one with npm run keys -- create --owner NAME (in the container: node scripts/keys.ts create --owner NAME), or start with ADMIN_API_KEY set to 32 or more random characters`,
-      );
-    },
-    () => {},
-  );
-}
