@@ -15,7 +15,13 @@ import {
 import type { Catalog } from "../token/catalog.ts";
 import { BLOCKHASH_VALID_BLOCKS, createBlockClock } from "./block-clock.ts";
 import { createChainEvents } from "./chain-events.ts";
-import { type ChainState, readChainState, removeStaleTemporaries, writeChainState } from "./chain-state.ts";
+import {
+  type ChainState,
+  readChainState,
+  readCheckedChainState,
+  removeStaleTemporaries,
+  writeChainState,
+} from "./chain-state.ts";
 import { createGenesis, GENESIS_VERSION, LOCAL_KEYS } from "./genesis.ts";
 import { createJsonRpcHandler, type JsonRpcHandler } from "./json-rpc-handler.ts";
 import { createLedger } from "./ledger.ts";
@@ -108,13 +114,22 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
   const now = options.now ?? Date.now;
   const log = options.log ?? (() => {});
   if (options.statePath !== undefined) await removeStaleTemporaries(options.statePath);
-  const saved = options.statePath === undefined ? undefined : await readChainState(options.statePath);
+  // A damaged file throws (ChainStateError, naming it) and is left as it is: nothing saves over it.
+  const read = options.statePath === undefined ? undefined : await readCheckedChainState(options.statePath);
+  const saved = read?.state;
   let state: ChainState;
   let clockState: ChainState["clock"];
   if (saved !== undefined) {
     state = saved;
     clockState = saved.clock;
     log("info", "local chain state loaded", { entries: saved.ledger.length });
+    if (read?.checked === false) {
+      // Written before state files had a checksum: nothing can tell whether it was damaged since.
+      // The next save writes it with one.
+      log("warn", "the local chain state file has no checksum (an older format): loaded unchecked", {
+        state: options.statePath,
+      });
+    }
   } else {
     state = await loadGenesis(options, log);
     // The seeded history ends now: the chain's slot 0 is that many slots ago.
