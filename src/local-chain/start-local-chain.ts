@@ -59,6 +59,11 @@ export interface StartLocalChainOptions {
   readonly history?: number;
   /** requestAirdrop per client address (a token bucket); default: the configuration's default. */
   readonly airdropLimit?: RateLimitConfig;
+  /**
+   * Bytes of account data the chain may hold; a transaction or cheatcode that would grow it past
+   * them is refused. Default: LOCAL_SOLANA_MAX_ACCOUNT_BYTES's default.
+   */
+  readonly maxAccountBytes?: number;
   /** Told how each save of the state went. */
   readonly onSaved?: (outcome: SaveOutcome) => void;
   /** Where a built genesis is kept for the next start (default: node_modules/.cache). */
@@ -101,6 +106,8 @@ const DEFAULT_AIRDROP_LIMIT: RateLimitConfig = {
 };
 const DEFAULT_MAX_REQUEST_BYTES = 1024 * 1024;
 const MAX_BATCH = 100;
+/** Account data the chain holds at most when nothing configures it (LOCAL_SOLANA_MAX_ACCOUNT_BYTES). */
+const DEFAULT_MAX_ACCOUNT_BYTES = Number(CONFIG_VARIABLES.LOCAL_SOLANA_MAX_ACCOUNT_BYTES);
 /** Subscriptions of the whole chain when nothing configures it (LOCAL_SOLANA_PUBSUB_MAX_SUBSCRIPTIONS). */
 const DEFAULT_MAX_SUBSCRIPTIONS = Number(CONFIG_VARIABLES.LOCAL_SOLANA_PUBSUB_MAX_SUBSCRIPTIONS);
 
@@ -170,6 +177,7 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
     ...(saver === undefined ? {} : { onChange: saver.changed }),
     saved: state.accounts,
     keepSavedAccounts: saver !== undefined,
+    maxAccountBytes: options.maxAccountBytes ?? DEFAULT_MAX_ACCOUNT_BYTES,
   });
   chain.tick();
   // A saved ledger longer than the window (a smaller LOCAL_SOLANA_HISTORY now) is cut at once.
