@@ -127,6 +127,11 @@ export interface LocalChainConfig {
    * memory each); older ones are forgotten, as a validator's RPC forgets history.
    */
   readonly history: number;
+  /**
+   * Bytes of account data it may hold (LiteSVM keeps accounts outside V8's heap, so the heap
+   * limit does not bound them): a transaction or cheatcode that would grow it past them is refused.
+   */
+  readonly maxAccountBytes: number;
   /** requestAirdrop per client address: its faucet is not a way to grow the ledger without end. */
   readonly airdropLimit: RateLimitConfig;
   /**
@@ -445,6 +450,7 @@ export const CONFIG_VARIABLES = {
   LOCAL_SOLANA_MAX_IN_FLIGHT_PER_CONNECTION: "8",
   LOCAL_SOLANA_MAX_UNSENT_BYTES: "67108864",
   LOCAL_SOLANA_HISTORY: "100000",
+  LOCAL_SOLANA_MAX_ACCOUNT_BYTES: "268435456",
   LOCAL_SOLANA_AIRDROPS_PER_SECOND: "2",
   LOCAL_SOLANA_AIRDROP_BURST: "20",
   LOCAL_SOLANA_CHEATCODES: "",
@@ -804,6 +810,8 @@ function readSolana(read: Read, int: Int, bool: Bool, problems: string[], produc
       },
       // At least a few blocks' worth; at most what fits in memory at ~2 KB each (20 GB).
       history: int("LOCAL_SOLANA_HISTORY", 1000, 10_000_000),
+      // At least room for the genesis (a few MB) and some; at most what a machine holds (64 GiB).
+      maxAccountBytes: int("LOCAL_SOLANA_MAX_ACCOUNT_BYTES", 16 * 1024 * 1024, 64 * 1024 * 1024 * 1024),
       airdropLimit: {
         rate: int("LOCAL_SOLANA_AIRDROPS_PER_SECOND", 1, 1_000_000),
         burst: int("LOCAL_SOLANA_AIRDROP_BURST", 1, 1_000_000),

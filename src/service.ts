@@ -549,6 +549,7 @@ async function startEmbeddedChain(
       pubsubLimits: local.pubsub,
       cheatcodes: local.cheatcodes,
       history: local.history,
+      maxAccountBytes: local.maxAccountBytes,
       airdropLimit: local.airdropLimit,
       allowedHosts: local.allowedHosts,
       timeoutMs: config.solana.timeoutMs,
@@ -556,6 +557,7 @@ async function startEmbeddedChain(
       onRequest: metrics.onRequest,
       onRejected: metrics.onRejected,
       onSaved: metrics.onSaved,
+      onAccountBytes: metrics.onAccountBytes,
     });
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "EADDRINUSE") {

@@ -173,6 +173,7 @@ describe("loadConfig", () => {
             maxUnsentBytes: 67_108_864,
           },
           history: 100_000,
+          maxAccountBytes: 268_435_456,
           airdropLimit: { rate: 2, burst: 20 },
           cheatcodes: true,
           allowedHosts: [],
@@ -284,6 +285,12 @@ describe("loadConfig", () => {
     expect(attempt({ LOCAL_SOLANA_MAX_ANSWER_BYTES: "1000" })).toContain(
       "LOCAL_SOLANA_MAX_ANSWER_BYTES must be an integer from 65536",
     );
+    // The bound on the chain's account data is a whole number of bytes, with room for the genesis and more.
+    for (const bad of ["0", "-1", "1.5", "lots", "1000"]) {
+      expect(attempt({ LOCAL_SOLANA_MAX_ACCOUNT_BYTES: bad })).toContain(
+        `LOCAL_SOLANA_MAX_ACCOUNT_BYTES must be an integer from 16777216 to 68719476736 (got "${bad}")`,
+      );
+    }
     // The PubSub port's buffer leaves room for a notification of a token account and more.
     expect(attempt({ LOCAL_SOLANA_PUBSUB_MAX_BUFFERED_BYTES: "1000" })).toContain(
       "LOCAL_SOLANA_PUBSUB_MAX_BUFFERED_BYTES must be an integer from 65536",
@@ -430,6 +437,7 @@ describe("loadConfig", () => {
         LOCAL_SOLANA_MAX_IN_FLIGHT_PER_CONNECTION: "2",
         LOCAL_SOLANA_MAX_UNSENT_BYTES: "16777216",
         LOCAL_SOLANA_HISTORY: "5000",
+        LOCAL_SOLANA_MAX_ACCOUNT_BYTES: "33554432",
         LOCAL_SOLANA_AIRDROPS_PER_SECOND: "3",
         LOCAL_SOLANA_AIRDROP_BURST: "9",
         LOCAL_SOLANA_CHEATCODES: "false",
@@ -575,6 +583,7 @@ describe("loadConfig", () => {
             maxUnsentBytes: 16_777_216,
           },
           history: 5000,
+          maxAccountBytes: 33_554_432,
           airdropLimit: { rate: 3, burst: 9 },
           cheatcodes: false,
           allowedHosts: ["devbox.local", "chain.test"],

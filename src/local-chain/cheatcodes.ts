@@ -2,6 +2,7 @@ import { type Address, isSome, type Option } from "@solana/kit";
 import { AccountState, TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
 import { isBase58Address } from "../chain/base58-address.ts";
 import { associatedTokenAddress } from "../chain/program-address.ts";
+import { AccountBytesExceededError } from "./account-bytes.ts";
 import { createBoundedMemo } from "./bounded-memo.ts";
 import { invalidParams, JsonRpcError, paramError } from "./json-rpc-error.ts";
 import type { RpcMethod } from "./json-rpc-handler.ts";
@@ -53,6 +54,7 @@ export function cheatcodeMethods(chain: LocalChain): Record<string, RpcMethod> {
           ...(rentEpoch === undefined ? {} : { rentEpoch }),
         });
       } catch (error) {
+        if (error instanceof AccountBytesExceededError) throw boundError(error);
         if (!(error instanceof AccountRefusedError)) throw error;
         // The caller's account, not the chain, is at fault: their params, not an internal error.
         throw invalidParams(
@@ -95,15 +97,24 @@ export function cheatcodeMethods(chain: LocalChain): Record<string, RpcMethod> {
         closeAuthority: someAccount(update.closeAuthority, existing?.closeAuthority),
       });
       // Lamports are reset to the rent-exempt minimum (plus the amount, for wrapped SOL).
-      chain.setAccount(address, {
-        lamports: native ? rent + amount : rent,
-        data,
-        programAddress: program,
-        executable: false,
-      });
+      try {
+        chain.setAccount(address, {
+          lamports: native ? rent + amount : rent,
+          data,
+          programAddress: program,
+          executable: false,
+        });
+      } catch (error) {
+        throw error instanceof AccountBytesExceededError ? boundError(error) : error;
+      }
       return withContext(chain.slot("processed"), null);
     },
   };
+}
+
+/** The chain is full, not the caller's params wrong: -32602 all the same, with the bound and the figures. */
+function boundError(error: AccountBytesExceededError): JsonRpcError {
+  return paramError(`the account cannot be set: ${error.message}`);
 }
 
 function objectParam(value: unknown, expected: string): Record<string, unknown> {

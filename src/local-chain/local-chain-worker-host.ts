@@ -20,6 +20,8 @@ export interface LocalChainWorkerOptions extends LocalChainWorkerData {
   readonly onRequest?: (method: string, outcome: "ok" | "error", code?: number) => void;
   readonly onRejected?: (reason: string) => void;
   readonly onSaved?: (outcome: { ok: boolean; seconds: number }) => void;
+  /** Bytes of account data the chain holds and their bound, each time they move. */
+  readonly onAccountBytes?: (figures: { used: number; max: number }) => void;
 }
 
 /** The embedded local chain as the service holds it: a worker thread, reached by messages. */
@@ -148,6 +150,9 @@ export async function startLocalChainWorker(options: LocalChainWorkerOptions): P
             return;
           case "saved-metric":
             options.onSaved?.({ ok: message.ok, seconds: message.seconds });
+            return;
+          case "account-bytes":
+            options.onAccountBytes?.({ used: message.used, max: message.max });
             return;
           case "closed":
             // Saved and its ports closed: whatever timers it still has need not run.
@@ -288,7 +293,17 @@ export async function startLocalChainWorker(options: LocalChainWorkerOptions): P
 }
 
 function workerDataOf(options: LocalChainWorkerOptions): LocalChainWorkerData {
-  const { timeoutMs, restartBaseMs, restartMaxMs, log, onRequest, onRejected, onSaved, ...data } = options;
+  const {
+    timeoutMs,
+    restartBaseMs,
+    restartMaxMs,
+    log,
+    onRequest,
+    onRejected,
+    onSaved,
+    onAccountBytes,
+    ...data
+  } = options;
   return data;
 }
 

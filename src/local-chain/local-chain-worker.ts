@@ -50,6 +50,8 @@ export type FromLocalChainWorker =
   | { readonly type: "request-metrics"; readonly requests: readonly RequestMetric[] }
   | { readonly type: "rejected-metric"; readonly reason: string }
   | { readonly type: "saved-metric"; readonly ok: boolean; readonly seconds: number }
+  /** Bytes of account data the chain holds and their bound, when they moved (sent with the request counts). */
+  | { readonly type: "account-bytes"; readonly used: number; readonly max: number }
   | { readonly type: "closed" };
 
 export interface RequestMetric {
@@ -97,13 +99,19 @@ async function serve(): Promise<void> {
   // Counted here and sent in bulk: a flood of cheap requests on the chain's port must not become a
   // flood of messages for the service's thread to handle one by one.
   let requests: RequestMetric[] = [];
+  let running: RunningLocalChain | undefined;
+  let accountBytesSent: number | undefined;
   const flush = () => {
+    const bytes = running?.chain.accountBytes;
+    if (bytes !== undefined && bytes.used !== accountBytesSent) {
+      accountBytesSent = bytes.used;
+      post({ type: "account-bytes", used: bytes.used, max: bytes.max });
+    }
     if (requests.length === 0) return;
     post({ type: "request-metrics", requests });
     requests = [];
   };
   setInterval(flush, METRICS_FLUSH_MS).unref();
-  let running: RunningLocalChain;
   try {
     running = await startLocalChain({
       ...options,
@@ -130,18 +138,19 @@ async function serve(): Promise<void> {
     port.close();
     return;
   }
+  const chain = running;
   const shapes = createKitShapes();
   port.on("message", (message: ToLocalChainWorker) => {
     switch (message.type) {
       case "request":
         // handleValue never rejects: what fails answers -32603.
-        void answerShaped(running.handler, message.payload, shapes).then(({ response, shaped }) =>
+        void answerShaped(chain.handler, message.payload, shapes).then(({ response, shaped }) =>
           post({ type: "response", id: message.id, response, ...(shaped ? { shaped } : {}) }),
         );
         return;
       case "airdrop": {
-        const signature = running.chain.airdrop(message.address, message.lamports);
-        const status = running.chain.status(signature);
+        const signature = chain.chain.airdrop(message.address, message.lamports);
+        const status = chain.chain.status(signature);
         post({
           type: "airdropped",
           id: message.id,
@@ -155,7 +164,7 @@ async function serve(): Promise<void> {
         });
         return;
       case "close":
-        void running.close().finally(() => {
+        void chain.close().finally(() => {
           flush();
           post({ type: "closed" });
           port.close();
@@ -163,7 +172,8 @@ async function serve(): Promise<void> {
         return;
     }
   });
-  post({ type: "ready", url: running.url, pubsubUrl: running.pubsub?.url });
+  flush();
+  post({ type: "ready", url: chain.url, pubsubUrl: chain.pubsub?.url });
   // The chain's heap is its own: it gives back what start-up and bursts left, as the service's
   // does (see idle-heap-release.ts; the collector is there when the process runs with --expose-gc).
   const gc = globalThis.gc;

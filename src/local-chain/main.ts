@@ -26,6 +26,7 @@ async function main(): Promise<void> {
       pubsubLimits: local.pubsub,
       cheatcodes: local.cheatcodes,
       history: local.history,
+      maxAccountBytes: local.maxAccountBytes,
       airdropLimit: local.airdropLimit,
       allowedHosts: local.allowedHosts,
       log: (level, message, fields) => logger[level](fields ?? {}, message),

@@ -15,7 +15,13 @@ import {
 import type { Catalog } from "../token/catalog.ts";
 import { BLOCKHASH_VALID_BLOCKS, createBlockClock } from "./block-clock.ts";
 import { createChainEvents } from "./chain-events.ts";
-import { type ChainState, readChainState, removeStaleTemporaries, writeChainState } from "./chain-state.ts";
+import {
+  type ChainState,
+  readChainState,
+  readCheckedChainState,
+  removeStaleTemporaries,
+  writeChainState,
+} from "./chain-state.ts";
 import { createGenesis, GENESIS_VERSION, LOCAL_KEYS } from "./genesis.ts";
 import { createJsonRpcHandler, type JsonRpcHandler } from "./json-rpc-handler.ts";
 import { createLedger } from "./ledger.ts";
@@ -53,6 +59,11 @@ export interface StartLocalChainOptions {
   readonly history?: number;
   /** requestAirdrop per client address (a token bucket); default: the configuration's default. */
   readonly airdropLimit?: RateLimitConfig;
+  /**
+   * Bytes of account data the chain may hold; a transaction or cheatcode that would grow it past
+   * them is refused. Default: LOCAL_SOLANA_MAX_ACCOUNT_BYTES's default.
+   */
+  readonly maxAccountBytes?: number;
   /** Told how each save of the state went. */
   readonly onSaved?: (outcome: SaveOutcome) => void;
   /** Where a built genesis is kept for the next start (default: node_modules/.cache). */
@@ -95,6 +106,8 @@ const DEFAULT_AIRDROP_LIMIT: RateLimitConfig = {
 };
 const DEFAULT_MAX_REQUEST_BYTES = 1024 * 1024;
 const MAX_BATCH = 100;
+/** Account data the chain holds at most when nothing configures it (LOCAL_SOLANA_MAX_ACCOUNT_BYTES). */
+const DEFAULT_MAX_ACCOUNT_BYTES = Number(CONFIG_VARIABLES.LOCAL_SOLANA_MAX_ACCOUNT_BYTES);
 /** Subscriptions of the whole chain when nothing configures it (LOCAL_SOLANA_PUBSUB_MAX_SUBSCRIPTIONS). */
 const DEFAULT_MAX_SUBSCRIPTIONS = Number(CONFIG_VARIABLES.LOCAL_SOLANA_PUBSUB_MAX_SUBSCRIPTIONS);
 
@@ -108,13 +121,22 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
   const now = options.now ?? Date.now;
   const log = options.log ?? (() => {});
   if (options.statePath !== undefined) await removeStaleTemporaries(options.statePath);
-  const saved = options.statePath === undefined ? undefined : await readChainState(options.statePath);
+  // A damaged file throws (ChainStateError, naming it) and is left as it is: nothing saves over it.
+  const read = options.statePath === undefined ? undefined : await readCheckedChainState(options.statePath);
+  const saved = read?.state;
   let state: ChainState;
   let clockState: ChainState["clock"];
   if (saved !== undefined) {
     state = saved;
     clockState = saved.clock;
     log("info", "local chain state loaded", { entries: saved.ledger.length });
+    if (read?.checked === false) {
+      // Written before state files had a checksum: nothing can tell whether it was damaged since.
+      // The next save writes it with one.
+      log("warn", "the local chain state file has no checksum (an older format): loaded unchecked", {
+        state: options.statePath,
+      });
+    }
   } else {
     state = await loadGenesis(options, log);
     // The seeded history ends now: the chain's slot 0 is that many slots ago.
@@ -155,6 +177,7 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
     ...(saver === undefined ? {} : { onChange: saver.changed }),
     saved: state.accounts,
     keepSavedAccounts: saver !== undefined,
+    maxAccountBytes: options.maxAccountBytes ?? DEFAULT_MAX_ACCOUNT_BYTES,
   });
   chain.tick();
   // A saved ledger longer than the window (a smaller LOCAL_SOLANA_HISTORY now) is cut at once.
