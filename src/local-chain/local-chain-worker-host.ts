@@ -2,6 +2,7 @@ import { Worker } from "node:worker_threads";
 import type { RpcTransport } from "@solana/kit";
 import { KitShapedAnswer } from "../chain/chain-rpc.ts";
 import { TransportError } from "../chain/transport-error.ts";
+import { createChainMirror } from "./chain-mirror.ts";
 import type {
   FromLocalChainWorker,
   LocalChainWorkerData,
@@ -47,6 +48,11 @@ export interface EmbeddedLocalChain {
   close(): Promise<void>;
 }
 
+/**
+ * Transactions the mirror of a chain without a state file keeps for a restart (besides those
+ * whose blockhash is still valid): the recent history, a few megabytes, not the whole window.
+ */
+const MIRRORED_ENTRIES = 2_000;
 const DEFAULT_RESTART_BASE_MS = 250;
 const DEFAULT_RESTART_MAX_MS = 30_000;
 /** A worker that served this long has recovered: the next crash waits the base time again. */
@@ -69,7 +75,9 @@ function workerEntry(): URL {
  * Starts the embedded local chain in a worker thread (see local-chain-worker.ts) and keeps it
  * running: a worker that crashes is logged with its error, the requests it held fail as
  * unreachable (the resilient transport turns that into `unavailable`), and it is started again
- * from the saved state (LOCAL_SOLANA_STATE) after a backoff, on the same port. Resolves once the
+ * after a backoff, on the same port, from the saved state (LOCAL_SOLANA_STATE) or, without one,
+ * from the genesis and the changes mirrored here (chain-mirror.ts): the chain as it was a moment
+ * before the crash. Resolves once the
  * chain serves; rejects when the first start fails (an error whose `code` is the worker's, e.g.
  * EADDRINUSE).
  */
@@ -77,7 +85,11 @@ export async function startLocalChainWorker(options: LocalChainWorkerOptions): P
   const { log, timeoutMs } = options;
   const restartBaseMs = options.restartBaseMs ?? DEFAULT_RESTART_BASE_MS;
   const restartMaxMs = options.restartMaxMs ?? DEFAULT_RESTART_MAX_MS;
-  let data: LocalChainWorkerData = workerDataOf(options);
+  // Without a state file, the chain's changes are mirrored here, and a worker started again after
+  // a crash starts on them rather than on a new genesis under agents whose wallets it forgot.
+  const mirror =
+    options.statePath === undefined ? createChainMirror({ keepEntries: MIRRORED_ENTRIES }) : undefined;
+  let data: LocalChainWorkerData = { ...workerDataOf(options), mirror: mirror !== undefined };
   let worker: Worker | undefined;
   let available = false;
   let closing = false;
@@ -154,6 +166,9 @@ export async function startLocalChainWorker(options: LocalChainWorkerOptions): P
           case "account-bytes":
             options.onAccountBytes?.({ used: message.used, max: message.max });
             return;
+          case "delta":
+            mirror?.apply(message.delta);
+            return;
           case "closed":
             // Saved and its ports closed: whatever timers it still has need not run.
             void current.terminate();
@@ -176,6 +191,8 @@ export async function startLocalChainWorker(options: LocalChainWorkerOptions): P
           return;
         }
         failPending("the embedded local chain is restarting");
+        const restore = mirror?.delta();
+        if (restore !== undefined) data = { ...data, restore };
         crashes = performance.now() - servingSince > HEALTHY_AFTER_MS ? 1 : crashes + 1;
         const waitMs = Math.min(restartMaxMs, restartBaseMs * 2 ** (crashes - 1));
         log(

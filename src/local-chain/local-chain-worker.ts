@@ -1,6 +1,7 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { createIdleHeapRelease } from "../idle-heap-release.ts";
 import { loadCatalog } from "../token/catalog.ts";
+import type { ChainDelta } from "./chain-mirror.ts";
 import { createKitShapes } from "./kit-shape.ts";
 import { answerShaped } from "./local-transport.ts";
 import { type RunningLocalChain, type StartLocalChainOptions, startLocalChain } from "./start-local-chain.ts";
@@ -17,8 +18,11 @@ import { type RunningLocalChain, type StartLocalChainOptions, startLocalChain } 
 /** What the host gives the worker: startLocalChain's options that are plain data. */
 export type LocalChainWorkerData = Omit<
   StartLocalChainOptions,
-  "catalog" | "log" | "onRequest" | "onRejected" | "onSaved" | "onUnexpected" | "now" | "cacheDir"
->;
+  "catalog" | "log" | "onRequest" | "onRejected" | "onSaved" | "onUnexpected" | "onDelta" | "now" | "cacheDir"
+> & {
+  /** Tell the host what changes (a "delta" message per burst), so it can start the chain again on it. */
+  readonly mirror?: boolean;
+};
 
 /** From the host. */
 export type ToLocalChainWorker =
@@ -52,6 +56,8 @@ export type FromLocalChainWorker =
   | { readonly type: "saved-metric"; readonly ok: boolean; readonly seconds: number }
   /** Bytes of account data the chain holds and their bound, when they moved (sent with the request counts). */
   | { readonly type: "account-bytes"; readonly used: number; readonly max: number }
+  /** What changed on the chain (see chain-mirror.ts), when the host mirrors it. */
+  | { readonly type: "delta"; readonly delta: ChainDelta }
   | { readonly type: "closed" };
 
 export interface RequestMetric {
@@ -95,7 +101,7 @@ async function serve(): Promise<void> {
   const port = parentPort;
   if (port === null) throw new Error("local-chain-worker.ts runs as a worker thread only");
   const post = (message: FromLocalChainWorker) => port.postMessage(message);
-  const options = workerData as LocalChainWorkerData;
+  const { mirror, ...options } = workerData as LocalChainWorkerData;
   // Counted here and sent in bulk: a flood of cheap requests on the chain's port must not become a
   // flood of messages for the service's thread to handle one by one.
   let requests: RequestMetric[] = [];
@@ -125,6 +131,7 @@ async function serve(): Promise<void> {
       },
       onRejected: (reason) => post({ type: "rejected-metric", reason }),
       onSaved: (outcome) => post({ type: "saved-metric", ok: outcome.ok, seconds: outcome.seconds }),
+      ...(mirror === true ? { onDelta: (delta: ChainDelta) => post({ type: "delta", delta }) } : {}),
       onUnexpected: (error, method) =>
         post({
           type: "log",

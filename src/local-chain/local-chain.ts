@@ -925,7 +925,7 @@ const NONCE_ACCOUNT_SIZE = 80;
 const FEE_PAYER_ERRORS = new Set(["AccountNotFound", "InsufficientFundsForFee", "InvalidAccountForFee"]);
 
 /** An account as the state file holds it. */
-function savedAccountOf(account: ChainAccount): SavedAccount {
+export function savedAccountOf(account: ChainAccount): SavedAccount {
   return {
     lamports: account.lamports.toString(),
     owner: account.programAddress,

@@ -14,7 +14,9 @@ import {
 } from "../config.ts";
 import type { Catalog } from "../token/catalog.ts";
 import { BLOCKHASH_VALID_BLOCKS, createBlockClock } from "./block-clock.ts";
+import { createChainDeltaFeed } from "./chain-delta-feed.ts";
 import { createChainEvents } from "./chain-events.ts";
+import { type ChainDelta, withDelta } from "./chain-mirror.ts";
 import {
   type ChainState,
   readChainState,
@@ -64,6 +66,13 @@ export interface StartLocalChainOptions {
    * them is refused. Default: LOCAL_SOLANA_MAX_ACCOUNT_BYTES's default.
    */
   readonly maxAccountBytes?: number;
+  /**
+   * Without `statePath`: the changes a worker that died had made since its genesis (the service's
+   * mirror of them, see chain-mirror.ts), put back over the genesis, its clock included.
+   */
+  readonly restore?: ChainDelta;
+  /** Told of what changes, a burst at a time (see chain-delta-feed.ts): the service mirrors it. */
+  readonly onDelta?: (delta: ChainDelta) => void;
   /** Told how each save of the state went. */
   readonly onSaved?: (outcome: SaveOutcome) => void;
   /** Where a built genesis is kept for the next start (default: node_modules/.cache). */
@@ -137,6 +146,14 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
         state: options.statePath,
       });
     }
+  } else if (options.restore !== undefined) {
+    // A worker started again: the chain it had, from the genesis and what changed since.
+    state = withDelta(await loadGenesis(options, log), options.restore);
+    clockState = state.clock;
+    log("info", "local chain restored from the service's mirror of it", {
+      accounts: options.restore.accounts.length,
+      entries: options.restore.ledger.length,
+    });
   } else {
     state = await loadGenesis(options, log);
     // The seeded history ends now: the chain's slot 0 is that many slots ago.
@@ -180,6 +197,10 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
     maxAccountBytes: options.maxAccountBytes ?? DEFAULT_MAX_ACCOUNT_BYTES,
   });
   chain.tick();
+  const feed =
+    options.onDelta === undefined
+      ? undefined
+      : createChainDeltaFeed({ chain, events, post: options.onDelta });
   // A saved ledger longer than the window (a smaller LOCAL_SOLANA_HISTORY now) is cut at once.
   ledger.prune(clock.slot - BLOCKHASH_VALID_BLOCKS);
   const tokenIndex = createTokenAccountIndex({ chain, events });
@@ -246,6 +267,7 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
       await ports?.close();
       subscriptions.close();
       tokenIndex.close();
+      feed?.close();
       await saver?.close();
     },
   };
