@@ -30,7 +30,13 @@ export type ToLocalChainWorker =
 
 /** To the host. */
 export type FromLocalChainWorker =
-  | { readonly type: "ready"; readonly url: string | undefined; readonly pubsubUrl: string | undefined }
+  | {
+      readonly type: "ready";
+      readonly url: string | undefined;
+      readonly pubsubUrl: string | undefined;
+      /** The seed of the chain's own keys: the service signs its pools' side of a swap with them. */
+      readonly keySeed: string;
+    }
   | { readonly type: "failed"; readonly error: PlainError }
   | {
       readonly type: "response";
@@ -163,7 +169,7 @@ async function serve(): Promise<void> {
         return;
     }
   });
-  post({ type: "ready", url: running.url, pubsubUrl: running.pubsub?.url });
+  post({ type: "ready", url: running.url, pubsubUrl: running.pubsub?.url, keySeed: running.keys.seed });
   // The chain's heap is its own: it gives back what start-up and bursts left, as the service's
   // does (see idle-heap-release.ts; the collector is there when the process runs with --expose-gc).
   const gc = globalThis.gc;

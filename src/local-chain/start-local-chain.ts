@@ -15,8 +15,10 @@ import {
 import type { Catalog } from "../token/catalog.ts";
 import { BLOCKHASH_VALID_BLOCKS, createBlockClock } from "./block-clock.ts";
 import { createChainEvents } from "./chain-events.ts";
+import { type ChainKeys, createChainKeys, newChainKeySeed } from "./chain-keys.ts";
 import { type ChainState, readChainState, removeStaleTemporaries, writeChainState } from "./chain-state.ts";
 import { createGenesis, GENESIS_VERSION, LOCAL_KEYS } from "./genesis.ts";
+import { installChainKeys } from "./install-chain-keys.ts";
 import { createJsonRpcHandler, type JsonRpcHandler } from "./json-rpc-handler.ts";
 import { createLedger } from "./ledger.ts";
 import { createLocalChain, createSvm, type LocalChain } from "./local-chain.ts";
@@ -35,6 +37,12 @@ export interface StartLocalChainOptions {
   readonly port: number | undefined;
   /** File the chain is kept in across restarts; undefined: a fresh chain from the genesis. */
   readonly statePath: string | undefined;
+  /**
+   * The seed of a fresh chain's own keys (chain-keys.ts), when its state holds none: the embedded
+   * chain's host passes the one its last start made, so a restart without a state file keeps its
+   * pools. Default: a new random one. A state file's own seed always wins.
+   */
+  readonly keySeed?: string;
   readonly slotMs: number;
   /** Largest JSON-RPC request body the port reads. */
   readonly maxRequestBytes?: number;
@@ -71,6 +79,8 @@ export interface StartLocalChainOptions {
 
 export interface RunningLocalChain {
   readonly chain: LocalChain;
+  /** The chain's own keys: its pools' and its mints' authority (kept in its state file). */
+  readonly keys: ChainKeys;
   readonly handler: JsonRpcHandler;
   /** The in-process transport for @solana/kit (the service's own chain adapter uses it). */
   readonly transport: RpcTransport;
@@ -124,6 +134,19 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
       genesisMs: now() - state.clock.slot * options.slotMs,
     };
   }
+  // A state without keys of its own (the genesis, or a file saved before chains had them) gets
+  // them now, before anyone is served.
+  const keyless = state.keySeed === undefined;
+  const keys = createChainKeys(state.keySeed ?? options.keySeed ?? newChainKeySeed());
+  if (keyless && saved !== undefined) {
+    log(
+      "warn",
+      "the local chain state holds no keys of its own (saved by an older version): its pools are made anew",
+      {
+        state: options.statePath,
+      },
+    );
+  }
   const svm = createSvm(state.accounts);
   const clock = createBlockClock({ state: clockState, now });
   const ledger = createLedger({ saved: state.ledger, maxEntries: options.history ?? DEFAULT_HISTORY });
@@ -137,9 +160,10 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
             accounts: chain.savedAccounts(),
             clock: clock.state(),
             ledger: ledger.entries(),
+            keySeed: keys.seed,
           }),
           delayMs: SAVE_DELAY_MS,
-          dirty: saved === undefined,
+          dirty: keyless,
           ...(options.onSaved === undefined ? {} : { onSaved: options.onSaved }),
           onError: (error) => log("error", "the local chain state could not be saved", { err: error }),
         });
@@ -156,6 +180,13 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
     saved: state.accounts,
     keepSavedAccounts: saver !== undefined,
   });
+  if (keyless) {
+    await installChainKeys(chain, {
+      catalog: options.catalog,
+      keys,
+      genesisAuthority: LOCAL_KEYS.authority.address,
+    });
+  }
   chain.tick();
   // A saved ledger longer than the window (a smaller LOCAL_SOLANA_HISTORY now) is cut at once.
   ledger.prune(clock.slot - BLOCKHASH_VALID_BLOCKS);
@@ -214,6 +245,7 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
   await saver?.save();
   return {
     chain,
+    keys,
     handler,
     transport: createLocalTransport(handler),
     url: ports?.rpc.url,
@@ -249,7 +281,10 @@ async function loadGenesis(
     const cached = await readChainState(join(directory, `local-chain-genesis-${key}.bin`)).catch(
       () => undefined,
     );
-    if (cached !== undefined) return cached;
+    // The genesis is public and holds no keys: a seed in a cached file (a file put there by
+    // someone else, say) is never taken, so every chain makes its own.
+    if (cached !== undefined)
+      return { accounts: cached.accounts, clock: cached.clock, ledger: cached.ledger };
   }
   log("info", "building the local chain's genesis (once per machine; later starts load it)");
   const started = performance.now();
