@@ -550,6 +550,7 @@ async function startEmbeddedChain(
       history: local.history,
       airdropLimit: local.airdropLimit,
       allowedHosts: local.allowedHosts,
+      allowedOrigins: local.allowedOrigins,
       timeoutMs: config.solana.timeoutMs,
       log: (level, message, fields) => logger[level](fields ?? {}, message),
       onRequest: metrics.onRequest,

@@ -176,6 +176,7 @@ describe("loadConfig", () => {
           airdropLimit: { rate: 2, burst: 20 },
           cheatcodes: true,
           allowedHosts: [],
+          allowedOrigins: [],
           pubsub: {
             maxConnections: 256,
             maxSubscriptionsPerConnection: 1000,
@@ -433,6 +434,7 @@ describe("loadConfig", () => {
         LOCAL_SOLANA_AIRDROP_BURST: "9",
         LOCAL_SOLANA_CHEATCODES: "false",
         LOCAL_SOLANA_ALLOWED_HOSTS: "devbox.local,chain.test",
+        LOCAL_SOLANA_ALLOWED_ORIGINS: "https://app.example, http://localhost:5173/",
         LOCAL_SOLANA_PUBSUB_MAX_CONNECTIONS: "12",
         LOCAL_SOLANA_PUBSUB_MAX_SUBSCRIPTIONS_PER_CONNECTION: "34",
         LOCAL_SOLANA_PUBSUB_MAX_SUBSCRIPTIONS: "3400",
@@ -576,6 +578,7 @@ describe("loadConfig", () => {
           airdropLimit: { rate: 3, burst: 9 },
           cheatcodes: false,
           allowedHosts: ["devbox.local", "chain.test"],
+          allowedOrigins: ["https://app.example", "http://localhost:5173"],
           pubsub: {
             maxConnections: 12,
             maxSubscriptionsPerConnection: 34,

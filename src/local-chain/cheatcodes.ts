@@ -3,6 +3,7 @@ import { AccountState, TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
 import { isBase58Address } from "../chain/base58-address.ts";
 import { associatedTokenAddress } from "../chain/program-address.ts";
 import { createBoundedMemo } from "./bounded-memo.ts";
+import { cheatcodeRefusal } from "./cheatcode-refusal.ts";
 import { invalidParams, JsonRpcError, paramError } from "./json-rpc-error.ts";
 import type { RpcMethod } from "./json-rpc-handler.ts";
 import { AccountRefusedError, type LocalChain } from "./local-chain.ts";
@@ -19,10 +20,12 @@ const MAX_DATA_BYTES = 10 * 1024 * 1024;
 
 /**
  * surfpool's cheatcodes, with surfpool's parameters, so that the tools and scripts written for
- * surfpool work here: `surfnet_setAccount` writes any account (lamports, data as hex, owner,
- * executable, rentEpoch), and `surfnet_setTokenAccount` sets a wallet's associated token account for a mint
+ * surfpool work here: `surfnet_setAccount` writes an account (lamports, data as hex, owner,
+ * rentEpoch), and `surfnet_setTokenAccount` sets a wallet's associated token account for a mint
  * (creating it when missing): its amount, delegate, state, delegated amount and close authority.
- * A developer funds a wallet with any catalog token in one call.
+ * A developer funds a wallet with any catalog token in one call. Neither writes a program, a
+ * sysvar or a program the service depends on, nor makes an account a program
+ * (cheatcode-refusal.ts): surfpool would, and one call could break every owner's transactions.
  */
 export function cheatcodeMethods(chain: LocalChain): Record<string, RpcMethod> {
   /** Associated token accounts by (owner, mint, program): a pure function's answers, bounded. */
@@ -44,6 +47,7 @@ export function cheatcodeMethods(chain: LocalChain): Record<string, RpcMethod> {
         SYSTEM_PROGRAM) as Address;
       const executable = booleanOf(update, "executable", existing?.executable ?? false);
       const rentEpoch = optional(update.rentEpoch, u64Param) ?? existing?.rentEpoch;
+      refuseProtected(address, existing, { programAddress: owner, executable });
       try {
         chain.setAccount(address, {
           lamports,
@@ -55,11 +59,7 @@ export function cheatcodeMethods(chain: LocalChain): Record<string, RpcMethod> {
       } catch (error) {
         if (!(error instanceof AccountRefusedError)) throw error;
         // The caller's account, not the chain, is at fault: their params, not an internal error.
-        throw invalidParams(
-          executable
-            ? `executable: an executable account must hold a program its owner (a loader such as BPFLoaderUpgradeab1e11111111111111111111111) can load; LiteSVM could not load this one (${error.reason})`
-            : `the account cannot be set (${error.reason})`,
-        );
+        throw invalidParams(`the account cannot be set (${error.reason})`);
       }
       return withContext(chain.slot("processed"), null);
     },
@@ -79,6 +79,7 @@ export function cheatcodeMethods(chain: LocalChain): Record<string, RpcMethod> {
       const native = mint === NATIVE_MINT;
       const rent = chain.rentExemption(ACCOUNT_SIZE);
       const current = chain.account(address);
+      refuseProtected(address, current, { programAddress: program, executable: false });
       const existing = current === undefined ? undefined : readTokenAccount(current);
       if (current !== undefined && existing === undefined) {
         throw paramError("Failed to unpack token account data: Parse error: Failed to unpack token account");
@@ -104,6 +105,16 @@ export function cheatcodeMethods(chain: LocalChain): Record<string, RpcMethod> {
       return withContext(chain.slot("processed"), null);
     },
   };
+}
+
+/** -32602, naming the account and the rule, when a cheatcode must not write it (cheatcode-refusal.ts). */
+function refuseProtected(
+  address: string,
+  existing: Parameters<typeof cheatcodeRefusal>[1],
+  next: Parameters<typeof cheatcodeRefusal>[2],
+): void {
+  const refusal = cheatcodeRefusal(address, existing, next);
+  if (refusal !== undefined) throw invalidParams(refusal);
 }
 
 function objectParam(value: unknown, expected: string): Record<string, unknown> {

@@ -54,6 +54,8 @@ export interface StartLocalChainOptions {
   readonly cheatcodes?: boolean;
   /** Host header names the port answers besides the loopback ones (see host-check.ts). */
   readonly allowedHosts?: readonly string[];
+  /** Web origins that may call the ports besides pages on this machine (see cors.ts). */
+  readonly allowedOrigins?: readonly string[];
   /**
    * Transactions the ledger keeps (those of the last 150 slots are always kept); older ones go,
    * as a validator's RPC forgets history. Default: LOCAL_SOLANA_HISTORY's default.
@@ -239,6 +241,7 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
           limits,
           pubsubLimits,
           ...(options.allowedHosts === undefined ? {} : { allowedHosts: options.allowedHosts }),
+          ...(options.allowedOrigins === undefined ? {} : { allowedOrigins: options.allowedOrigins }),
           ...(options.onRejected === undefined ? {} : { onRejected: options.onRejected }),
           ...(options.onUnexpected === undefined ? {} : { onUnexpected: options.onUnexpected }),
         });
