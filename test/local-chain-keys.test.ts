@@ -17,17 +17,20 @@ import {
   generateKeyPairSigner,
   getAddressDecoder,
   type KeyPairSigner,
+  some,
 } from "@solana/kit";
 import {
   findAssociatedTokenPda,
   getCreateAssociatedTokenIdempotentInstruction,
   getFreezeAccountInstruction,
+  getMintDecoder,
+  getMintEncoder,
   getMintToCheckedInstruction,
   getTransferCheckedInstruction,
   TOKEN_PROGRAM_ADDRESS,
 } from "@solana-program/token";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { readChainState } from "../src/local-chain/chain-state.ts";
+import { readChainState, writeChainState } from "../src/local-chain/chain-state.ts";
 import { type LocalPool, localPools } from "../src/local-chain/local-pools.ts";
 import { createEmbeddedSwapRoutes } from "../src/local-chain/local-swap-api.ts";
 import {
@@ -230,5 +233,42 @@ describe("the chain's keys", () => {
     const jupPool = poolNamed(await localPools(catalog, again.keys), "JUP/USDC");
     const vault = await chain.raw("getAccountInfo", [jupPool.vaultA, { encoding: "jsonParsed" }]);
     expect(JSON.stringify(vault)).toContain(`"delegate":"${taker}"`);
+  });
+
+  it("are made for a state file saved before chains had them: its mints' powers move off the public key", async () => {
+    const directory = await mkdtemp(join(tmpdir(), "local-chain-keys-"));
+    cleanup(() => rm(directory, { recursive: true, force: true }));
+    const statePath = join(directory, "chain.bin");
+    const first = await startLocalChain({ catalog, port: undefined, statePath, slotMs: SLOT_MS });
+    await first.close();
+    // As an older version saved it: no seed, and USDC minted and frozen by the public authority.
+    const saved = (await readChainState(statePath)) as NonNullable<
+      Awaited<ReturnType<typeof readChainState>>
+    >;
+    const oldAuthority = (await publicNameKey("token authority")).address;
+    const accounts = saved.accounts.map(([at, account]) => {
+      if (at !== USDC) return [at, account] as const;
+      const mint = getMintDecoder().decode(Buffer.from(account.data, "base64"));
+      const data = getMintEncoder().encode({
+        ...mint,
+        mintAuthority: some(oldAuthority),
+        freezeAuthority: some(oldAuthority),
+      });
+      return [at, { ...account, data: Buffer.from(data).toString("base64") }] as const;
+    });
+    await writeChainState(statePath, { accounts, clock: saved.clock, ledger: saved.ledger });
+
+    const again = await start({ statePath });
+    expect(again.keys.seed).not.toBe(saved.keySeed);
+    const chain = createChainClient(again.url as string);
+    const usdc = await parsedMint(chain, USDC);
+    expect(usdc.mintAuthority).toBe(again.keys.authority.address);
+    expect(usdc.freezeAuthority ?? null).toBeNull();
+    const pool = poolNamed(await localPools(catalog, again.keys), "SOL/USDC");
+    expect((await chain.rpc.getTokenAccountBalance(pool.vaultB as Address).send()).value.amount).not.toBe(
+      "0",
+    );
+    await again.save();
+    expect((await readChainState(statePath))?.keySeed).toBe(again.keys.seed);
   });
 });
