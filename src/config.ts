@@ -144,6 +144,12 @@ export interface LocalChainConfig {
    * rebinds its own name to 127.0.0.1 sends that name, and is refused.
    */
   readonly allowedHosts: readonly string[];
+  /**
+   * Web origins (https://app.example) whose pages may call the chain's ports, besides pages served
+   * from localhost, 127.0.0.1 and [::1]; only they get the Private Network Access grant. Any other
+   * page is refused: the ports serve a faucet and cheatcodes.
+   */
+  readonly allowedOrigins: readonly string[];
   /** Bounds on its PubSub (WebSocket) port, on its RPC port + 1. */
   readonly pubsub: LocalChainPubSubLimits;
 }
@@ -455,6 +461,7 @@ export const CONFIG_VARIABLES = {
   LOCAL_SOLANA_AIRDROP_BURST: "20",
   LOCAL_SOLANA_CHEATCODES: "",
   LOCAL_SOLANA_ALLOWED_HOSTS: "",
+  LOCAL_SOLANA_ALLOWED_ORIGINS: "",
   LOCAL_SOLANA_PUBSUB_MAX_CONNECTIONS: "256",
   LOCAL_SOLANA_PUBSUB_MAX_SUBSCRIPTIONS_PER_CONNECTION: "1000",
   LOCAL_SOLANA_PUBSUB_MAX_SUBSCRIPTIONS: "10000",
@@ -819,6 +826,7 @@ function readSolana(read: Read, int: Int, bool: Bool, problems: string[], produc
       // Unset: on for development, off in the container (NODE_ENV=production).
       cheatcodes: read("LOCAL_SOLANA_CHEATCODES") === "" ? !production : bool("LOCAL_SOLANA_CHEATCODES"),
       allowedHosts: parseHosts(read("LOCAL_SOLANA_ALLOWED_HOSTS"), problems),
+      allowedOrigins: parseChainOrigins(read("LOCAL_SOLANA_ALLOWED_ORIGINS"), problems),
       pubsub: {
         maxConnections: int("LOCAL_SOLANA_PUBSUB_MAX_CONNECTIONS", 1, 100_000),
         maxSubscriptionsPerConnection: int(
@@ -979,6 +987,20 @@ function parseHosts(text: string, problems: string[]): string[] {
     }
   }
   return hosts;
+}
+
+/** LOCAL_SOLANA_ALLOWED_ORIGINS: origins, never "*" (any page could then use the faucet and cheatcodes). */
+function parseChainOrigins(text: string, problems: string[]): string[] {
+  if (text === "") return [];
+  const origins = text.split(",").map((o) => o.trim().replace(/\/$/, ""));
+  for (const origin of origins) {
+    if (!/^https?:\/\/[^/\s*]+$/.test(origin)) {
+      problems.push(
+        `LOCAL_SOLANA_ALLOWED_ORIGINS must be a comma-separated list of origins like https://app.example.com, never "*" (got "${origin.slice(0, 64)}")`,
+      );
+    }
+  }
+  return origins;
 }
 
 function isHttpUrl(text: string): boolean {

@@ -370,7 +370,7 @@ async function createSwapRoutes(
       import("./local-chain/local-swap-api.ts"),
       import("./local-chain/local-pools.ts"),
     ]);
-    const pools = await localPools(catalog);
+    const pools = await localPools(catalog, localChain.keys);
     logger.info(
       { pools: pools.length },
       "swap routes come from local pools on the embedded development chain, not Jupiter (set JUPITER_SWAP_URL to use a Swap API)",
@@ -552,6 +552,7 @@ async function startEmbeddedChain(
       maxAccountBytes: local.maxAccountBytes,
       airdropLimit: local.airdropLimit,
       allowedHosts: local.allowedHosts,
+      allowedOrigins: local.allowedOrigins,
       timeoutMs: config.solana.timeoutMs,
       log: (level, message, fields) => logger[level](fields ?? {}, message),
       onRequest: metrics.onRequest,

@@ -177,6 +177,7 @@ describe("loadConfig", () => {
           airdropLimit: { rate: 2, burst: 20 },
           cheatcodes: true,
           allowedHosts: [],
+          allowedOrigins: [],
           pubsub: {
             maxConnections: 256,
             maxSubscriptionsPerConnection: 1000,
@@ -442,6 +443,7 @@ describe("loadConfig", () => {
         LOCAL_SOLANA_AIRDROP_BURST: "9",
         LOCAL_SOLANA_CHEATCODES: "false",
         LOCAL_SOLANA_ALLOWED_HOSTS: "devbox.local,chain.test",
+        LOCAL_SOLANA_ALLOWED_ORIGINS: "https://app.example, http://localhost:5173/",
         LOCAL_SOLANA_PUBSUB_MAX_CONNECTIONS: "12",
         LOCAL_SOLANA_PUBSUB_MAX_SUBSCRIPTIONS_PER_CONNECTION: "34",
         LOCAL_SOLANA_PUBSUB_MAX_SUBSCRIPTIONS: "3400",
@@ -587,6 +589,7 @@ describe("loadConfig", () => {
           airdropLimit: { rate: 3, burst: 9 },
           cheatcodes: false,
           allowedHosts: ["devbox.local", "chain.test"],
+          allowedOrigins: ["https://app.example", "http://localhost:5173"],
           pubsub: {
             maxConnections: 12,
             maxSubscriptionsPerConnection: 34,

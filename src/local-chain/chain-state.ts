@@ -29,6 +29,12 @@ export interface ChainState {
   readonly accounts: readonly (readonly [address: string, account: SavedAccount])[];
   readonly clock: BlockClockState;
   readonly ledger: readonly NewLedgerEntry[];
+  /**
+   * The seed of the chain's own keys (chain-keys.ts: its pools' and its mints' authority), 64 hex
+   * digits. Absent in the genesis, which is public, and in state files saved before chains had
+   * keys of their own: such a chain gets a new seed when it starts.
+   */
+  readonly keySeed?: string;
 }
 
 /** The first format: one deflated JSON document (read, never written any more; no checksum). */
@@ -53,11 +59,17 @@ interface Header {
   readonly clock: BlockClockState;
   readonly accounts: number;
   readonly ledger: number;
+  readonly keySeed?: string;
 }
 
 /** The state as text, a chunk of whole lines at a time. */
 async function* linesOf(state: ChainState): AsyncGenerator<string> {
-  const header: Header = { clock: state.clock, accounts: state.accounts.length, ledger: state.ledger.length };
+  const header: Header = {
+    clock: state.clock,
+    accounts: state.accounts.length,
+    ledger: state.ledger.length,
+    ...(state.keySeed === undefined ? {} : { keySeed: state.keySeed }),
+  };
   let chunk = `${JSON.stringify(header)}\n`;
   for (const account of state.accounts) {
     chunk += `${JSON.stringify(account)}\n`;
@@ -174,7 +186,12 @@ async function readLines(input: NodeJS.ReadableStream, path: string): Promise<Ch
   if (header === undefined || accounts.length !== header.accounts || ledger.length !== header.ledger) {
     throw new ChainStateError(`${path} is cut short: it does not hold what its header counts`);
   }
-  return { accounts, clock: header.clock, ledger };
+  return {
+    accounts,
+    clock: header.clock,
+    ledger,
+    ...(typeof header.keySeed === "string" ? { keySeed: header.keySeed } : {}),
+  };
 }
 
 /** `read()`, or a ChainStateError saying the file is damaged where what it holds does not parse. */

@@ -3,6 +3,7 @@ import type { RpcTransport } from "@solana/kit";
 import { KitShapedAnswer } from "../chain/chain-rpc.ts";
 import { TransportError } from "../chain/transport-error.ts";
 import { createChainMirror } from "./chain-mirror.ts";
+import { type ChainKeys, createChainKeys } from "./chain-keys.ts";
 import type {
   FromLocalChainWorker,
   LocalChainWorkerData,
@@ -33,6 +34,11 @@ export interface EmbeddedLocalChain {
   readonly url: string | undefined;
   /** The chain's PubSub port (ws://127.0.0.1:port + 1), when a port serves. */
   readonly pubsub: { readonly url: string } | undefined;
+  /**
+   * The chain's own keys (chain-keys.ts): its pools' and its mints' authority, from the seed its
+   * state holds. The same across the worker's restarts.
+   */
+  readonly keys: ChainKeys;
   /** True while the worker serves; false while it is (re)starting. */
   readonly available: boolean;
   /** Sends `lamports` from the faucet to `address`; resolves with the airdrop's error (null: it landed). */
@@ -97,6 +103,7 @@ export async function startLocalChainWorker(options: LocalChainWorkerOptions): P
   let servingSince = 0;
   let url: string | undefined;
   let pubsubUrl: string | undefined;
+  let keys: ChainKeys | undefined;
   let nextId = 1;
   const pending = new Map<number, { resolve: (value: unknown) => void; reject: (error: unknown) => void }>();
   let readyWaiters: (() => void)[] = [];
@@ -122,8 +129,12 @@ export async function startLocalChainWorker(options: LocalChainWorkerOptions): P
             servingSince = performance.now();
             url = message.url;
             pubsubUrl = message.pubsubUrl;
-            // A restart keeps the port the first start took (port 0: any free one).
+            // A restart keeps the port the first start took (port 0: any free one), and the
+            // chain's keys: without a state file it starts from the genesis again, and its
+            // pools must stay where the service's swap routes know them.
             if (url !== undefined) data = { ...data, port: Number(new URL(url).port) };
+            data = { ...data, keySeed: message.keySeed };
+            if (keys?.seed !== message.keySeed) keys = createChainKeys(message.keySeed);
             for (const waiter of readyWaiters) waiter();
             readyWaiters = [];
             resolve();
@@ -279,6 +290,9 @@ export async function startLocalChainWorker(options: LocalChainWorkerOptions): P
     },
     get pubsub() {
       return pubsubUrl === undefined ? undefined : { url: pubsubUrl };
+    },
+    get keys() {
+      return keys as ChainKeys;
     },
     get available() {
       return available;

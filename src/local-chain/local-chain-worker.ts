@@ -34,7 +34,13 @@ export type ToLocalChainWorker =
 
 /** To the host. */
 export type FromLocalChainWorker =
-  | { readonly type: "ready"; readonly url: string | undefined; readonly pubsubUrl: string | undefined }
+  | {
+      readonly type: "ready";
+      readonly url: string | undefined;
+      readonly pubsubUrl: string | undefined;
+      /** The seed of the chain's own keys: the service signs its pools' side of a swap with them. */
+      readonly keySeed: string;
+    }
   | { readonly type: "failed"; readonly error: PlainError }
   | {
       readonly type: "response";
@@ -180,7 +186,7 @@ async function serve(): Promise<void> {
     }
   });
   flush();
-  post({ type: "ready", url: chain.url, pubsubUrl: chain.pubsub?.url });
+  post({ type: "ready", url: chain.url, pubsubUrl: chain.pubsub?.url, keySeed: chain.keys.seed });
   // The chain's heap is its own: it gives back what start-up and bursts left, as the service's
   // does (see idle-heap-release.ts; the collector is there when the process runs with --expose-gc).
   const gc = globalThis.gc;

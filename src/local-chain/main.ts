@@ -29,6 +29,7 @@ async function main(): Promise<void> {
       maxAccountBytes: local.maxAccountBytes,
       airdropLimit: local.airdropLimit,
       allowedHosts: local.allowedHosts,
+      allowedOrigins: local.allowedOrigins,
       log: (level, message, fields) => logger[level](fields ?? {}, message),
       onUnexpected: (error, method) => logger.error({ err: error, method }, "a JSON-RPC method failed"),
     });

@@ -24,7 +24,9 @@ import {
   removeStaleTemporaries,
   writeChainState,
 } from "./chain-state.ts";
+import { type ChainKeys, createChainKeys, newChainKeySeed } from "./chain-keys.ts";
 import { createGenesis, GENESIS_VERSION, LOCAL_KEYS } from "./genesis.ts";
+import { installChainKeys } from "./install-chain-keys.ts";
 import { createJsonRpcHandler, type JsonRpcHandler } from "./json-rpc-handler.ts";
 import { createLedger } from "./ledger.ts";
 import { createLocalChain, createSvm, type LocalChain } from "./local-chain.ts";
@@ -43,6 +45,12 @@ export interface StartLocalChainOptions {
   readonly port: number | undefined;
   /** File the chain is kept in across restarts; undefined: a fresh chain from the genesis. */
   readonly statePath: string | undefined;
+  /**
+   * The seed of a fresh chain's own keys (chain-keys.ts), when its state holds none: the embedded
+   * chain's host passes the one its last start made, so a restart without a state file keeps its
+   * pools. Default: a new random one. A state file's own seed always wins.
+   */
+  readonly keySeed?: string;
   readonly slotMs: number;
   /** Largest JSON-RPC request body the port reads. */
   readonly maxRequestBytes?: number;
@@ -54,6 +62,8 @@ export interface StartLocalChainOptions {
   readonly cheatcodes?: boolean;
   /** Host header names the port answers besides the loopback ones (see host-check.ts). */
   readonly allowedHosts?: readonly string[];
+  /** Web origins that may call the ports besides pages on this machine (see cors.ts). */
+  readonly allowedOrigins?: readonly string[];
   /**
    * Transactions the ledger keeps (those of the last 150 slots are always kept); older ones go,
    * as a validator's RPC forgets history. Default: LOCAL_SOLANA_HISTORY's default.
@@ -91,6 +101,8 @@ export interface StartLocalChainOptions {
 
 export interface RunningLocalChain {
   readonly chain: LocalChain;
+  /** The chain's own keys: its pools' and its mints' authority (kept in its state file). */
+  readonly keys: ChainKeys;
   readonly handler: JsonRpcHandler;
   /** The in-process transport for @solana/kit (the service's own chain adapter uses it). */
   readonly transport: RpcTransport;
@@ -148,7 +160,12 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
     }
   } else if (options.restore !== undefined) {
     // A worker started again: the chain it had, from the genesis and what changed since.
-    state = withDelta(await loadGenesis(options, log), options.restore);
+    // The keys the chain had come back with it (the host keeps their seed): the mirror holds what
+    // their install wrote, so it is not done again.
+    state = {
+      ...withDelta(await loadGenesis(options, log), options.restore),
+      ...(options.keySeed === undefined ? {} : { keySeed: options.keySeed }),
+    };
     clockState = state.clock;
     log("info", "local chain restored from the service's mirror of it", {
       accounts: options.restore.accounts.length,
@@ -163,6 +180,19 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
       genesisMs: now() - state.clock.slot * options.slotMs,
     };
   }
+  // A state without keys of its own (the genesis, or a file saved before chains had them) gets
+  // them now, before anyone is served.
+  const keyless = state.keySeed === undefined;
+  const keys = createChainKeys(state.keySeed ?? options.keySeed ?? newChainKeySeed());
+  if (keyless && saved !== undefined) {
+    log(
+      "warn",
+      "the local chain state holds no keys of its own (saved by an older version): its pools are made anew",
+      {
+        state: options.statePath,
+      },
+    );
+  }
   const svm = createSvm(state.accounts);
   const clock = createBlockClock({ state: clockState, now });
   const ledger = createLedger({ saved: state.ledger, maxEntries: options.history ?? DEFAULT_HISTORY });
@@ -176,9 +206,10 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
             accounts: chain.savedAccounts(),
             clock: clock.state(),
             ledger: ledger.entries(),
+            keySeed: keys.seed,
           }),
           delayMs: SAVE_DELAY_MS,
-          dirty: saved === undefined,
+          dirty: keyless,
           ...(options.onSaved === undefined ? {} : { onSaved: options.onSaved }),
           onError: (error) => log("error", "the local chain state could not be saved", { err: error }),
         });
@@ -196,11 +227,20 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
     keepSavedAccounts: saver !== undefined,
     maxAccountBytes: options.maxAccountBytes ?? DEFAULT_MAX_ACCOUNT_BYTES,
   });
-  chain.tick();
+  // Fed before the keys are installed: the mirror holds the pools and the mints' new powers too,
+  // so that a worker started again on it needs no second install (which would seed the pools anew).
   const feed =
     options.onDelta === undefined
       ? undefined
       : createChainDeltaFeed({ chain, events, post: options.onDelta });
+  if (keyless) {
+    await installChainKeys(chain, {
+      catalog: options.catalog,
+      keys,
+      genesisAuthority: LOCAL_KEYS.authority.address,
+    });
+  }
+  chain.tick();
   // A saved ledger longer than the window (a smaller LOCAL_SOLANA_HISTORY now) is cut at once.
   ledger.prune(clock.slot - BLOCKHASH_VALID_BLOCKS);
   const tokenIndex = createTokenAccountIndex({ chain, events });
@@ -252,12 +292,14 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
           limits,
           pubsubLimits,
           ...(options.allowedHosts === undefined ? {} : { allowedHosts: options.allowedHosts }),
+          ...(options.allowedOrigins === undefined ? {} : { allowedOrigins: options.allowedOrigins }),
           ...(options.onRejected === undefined ? {} : { onRejected: options.onRejected }),
           ...(options.onUnexpected === undefined ? {} : { onUnexpected: options.onUnexpected }),
         });
   await saver?.save();
   return {
     chain,
+    keys,
     handler,
     transport: createLocalTransport(handler),
     url: ports?.rpc.url,
@@ -294,7 +336,10 @@ async function loadGenesis(
     const cached = await readChainState(join(directory, `local-chain-genesis-${key}.bin`)).catch(
       () => undefined,
     );
-    if (cached !== undefined) return cached;
+    // The genesis is public and holds no keys: a seed in a cached file (a file put there by
+    // someone else, say) is never taken, so every chain makes its own.
+    if (cached !== undefined)
+      return { accounts: cached.accounts, clock: cached.clock, ledger: cached.ledger };
   }
   log("info", "building the local chain's genesis (once per machine; later starts load it)");
   const started = performance.now();
