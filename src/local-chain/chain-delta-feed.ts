@@ -18,6 +18,8 @@ export function createChainDeltaFeed(options: {
   readonly chain: LocalChain;
   readonly events: ChainEvents;
   readonly post: (delta: ChainDelta) => void;
+  /** Whether the chain started with an account at `address` (the genesis's, or a restored one). */
+  readonly startedWith: (address: string) => boolean;
   readonly delayMs?: number;
 }): { close(): void } {
   const { chain, events, post } = options;
@@ -28,15 +30,19 @@ export function createChainDeltaFeed(options: {
 
   const flush = () => {
     timer = undefined;
-    const accounts = [...written].map((address): [string, SavedAccount | null] => {
+    const accounts: [string, SavedAccount | null][] = [];
+    const forgotten: string[] = [];
+    for (const address of written) {
       const account = chain.account(address);
-      return [address, account === undefined ? null : savedAccountOf(account)];
-    });
+      if (account !== undefined) accounts.push([address, savedAccountOf(account)]);
+      else if (options.startedWith(address)) accounts.push([address, null]);
+      else forgotten.push(address);
+    }
     const ledger = landed;
     written = new Set();
     landed = [];
     const clock = chain.clock.state();
-    post({ accounts, ledger, clock, validFrom: clock.slot - BLOCKHASH_VALID_BLOCKS });
+    post({ accounts, forgotten, ledger, clock, validFrom: clock.slot - BLOCKHASH_VALID_BLOCKS });
   };
   const schedule = () => {
     timer ??= setTimeout(flush, delayMs).unref();

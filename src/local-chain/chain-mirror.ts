@@ -9,6 +9,12 @@ import type { NewLedgerEntry } from "./ledger.ts";
  */
 export interface ChainDelta {
   readonly accounts: readonly (readonly [address: string, account: SavedAccount | null])[];
+  /**
+   * Accounts gone that the chain did not start with (a swap's taker account, closed in its own
+   * transaction): the mirror forgets them rather than keep a null for each, so that it grows with
+   * the accounts alive, not with every account that ever was.
+   */
+  readonly forgotten?: readonly string[];
   readonly ledger: readonly NewLedgerEntry[];
   readonly clock: ChainState["clock"];
   /** The oldest slot whose blockhash is still valid, as the clock stands. */
@@ -34,6 +40,7 @@ export function createChainMirror(options: { readonly keepEntries: number }): {
   return {
     apply(delta) {
       for (const [address, account] of delta.accounts) accounts.set(address, account);
+      for (const address of delta.forgotten ?? []) accounts.delete(address);
       ledger.push(...delta.ledger);
       clock = delta.clock;
       validFrom = delta.validFrom;

@@ -2,8 +2,8 @@ import { Worker } from "node:worker_threads";
 import type { RpcTransport } from "@solana/kit";
 import { KitShapedAnswer } from "../chain/chain-rpc.ts";
 import { TransportError } from "../chain/transport-error.ts";
-import { createChainMirror } from "./chain-mirror.ts";
 import { type ChainKeys, createChainKeys } from "./chain-keys.ts";
+import { createChainMirror } from "./chain-mirror.ts";
 import type {
   FromLocalChainWorker,
   LocalChainWorkerData,

@@ -16,6 +16,7 @@ import type { Catalog } from "../token/catalog.ts";
 import { BLOCKHASH_VALID_BLOCKS, createBlockClock } from "./block-clock.ts";
 import { createChainDeltaFeed } from "./chain-delta-feed.ts";
 import { createChainEvents } from "./chain-events.ts";
+import { type ChainKeys, createChainKeys, newChainKeySeed } from "./chain-keys.ts";
 import { type ChainDelta, withDelta } from "./chain-mirror.ts";
 import {
   type ChainState,
@@ -24,7 +25,6 @@ import {
   removeStaleTemporaries,
   writeChainState,
 } from "./chain-state.ts";
-import { type ChainKeys, createChainKeys, newChainKeySeed } from "./chain-keys.ts";
 import { createGenesis, GENESIS_VERSION, LOCAL_KEYS } from "./genesis.ts";
 import { installChainKeys } from "./install-chain-keys.ts";
 import { createJsonRpcHandler, type JsonRpcHandler } from "./json-rpc-handler.ts";
@@ -232,7 +232,7 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
   const feed =
     options.onDelta === undefined
       ? undefined
-      : createChainDeltaFeed({ chain, events, post: options.onDelta });
+      : createChainDeltaFeed({ chain, events, post: options.onDelta, startedWith: startedWith(state) });
   if (keyless) {
     await installChainKeys(chain, {
       catalog: options.catalog,
@@ -380,4 +380,10 @@ function genesisKey(catalog: Catalog): string {
 export function defaultCacheDir(): string {
   const litesvm = createRequire(import.meta.url).resolve("litesvm/package.json");
   return join(dirname(dirname(litesvm)), ".cache", "token-agent-service");
+}
+
+/** Whether `state` holds an account at an address: what a chain that starts from it started with. */
+function startedWith(state: ChainState): (address: string) => boolean {
+  const addresses = new Set(state.accounts.map(([address]) => address));
+  return (address) => addresses.has(address);
 }
