@@ -173,9 +173,11 @@ describe("loadConfig", () => {
             maxUnsentBytes: 67_108_864,
           },
           history: 100_000,
+          maxAccountBytes: 268_435_456,
           airdropLimit: { rate: 2, burst: 20 },
           cheatcodes: true,
           allowedHosts: [],
+          allowedOrigins: [],
           pubsub: {
             maxConnections: 256,
             maxSubscriptionsPerConnection: 1000,
@@ -284,6 +286,12 @@ describe("loadConfig", () => {
     expect(attempt({ LOCAL_SOLANA_MAX_ANSWER_BYTES: "1000" })).toContain(
       "LOCAL_SOLANA_MAX_ANSWER_BYTES must be an integer from 65536",
     );
+    // The bound on the chain's account data is a whole number of bytes, with room for the genesis and more.
+    for (const bad of ["0", "-1", "1.5", "lots", "1000"]) {
+      expect(attempt({ LOCAL_SOLANA_MAX_ACCOUNT_BYTES: bad })).toContain(
+        `LOCAL_SOLANA_MAX_ACCOUNT_BYTES must be an integer from 16777216 to 68719476736 (got "${bad}")`,
+      );
+    }
     // The PubSub port's buffer leaves room for a notification of a token account and more.
     expect(attempt({ LOCAL_SOLANA_PUBSUB_MAX_BUFFERED_BYTES: "1000" })).toContain(
       "LOCAL_SOLANA_PUBSUB_MAX_BUFFERED_BYTES must be an integer from 65536",
@@ -430,10 +438,12 @@ describe("loadConfig", () => {
         LOCAL_SOLANA_MAX_IN_FLIGHT_PER_CONNECTION: "2",
         LOCAL_SOLANA_MAX_UNSENT_BYTES: "16777216",
         LOCAL_SOLANA_HISTORY: "5000",
+        LOCAL_SOLANA_MAX_ACCOUNT_BYTES: "33554432",
         LOCAL_SOLANA_AIRDROPS_PER_SECOND: "3",
         LOCAL_SOLANA_AIRDROP_BURST: "9",
         LOCAL_SOLANA_CHEATCODES: "false",
         LOCAL_SOLANA_ALLOWED_HOSTS: "devbox.local,chain.test",
+        LOCAL_SOLANA_ALLOWED_ORIGINS: "https://app.example, http://localhost:5173/",
         LOCAL_SOLANA_PUBSUB_MAX_CONNECTIONS: "12",
         LOCAL_SOLANA_PUBSUB_MAX_SUBSCRIPTIONS_PER_CONNECTION: "34",
         LOCAL_SOLANA_PUBSUB_MAX_SUBSCRIPTIONS: "3400",
@@ -575,9 +585,11 @@ describe("loadConfig", () => {
             maxUnsentBytes: 16_777_216,
           },
           history: 5000,
+          maxAccountBytes: 33_554_432,
           airdropLimit: { rate: 3, burst: 9 },
           cheatcodes: false,
           allowedHosts: ["devbox.local", "chain.test"],
+          allowedOrigins: ["https://app.example", "http://localhost:5173"],
           pubsub: {
             maxConnections: 12,
             maxSubscriptionsPerConnection: 34,

@@ -83,7 +83,14 @@ describe("a chain whose worker dies", () => {
 describe("the chain port's browser edge", () => {
   let local: RunningLocalChain;
   beforeAll(async () => {
-    local = await startLocalChain({ catalog: loadCatalog(), port: 0, statePath: undefined, slotMs: 400 });
+    local = await startLocalChain({
+      catalog: loadCatalog(),
+      port: 0,
+      statePath: undefined,
+      slotMs: 400,
+      // Only a listed origin is granted Private Network Access (cors.ts).
+      allowedOrigins: ["https://dapp.example"],
+    });
   });
   afterAll(() => local?.close());
 
@@ -97,11 +104,11 @@ describe("the chain port's browser edge", () => {
       },
     });
 
-  it("allows a public page to reach this machine only when its browser asks (Private Network Access)", async () => {
+  it("allows a listed public page to reach this machine only when its browser asks (Private Network Access)", async () => {
     const asked = await preflight({ "access-control-request-private-network": "true" });
     expect(asked.status).toBe(200);
     expect(asked.headers.get("access-control-allow-private-network")).toBe("true");
-    expect(asked.headers.get("access-control-allow-origin")).toBe("*");
+    expect(asked.headers.get("access-control-allow-origin")).toBe("https://dapp.example");
     const unasked = await preflight({});
     expect(unasked.status).toBe(200);
     expect(unasked.headers.get("access-control-allow-private-network")).toBeNull();

@@ -110,7 +110,10 @@ describe("local swap routes on the embedded chain (JUPITER_SWAP_URL unset)", () 
   it("answers /build for any taker, signed by that taker alone, with SPL Token instructions only", async () => {
     const routes = createEmbeddedSwapRoutes({
       transport: server.localChain?.transport as NonNullable<RunningServer["localChain"]>["transport"],
-      pools: await localPools(catalog),
+      pools: await localPools(
+        catalog,
+        server.localChain?.keys as NonNullable<RunningServer["localChain"]>["keys"],
+      ),
     });
     const taker = getAddressDecoder().decode(randomBytes(32));
     const payer = getAddressDecoder().decode(randomBytes(32));

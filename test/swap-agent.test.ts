@@ -12,6 +12,7 @@ import { type Address, getBase58Encoder, type KeyPairSigner } from "@solana/kit"
 import { findAssociatedTokenPda, getRevokeInstruction, TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentService } from "../gen/agent/v1/agent_pb.ts";
+import { DEFAULT_SWAP_PROGRAMS } from "../src/config.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
 import {
   type AgentOnChain,
@@ -26,6 +27,7 @@ import {
   type JupiterSwapServer,
   type JupiterSwapServerMode,
   SERVER_COMPUTE_UNIT_PRICE,
+  SLIPPAGE_PROGRAM,
 } from "./support/jupiter-swap-server.ts";
 import type { RunningServer } from "./support/start-server.ts";
 import { type SwapOnChain, startSwapOnChain } from "./support/swap-on-chain.ts";
@@ -47,6 +49,8 @@ const ENV = {
   SCHEDULER_MAX_ATTEMPTS: "2",
   JUPITER_SWAP_TIMEOUT_MS: "1500",
   JUPITER_SWAP_MAX_RESPONSE_BYTES: "65536",
+  // The slippage-6001 answer's program stands in for Jupiter's (deployed, not written by a cheatcode).
+  SWAP_ALLOWED_PROGRAMS: [...DEFAULT_SWAP_PROGRAMS, SLIPPAGE_PROGRAM].join(","),
 };
 
 const STORES = agentStores("swap_test");

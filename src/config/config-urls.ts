@@ -16,6 +16,20 @@ export function parseHosts(text: string, problems: string[]): string[] {
   return hosts;
 }
 
+/** LOCAL_SOLANA_ALLOWED_ORIGINS: origins, never "*" (any page could then use the faucet and cheatcodes). */
+export function parseChainOrigins(text: string, problems: string[]): string[] {
+  if (text === "") return [];
+  const origins = text.split(",").map((o) => o.trim().replace(/\/$/, ""));
+  for (const origin of origins) {
+    if (!/^https?:\/\/[^/\s*]+$/.test(origin)) {
+      problems.push(
+        `LOCAL_SOLANA_ALLOWED_ORIGINS must be a comma-separated list of origins like https://app.example.com, never "*" (got "${origin.slice(0, 64)}")`,
+      );
+    }
+  }
+  return origins;
+}
+
 export function isHttpUrl(text: string): boolean {
   try {
     const url = new URL(text);

@@ -1,7 +1,7 @@
 /** Which chain the service talks to, and the embedded local chain's settings. */
 import type { RateLimitConfig } from "./auth-config.ts";
 import type { ConfigReader } from "./config-reader.ts";
-import { isHttpUrl, isWsUrl, parseHosts } from "./config-urls.ts";
+import { isHttpUrl, isWsUrl, parseChainOrigins, parseHosts } from "./config-urls.ts";
 import { CONFIG_VARIABLES } from "./config-variables.ts";
 
 /** Which chain the token data comes from, and how its JSON-RPC is called. */
@@ -50,6 +50,11 @@ export interface LocalChainConfig {
    * memory each); older ones are forgotten, as a validator's RPC forgets history.
    */
   readonly history: number;
+  /**
+   * Bytes of account data it may hold (LiteSVM keeps accounts outside V8's heap, so the heap
+   * limit does not bound them): a transaction or cheatcode that would grow it past them is refused.
+   */
+  readonly maxAccountBytes: number;
   /** requestAirdrop per client address: its faucet is not a way to grow the ledger without end. */
   readonly airdropLimit: RateLimitConfig;
   /**
@@ -62,6 +67,12 @@ export interface LocalChainConfig {
    * rebinds its own name to 127.0.0.1 sends that name, and is refused.
    */
   readonly allowedHosts: readonly string[];
+  /**
+   * Web origins (https://app.example) whose pages may call the chain's ports, besides pages served
+   * from localhost, 127.0.0.1 and [::1]; only they get the Private Network Access grant. Any other
+   * page is refused: the ports serve a faucet and cheatcodes.
+   */
+  readonly allowedOrigins: readonly string[];
   /** Bounds on its PubSub (WebSocket) port, on its RPC port + 1. */
   readonly pubsub: LocalChainPubSubLimits;
 }
@@ -166,6 +177,8 @@ export function readSolana(reader: ConfigReader, production: boolean): SolanaCon
       },
       // At least a few blocks' worth; at most what fits in memory at ~2 KB each (20 GB).
       history: int("LOCAL_SOLANA_HISTORY", 1000, 10_000_000),
+      // At least room for the genesis (a few MB) and some; at most what a machine holds (64 GiB).
+      maxAccountBytes: int("LOCAL_SOLANA_MAX_ACCOUNT_BYTES", 16 * 1024 * 1024, 64 * 1024 * 1024 * 1024),
       airdropLimit: {
         rate: int("LOCAL_SOLANA_AIRDROPS_PER_SECOND", 1, 1_000_000),
         burst: int("LOCAL_SOLANA_AIRDROP_BURST", 1, 1_000_000),
@@ -173,6 +186,7 @@ export function readSolana(reader: ConfigReader, production: boolean): SolanaCon
       // Unset: on for development, off in the container (NODE_ENV=production).
       cheatcodes: read("LOCAL_SOLANA_CHEATCODES") === "" ? !production : bool("LOCAL_SOLANA_CHEATCODES"),
       allowedHosts: parseHosts(read("LOCAL_SOLANA_ALLOWED_HOSTS"), problems),
+      allowedOrigins: parseChainOrigins(read("LOCAL_SOLANA_ALLOWED_ORIGINS"), problems),
       pubsub: {
         maxConnections: int("LOCAL_SOLANA_PUBSUB_MAX_CONNECTIONS", 1, 100_000),
         maxSubscriptionsPerConnection: int(

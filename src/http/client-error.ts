@@ -1,5 +1,5 @@
 import type { Socket } from "node:net";
-import type { Rejection } from "./dual-protocol-server.ts";
+import type { Rejection } from "./rejection.ts";
 
 /** Socket errors that mean the client went away: nothing was rejected, nothing to answer. */
 const GONE = new Set(["ECONNRESET", "EPIPE", "ECONNABORTED", "ERR_STREAM_DESTROYED"]);

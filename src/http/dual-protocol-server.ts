@@ -4,6 +4,7 @@ import * as net from "node:net";
 import type { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { HttpLimits } from "../config.ts";
 import { answerClientError } from "./client-error.ts";
+import type { Rejection } from "./rejection.ts";
 import { createStreamDeadlines } from "./stream-deadlines.ts";
 
 /** The client connection preface every HTTP/2 connection starts with (RFC 9113, section 3.4). */
@@ -12,16 +13,7 @@ const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1");
 /** A request listener that serves both protocols, as connect-node's adapter is. */
 export type RequestHandler = ReturnType<typeof connectNodeAdapter>;
 
-/**
- * Why a connection or request was turned away before any handler saw it. A fixed set, so metrics
- * labelled with it stay bounded.
- */
-export type Rejection =
-  | "connection_limit"
-  | "headers_timeout"
-  | "request_timeout"
-  | "headers_too_large"
-  | "malformed_http";
+export type { Rejection } from "./rejection.ts";
 
 export interface DualProtocolServer {
   /** The listening socket; call `listen` on it. */

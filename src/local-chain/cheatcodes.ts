@@ -2,7 +2,9 @@ import { type Address, isSome, type Option } from "@solana/kit";
 import { AccountState, TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
 import { isBase58Address } from "../chain/base58-address.ts";
 import { associatedTokenAddress } from "../chain/program-address.ts";
+import { AccountBytesExceededError } from "./account-bytes.ts";
 import { createBoundedMemo } from "./bounded-memo.ts";
+import { cheatcodeRefusal } from "./cheatcode-refusal.ts";
 import { invalidParams, JsonRpcError, paramError } from "./json-rpc-error.ts";
 import type { RpcMethod } from "./json-rpc-handler.ts";
 import { AccountRefusedError, type LocalChain } from "./local-chain.ts";
@@ -19,10 +21,12 @@ const MAX_DATA_BYTES = 10 * 1024 * 1024;
 
 /**
  * surfpool's cheatcodes, with surfpool's parameters, so that the tools and scripts written for
- * surfpool work here: `surfnet_setAccount` writes any account (lamports, data as hex, owner,
- * executable, rentEpoch), and `surfnet_setTokenAccount` sets a wallet's associated token account for a mint
+ * surfpool work here: `surfnet_setAccount` writes an account (lamports, data as hex, owner,
+ * rentEpoch), and `surfnet_setTokenAccount` sets a wallet's associated token account for a mint
  * (creating it when missing): its amount, delegate, state, delegated amount and close authority.
- * A developer funds a wallet with any catalog token in one call.
+ * A developer funds a wallet with any catalog token in one call. Neither writes a program, a
+ * sysvar or a program the service depends on, nor makes an account a program
+ * (cheatcode-refusal.ts): surfpool would, and one call could break every owner's transactions.
  */
 export function cheatcodeMethods(chain: LocalChain): Record<string, RpcMethod> {
   /** Associated token accounts by (owner, mint, program): a pure function's answers, bounded. */
@@ -44,6 +48,7 @@ export function cheatcodeMethods(chain: LocalChain): Record<string, RpcMethod> {
         SYSTEM_PROGRAM) as Address;
       const executable = booleanOf(update, "executable", existing?.executable ?? false);
       const rentEpoch = optional(update.rentEpoch, u64Param) ?? existing?.rentEpoch;
+      refuseProtected(address, existing, { programAddress: owner, executable });
       try {
         chain.setAccount(address, {
           lamports,
@@ -53,13 +58,10 @@ export function cheatcodeMethods(chain: LocalChain): Record<string, RpcMethod> {
           ...(rentEpoch === undefined ? {} : { rentEpoch }),
         });
       } catch (error) {
+        if (error instanceof AccountBytesExceededError) throw boundError(error);
         if (!(error instanceof AccountRefusedError)) throw error;
         // The caller's account, not the chain, is at fault: their params, not an internal error.
-        throw invalidParams(
-          executable
-            ? `executable: an executable account must hold a program its owner (a loader such as BPFLoaderUpgradeab1e11111111111111111111111) can load; LiteSVM could not load this one (${error.reason})`
-            : `the account cannot be set (${error.reason})`,
-        );
+        throw invalidParams(`the account cannot be set (${error.reason})`);
       }
       return withContext(chain.slot("processed"), null);
     },
@@ -79,6 +81,7 @@ export function cheatcodeMethods(chain: LocalChain): Record<string, RpcMethod> {
       const native = mint === NATIVE_MINT;
       const rent = chain.rentExemption(ACCOUNT_SIZE);
       const current = chain.account(address);
+      refuseProtected(address, current, { programAddress: program, executable: false });
       const existing = current === undefined ? undefined : readTokenAccount(current);
       if (current !== undefined && existing === undefined) {
         throw paramError("Failed to unpack token account data: Parse error: Failed to unpack token account");
@@ -95,15 +98,34 @@ export function cheatcodeMethods(chain: LocalChain): Record<string, RpcMethod> {
         closeAuthority: someAccount(update.closeAuthority, existing?.closeAuthority),
       });
       // Lamports are reset to the rent-exempt minimum (plus the amount, for wrapped SOL).
-      chain.setAccount(address, {
-        lamports: native ? rent + amount : rent,
-        data,
-        programAddress: program,
-        executable: false,
-      });
+      try {
+        chain.setAccount(address, {
+          lamports: native ? rent + amount : rent,
+          data,
+          programAddress: program,
+          executable: false,
+        });
+      } catch (error) {
+        throw error instanceof AccountBytesExceededError ? boundError(error) : error;
+      }
       return withContext(chain.slot("processed"), null);
     },
   };
+}
+
+/** The chain is full, not the caller's params wrong: -32602 all the same, with the bound and the figures. */
+function boundError(error: AccountBytesExceededError): JsonRpcError {
+  return paramError(`the account cannot be set: ${error.message}`);
+}
+
+/** -32602, naming the account and the rule, when a cheatcode must not write it (cheatcode-refusal.ts). */
+function refuseProtected(
+  address: string,
+  existing: Parameters<typeof cheatcodeRefusal>[1],
+  next: Parameters<typeof cheatcodeRefusal>[2],
+): void {
+  const refusal = cheatcodeRefusal(address, existing, next);
+  if (refusal !== undefined) throw invalidParams(refusal);
 }
 
 function objectParam(value: unknown, expected: string): Record<string, unknown> {

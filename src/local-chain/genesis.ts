@@ -36,7 +36,6 @@ import type { ChainState } from "./chain-state.ts";
 import { createLedger } from "./ledger.ts";
 import { createLocalChain, createSvm } from "./local-chain.ts";
 import { type LocalKey, localKey } from "./local-keys.ts";
-import { localPools, seedLocalPools } from "./local-pools.ts";
 
 const NATIVE_MINT = "So11111111111111111111111111111111111111112";
 const METAPLEX_PROGRAM = address("metaqbxxUerdq28cj1RbAWkYQm3ybzjb6a8bt518x1s");
@@ -45,17 +44,24 @@ const LAMPORTS_PER_SOL = 1_000_000_000n;
 /** How far back the seeded history reaches, in slots: a day at Solana's 400 ms. */
 export const HISTORY_SLOTS = 216_000;
 /** Bumped whenever what the genesis holds changes, so cached genesis files are made anew. */
-export const GENESIS_VERSION = 4;
+export const GENESIS_VERSION = 5;
 const TRANSFERS_PER_MINT = 150;
 const BURNS_PER_MINT = 3;
 const SWAPS_PER_PAIR = 4;
 const WALLETS = 6;
 
-/** The local chain's own keys: all derived from fixed names (see local-keys.ts). */
+/**
+ * The genesis's keys: all derived from fixed names (see local-keys.ts), so public. None of them
+ * holds a pool or a mint's powers on a chain that serves: those are the chain's own keys, from its
+ * random seed (chain-keys.ts, install-chain-keys.ts).
+ */
 export const LOCAL_KEYS = {
   /** Pays airdrops (requestAirdrop). */
   faucet: localKey("faucet"),
-  /** Mint, freeze and metadata authority of the local chain's copies of the catalog's tokens. */
+  /**
+   * Signs the seeded history's mints. A chain moves the mints' powers from it to its own
+   * authority before it serves (install-chain-keys.ts), so this key can do nothing there.
+   */
   authority: localKey("token authority"),
   /** The wallets the seeded history moves tokens between. */
   wallets: Array.from({ length: WALLETS }, (_, i) => localKey(`wallet ${i + 1}`)),
@@ -67,7 +73,9 @@ export const LOCAL_KEYS = {
  * need not be present to read them), wallets holding each token, and a day of real transactions
  * between the wallets, executed by LiteSVM: per token, mints (or, for wrapped SOL, deposits),
  * {@link TRANSFERS_PER_MINT} transfers, burns, and swaps with the next token. Everything is
- * derived from fixed seeds, so every machine makes the same chain, signatures included.
+ * derived from fixed seeds, so every machine makes the same chain, signatures included: the
+ * genesis is public, and holds no pool and no secret. A chain made from it gets its keys, its
+ * pools and its mints' authority from a random seed of its own (install-chain-keys.ts).
  *
  * The history spans slots 1 to {@link HISTORY_SLOTS}; times are the clock's business, so whoever
  * loads the genesis decides when it happened (see start-local-chain.ts).
@@ -102,7 +110,8 @@ export async function createGenesis(options: { catalog: Catalog; slotMs: number 
       supply: 0n,
       decimals: token.decimals,
       isInitialized: true,
-      freezeAuthority: native ? none() : some(authority.address),
+      // No freeze authority: no agent needs one, and a key that can freeze can halt any holder.
+      freezeAuthority: none(),
     }) as Uint8Array;
     // Agave's genesis holds the native mint with 1 SOL (solana-genesis and the test validator add it
     // so); Token-2022's native mint is absent until someone creates it (CreateNativeMint).
@@ -289,8 +298,6 @@ export async function createGenesis(options: { catalog: Catalog; slotMs: number 
       );
     }
   }
-  // The swap pools the embedded chain's local routes quote (local-pools.ts).
-  seedLocalPools(chain, await localPools(options.catalog));
   seedSlot = HISTORY_SLOTS;
   chain.tick();
   return { accounts: chain.savedAccounts(), clock: clock.state(), ledger: chain.ledger.entries() };

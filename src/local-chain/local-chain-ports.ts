@@ -27,12 +27,14 @@ export async function startLocalChainPorts(options: {
   readonly limits: Omit<LocalChainPortLimits, "maxAnswerBytes" | "maxRequestMs">;
   readonly pubsubLimits: LocalChainPubSubLimits;
   readonly allowedHosts?: readonly string[];
+  readonly allowedOrigins?: readonly string[];
   readonly onRejected?: (reason: string) => void;
   readonly onUnexpected?: (error: unknown, method: string) => void;
 }): Promise<LocalChainPorts> {
   const { onRejected } = options;
   const shared = {
     ...(options.allowedHosts === undefined ? {} : { allowedHosts: options.allowedHosts }),
+    ...(options.allowedOrigins === undefined ? {} : { allowedOrigins: options.allowedOrigins }),
     ...(options.onUnexpected === undefined ? {} : { onUnexpected: options.onUnexpected }),
   };
   for (let attempt = 1; ; attempt++) {

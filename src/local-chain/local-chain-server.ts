@@ -2,7 +2,7 @@ import * as http from "node:http";
 import type { Socket } from "node:net";
 import type { LocalChainPortLimits } from "../config.ts";
 import { createAnswerWriter } from "./answer-writer.ts";
-import { applyCors, preflightHeaders } from "./cors.ts";
+import { createChainCors } from "./cors.ts";
 import { createHostCheck } from "./host-check.ts";
 import type { JsonRpcHandler, RpcCaller } from "./json-rpc-handler.ts";
 import { listen } from "./listen.ts";
@@ -16,7 +16,7 @@ export interface LocalChainServerOptions {
   /** Connections, requests in flight, unsent bytes and the write timeout (the handler bounds answers). */
   readonly limits: Omit<LocalChainPortLimits, "maxAnswerBytes" | "maxRequestMs">;
   /**
-   * Told about requests turned away before JSON-RPC saw them (`host`, `too_large`, `method`,
+   * Told about requests turned away before JSON-RPC saw them (`host`, `origin`, `too_large`, `method`,
    * `content_type`, `in_flight_limit`, `unsent_limit`), connections refused (`connection_limit`)
    * and answers cut off because the client did not read them (`write_timeout`).
    */
@@ -25,6 +25,8 @@ export interface LocalChainServerOptions {
   readonly onUnexpected?: (error: unknown, method: string) => void;
   /** Host names answered besides the loopback ones (see host-check.ts). */
   readonly allowedHosts?: readonly string[];
+  /** Web origins that may call the port besides pages on this machine (see cors.ts). */
+  readonly allowedOrigins?: readonly string[];
 }
 
 export interface LocalChainServer {
@@ -47,7 +49,8 @@ const HOST = "127.0.0.1";
 /**
  * Serves the local chain's JSON-RPC over HTTP on 127.0.0.1, as a validator's RPC port does: POST
  * with a JSON-RPC body (any path, `application/json`; 415 otherwise), OPTIONS, and `GET /health`
- * answering "ok", to any origin's pages (CORS as Agave answers it, see cors.ts). JSON-RPC errors are HTTP 200, as kit expects. The port runs in the service's
+ * answering "ok", to tools and to the pages of this machine's origins or listed ones (cors.ts); a
+ * request from another web origin is refused (403). JSON-RPC errors are HTTP 200, as kit expects. The port runs in the service's
  * process, so what one client can hold of it is bounded: bodies are read up to a bound, slow
  * senders are cut off, connections and the requests each has unanswered (pipelining) are
  * capped, and an answer the client does not read within the write timeout is cut off rather
@@ -59,6 +62,9 @@ export async function startLocalChainServer(options: LocalChainServerOptions): P
     boundHost: HOST,
     ...(options.allowedHosts === undefined ? {} : { allowedHosts: options.allowedHosts }),
   });
+  const cors = createChainCors(
+    options.allowedOrigins === undefined ? {} : { allowedOrigins: options.allowedOrigins },
+  );
   const rejected = options.onRejected ?? (() => {});
   const unexpected = options.onUnexpected ?? (() => {});
   const server = http.createServer({
@@ -84,7 +90,7 @@ export async function startLocalChainServer(options: LocalChainServerOptions): P
   // answer, and Node runs every one it has parsed, so one write could queue hundreds of answers.
   const inFlight = new WeakMap<Socket, number>();
   server.on("request", (req, res) => {
-    applyCors(req, res);
+    cors.apply(req, res);
     const socket = req.socket;
     const unanswered = (inFlight.get(socket) ?? 0) + 1;
     inFlight.set(socket, unanswered);
@@ -114,13 +120,25 @@ export async function startLocalChainServer(options: LocalChainServerOptions): P
       );
       return;
     }
+    // A page of another origin is not served at all (a preflight neither): it gets no CORS grant
+    // to read an answer, and a request it could send without a preflight is not run either.
+    if (!cors.allows(req.headers.origin)) {
+      req.resume();
+      refuse(
+        res,
+        403,
+        "origin",
+        "Origin not allowed: the local chain answers pages served from localhost, 127.0.0.1 and [::1] (add origins with LOCAL_SOLANA_ALLOWED_ORIGINS)\n",
+      );
+      return;
+    }
     if (req.method === "GET" && (req.url === "/health" || req.url?.startsWith("/health?"))) {
       send(res, 200, { "content-type": "text/plain" }, "ok");
       return;
     }
     if (req.method === "OPTIONS") {
       req.resume();
-      send(res, 200, { allow: "POST, OPTIONS", "content-length": "0", ...preflightHeaders(req) }, "");
+      send(res, 200, { allow: "POST, OPTIONS", "content-length": "0", ...cors.preflightHeaders(req) }, "");
       return;
     }
     if (req.method !== "POST") {

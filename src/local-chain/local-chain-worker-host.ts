@@ -2,6 +2,8 @@ import { Worker } from "node:worker_threads";
 import type { RpcTransport } from "@solana/kit";
 import { KitShapedAnswer } from "../chain/chain-rpc.ts";
 import { TransportError } from "../chain/transport-error.ts";
+import { type ChainKeys, createChainKeys } from "./chain-keys.ts";
+import { createChainMirror } from "./chain-mirror.ts";
 import type {
   FromLocalChainWorker,
   LocalChainWorkerData,
@@ -20,6 +22,8 @@ export interface LocalChainWorkerOptions extends LocalChainWorkerData {
   readonly onRequest?: (method: string, outcome: "ok" | "error", code?: number) => void;
   readonly onRejected?: (reason: string) => void;
   readonly onSaved?: (outcome: { ok: boolean; seconds: number }) => void;
+  /** Bytes of account data the chain holds and their bound, each time they move. */
+  readonly onAccountBytes?: (figures: { used: number; max: number }) => void;
 }
 
 /** The embedded local chain as the service holds it: a worker thread, reached by messages. */
@@ -30,6 +34,11 @@ export interface EmbeddedLocalChain {
   readonly url: string | undefined;
   /** The chain's PubSub port (ws://127.0.0.1:port + 1), when a port serves. */
   readonly pubsub: { readonly url: string } | undefined;
+  /**
+   * The chain's own keys (chain-keys.ts): its pools' and its mints' authority, from the seed its
+   * state holds. The same across the worker's restarts.
+   */
+  readonly keys: ChainKeys;
   /** True while the worker serves; false while it is (re)starting. */
   readonly available: boolean;
   /** Sends `lamports` from the faucet to `address`; resolves with the airdrop's error (null: it landed). */
@@ -45,6 +54,11 @@ export interface EmbeddedLocalChain {
   close(): Promise<void>;
 }
 
+/**
+ * Transactions the mirror of a chain without a state file keeps for a restart (besides those
+ * whose blockhash is still valid): the recent history, a few megabytes, not the whole window.
+ */
+const MIRRORED_ENTRIES = 2_000;
 const DEFAULT_RESTART_BASE_MS = 250;
 const DEFAULT_RESTART_MAX_MS = 30_000;
 /** A worker that served this long has recovered: the next crash waits the base time again. */
@@ -67,7 +81,9 @@ function workerEntry(): URL {
  * Starts the embedded local chain in a worker thread (see local-chain-worker.ts) and keeps it
  * running: a worker that crashes is logged with its error, the requests it held fail as
  * unreachable (the resilient transport turns that into `unavailable`), and it is started again
- * from the saved state (LOCAL_SOLANA_STATE) after a backoff, on the same port. Resolves once the
+ * after a backoff, on the same port, from the saved state (LOCAL_SOLANA_STATE) or, without one,
+ * from the genesis and the changes mirrored here (chain-mirror.ts): the chain as it was a moment
+ * before the crash. Resolves once the
  * chain serves; rejects when the first start fails (an error whose `code` is the worker's, e.g.
  * EADDRINUSE).
  */
@@ -75,7 +91,11 @@ export async function startLocalChainWorker(options: LocalChainWorkerOptions): P
   const { log, timeoutMs } = options;
   const restartBaseMs = options.restartBaseMs ?? DEFAULT_RESTART_BASE_MS;
   const restartMaxMs = options.restartMaxMs ?? DEFAULT_RESTART_MAX_MS;
-  let data: LocalChainWorkerData = workerDataOf(options);
+  // Without a state file, the chain's changes are mirrored here, and a worker started again after
+  // a crash starts on them rather than on a new genesis under agents whose wallets it forgot.
+  const mirror =
+    options.statePath === undefined ? createChainMirror({ keepEntries: MIRRORED_ENTRIES }) : undefined;
+  let data: LocalChainWorkerData = { ...workerDataOf(options), mirror: mirror !== undefined };
   let worker: Worker | undefined;
   let available = false;
   let closing = false;
@@ -83,6 +103,7 @@ export async function startLocalChainWorker(options: LocalChainWorkerOptions): P
   let servingSince = 0;
   let url: string | undefined;
   let pubsubUrl: string | undefined;
+  let keys: ChainKeys | undefined;
   let nextId = 1;
   const pending = new Map<number, { resolve: (value: unknown) => void; reject: (error: unknown) => void }>();
   let readyWaiters: (() => void)[] = [];
@@ -108,8 +129,12 @@ export async function startLocalChainWorker(options: LocalChainWorkerOptions): P
             servingSince = performance.now();
             url = message.url;
             pubsubUrl = message.pubsubUrl;
-            // A restart keeps the port the first start took (port 0: any free one).
+            // A restart keeps the port the first start took (port 0: any free one), and the
+            // chain's keys: without a state file it starts from the genesis again, and its
+            // pools must stay where the service's swap routes know them.
             if (url !== undefined) data = { ...data, port: Number(new URL(url).port) };
+            data = { ...data, keySeed: message.keySeed };
+            if (keys?.seed !== message.keySeed) keys = createChainKeys(message.keySeed);
             for (const waiter of readyWaiters) waiter();
             readyWaiters = [];
             resolve();
@@ -149,6 +174,12 @@ export async function startLocalChainWorker(options: LocalChainWorkerOptions): P
           case "saved-metric":
             options.onSaved?.({ ok: message.ok, seconds: message.seconds });
             return;
+          case "account-bytes":
+            options.onAccountBytes?.({ used: message.used, max: message.max });
+            return;
+          case "delta":
+            mirror?.apply(message.delta);
+            return;
           case "closed":
             // Saved and its ports closed: whatever timers it still has need not run.
             void current.terminate();
@@ -171,6 +202,8 @@ export async function startLocalChainWorker(options: LocalChainWorkerOptions): P
           return;
         }
         failPending("the embedded local chain is restarting");
+        const restore = mirror?.delta();
+        if (restore !== undefined) data = { ...data, restore };
         crashes = performance.now() - servingSince > HEALTHY_AFTER_MS ? 1 : crashes + 1;
         const waitMs = Math.min(restartMaxMs, restartBaseMs * 2 ** (crashes - 1));
         log(
@@ -258,6 +291,9 @@ export async function startLocalChainWorker(options: LocalChainWorkerOptions): P
     get pubsub() {
       return pubsubUrl === undefined ? undefined : { url: pubsubUrl };
     },
+    get keys() {
+      return keys as ChainKeys;
+    },
     get available() {
       return available;
     },
@@ -288,7 +324,17 @@ export async function startLocalChainWorker(options: LocalChainWorkerOptions): P
 }
 
 function workerDataOf(options: LocalChainWorkerOptions): LocalChainWorkerData {
-  const { timeoutMs, restartBaseMs, restartMaxMs, log, onRequest, onRejected, onSaved, ...data } = options;
+  const {
+    timeoutMs,
+    restartBaseMs,
+    restartMaxMs,
+    log,
+    onRequest,
+    onRejected,
+    onSaved,
+    onAccountBytes,
+    ...data
+  } = options;
   return data;
 }
 

@@ -1,6 +1,7 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { createIdleHeapRelease } from "../idle-heap-release.ts";
 import { loadCatalog } from "../token/catalog.ts";
+import type { ChainDelta } from "./chain-mirror.ts";
 import { createKitShapes } from "./kit-shape.ts";
 import { answerShaped } from "./local-transport.ts";
 import { type RunningLocalChain, type StartLocalChainOptions, startLocalChain } from "./start-local-chain.ts";
@@ -17,8 +18,11 @@ import { type RunningLocalChain, type StartLocalChainOptions, startLocalChain } 
 /** What the host gives the worker: startLocalChain's options that are plain data. */
 export type LocalChainWorkerData = Omit<
   StartLocalChainOptions,
-  "catalog" | "log" | "onRequest" | "onRejected" | "onSaved" | "onUnexpected" | "now" | "cacheDir"
->;
+  "catalog" | "log" | "onRequest" | "onRejected" | "onSaved" | "onUnexpected" | "onDelta" | "now" | "cacheDir"
+> & {
+  /** Tell the host what changes (a "delta" message per burst), so it can start the chain again on it. */
+  readonly mirror?: boolean;
+};
 
 /** From the host. */
 export type ToLocalChainWorker =
@@ -30,7 +34,13 @@ export type ToLocalChainWorker =
 
 /** To the host. */
 export type FromLocalChainWorker =
-  | { readonly type: "ready"; readonly url: string | undefined; readonly pubsubUrl: string | undefined }
+  | {
+      readonly type: "ready";
+      readonly url: string | undefined;
+      readonly pubsubUrl: string | undefined;
+      /** The seed of the chain's own keys: the service signs its pools' side of a swap with them. */
+      readonly keySeed: string;
+    }
   | { readonly type: "failed"; readonly error: PlainError }
   | {
       readonly type: "response";
@@ -50,6 +60,10 @@ export type FromLocalChainWorker =
   | { readonly type: "request-metrics"; readonly requests: readonly RequestMetric[] }
   | { readonly type: "rejected-metric"; readonly reason: string }
   | { readonly type: "saved-metric"; readonly ok: boolean; readonly seconds: number }
+  /** Bytes of account data the chain holds and their bound, when they moved (sent with the request counts). */
+  | { readonly type: "account-bytes"; readonly used: number; readonly max: number }
+  /** What changed on the chain (see chain-mirror.ts), when the host mirrors it. */
+  | { readonly type: "delta"; readonly delta: ChainDelta }
   | { readonly type: "closed" };
 
 export interface RequestMetric {
@@ -93,17 +107,23 @@ async function serve(): Promise<void> {
   const port = parentPort;
   if (port === null) throw new Error("local-chain-worker.ts runs as a worker thread only");
   const post = (message: FromLocalChainWorker) => port.postMessage(message);
-  const options = workerData as LocalChainWorkerData;
+  const { mirror, ...options } = workerData as LocalChainWorkerData;
   // Counted here and sent in bulk: a flood of cheap requests on the chain's port must not become a
   // flood of messages for the service's thread to handle one by one.
   let requests: RequestMetric[] = [];
+  let running: RunningLocalChain | undefined;
+  let accountBytesSent: number | undefined;
   const flush = () => {
+    const bytes = running?.chain.accountBytes;
+    if (bytes !== undefined && bytes.used !== accountBytesSent) {
+      accountBytesSent = bytes.used;
+      post({ type: "account-bytes", used: bytes.used, max: bytes.max });
+    }
     if (requests.length === 0) return;
     post({ type: "request-metrics", requests });
     requests = [];
   };
   setInterval(flush, METRICS_FLUSH_MS).unref();
-  let running: RunningLocalChain;
   try {
     running = await startLocalChain({
       ...options,
@@ -117,6 +137,7 @@ async function serve(): Promise<void> {
       },
       onRejected: (reason) => post({ type: "rejected-metric", reason }),
       onSaved: (outcome) => post({ type: "saved-metric", ok: outcome.ok, seconds: outcome.seconds }),
+      ...(mirror === true ? { onDelta: (delta: ChainDelta) => post({ type: "delta", delta }) } : {}),
       onUnexpected: (error, method) =>
         post({
           type: "log",
@@ -130,18 +151,19 @@ async function serve(): Promise<void> {
     port.close();
     return;
   }
+  const chain = running;
   const shapes = createKitShapes();
   port.on("message", (message: ToLocalChainWorker) => {
     switch (message.type) {
       case "request":
         // handleValue never rejects: what fails answers -32603.
-        void answerShaped(running.handler, message.payload, shapes).then(({ response, shaped }) =>
+        void answerShaped(chain.handler, message.payload, shapes).then(({ response, shaped }) =>
           post({ type: "response", id: message.id, response, ...(shaped ? { shaped } : {}) }),
         );
         return;
       case "airdrop": {
-        const signature = running.chain.airdrop(message.address, message.lamports);
-        const status = running.chain.status(signature);
+        const signature = chain.chain.airdrop(message.address, message.lamports);
+        const status = chain.chain.status(signature);
         post({
           type: "airdropped",
           id: message.id,
@@ -155,7 +177,7 @@ async function serve(): Promise<void> {
         });
         return;
       case "close":
-        void running.close().finally(() => {
+        void chain.close().finally(() => {
           flush();
           post({ type: "closed" });
           port.close();
@@ -163,7 +185,8 @@ async function serve(): Promise<void> {
         return;
     }
   });
-  post({ type: "ready", url: running.url, pubsubUrl: running.pubsub?.url });
+  flush();
+  post({ type: "ready", url: chain.url, pubsubUrl: chain.pubsub?.url, keySeed: chain.keys.seed });
   // The chain's heap is its own: it gives back what start-up and bursts left, as the service's
   // does (see idle-heap-release.ts; the collector is there when the process runs with --expose-gc).
   const gc = globalThis.gc;

@@ -10,6 +10,12 @@ import {
 import { Clock, EpochSchedule, FailedTransactionMetadata, LiteSVM, type TransactionMetadata } from "litesvm";
 import { base58AddressBytes, base58Text } from "../chain/base58-address.ts";
 import { stringifyJsonBigInts } from "../chain/json-bigints.ts";
+import {
+  AccountBytesExceededError,
+  type AccountBytesFigures,
+  accountDataBytes,
+  createAccountBytes,
+} from "./account-bytes.ts";
 import { RENT_EXEMPT_EPOCH } from "./account-encoding.ts";
 import {
   BLOCKHASH_VALID_BLOCKS,
@@ -25,7 +31,12 @@ import { svmAccounts } from "./svm-accounts.ts";
 import { svmTransactions } from "./svm-transactions.ts";
 import { type RawAccount, readMint, readTokenAccount, uiTokenAmount } from "./token-accounts.ts";
 import { type TransactionError, transactionError, transactionErrorFrom } from "./transaction-error.ts";
-import { decodeWireTransaction, type WireTransaction } from "./wire-transaction.ts";
+import {
+  decodeWireTransaction,
+  transactionJsonOf,
+  type WireTransaction,
+  withBlockhash,
+} from "./wire-transaction.ts";
 
 const SLOTS_PER_EPOCH = 432_000n;
 
@@ -116,7 +127,8 @@ export interface LocalChain {
   programAccounts(program: string): { address: Address; account: ChainAccount }[];
   /**
    * Writes an account as given (its rentEpoch too: LiteSVM keeps none of its own); throws
-   * AccountRefusedError for one LiteSVM will not hold.
+   * AccountRefusedError for one LiteSVM will not hold, AccountBytesExceededError for one that
+   * would grow the chain's account data past its bound.
    */
   setAccount(address: string, account: ChainAccount): void;
   rentExemption(size: number): bigint;
@@ -150,6 +162,8 @@ export interface LocalChain {
    * large chain does not hold the event loop for long.
    */
   savedAccounts(): [string, SavedAccount][];
+  /** Bytes of account data held, and their bound (see account-bytes.ts). */
+  readonly accountBytes: AccountBytesFigures;
   readonly ledger: Ledger;
   readonly clock: BlockClock;
   readonly svm: LiteSVM;
@@ -173,6 +187,11 @@ export interface LocalChainOptions {
   readonly keepSavedAccounts?: boolean;
   /** Told of every slot produced and transaction landed, as they happen (the PubSub port listens). */
   readonly events?: ChainEvents;
+  /**
+   * Bytes of account data the chain may hold (LOCAL_SOLANA_MAX_ACCOUNT_BYTES): a transaction or
+   * cheatcode that would grow it past them is refused. Undefined: no bound.
+   */
+  readonly maxAccountBytes?: number;
 }
 
 /**
@@ -193,6 +212,10 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
    */
   const saved = new Map<string, SavedAccount>(options.saved ?? []);
   const stale = new Set<string>();
+  const accountBytes = createAccountBytes({
+    saved: options.saved ?? [],
+    ...(options.maxAccountBytes === undefined ? {} : { max: options.maxAccountBytes }),
+  });
   const keepSavedAccounts = options.keepSavedAccounts ?? false;
   /**
    * rentEpochs other than u64::MAX, as surfnet_setAccount set them. LiteSVM's account setter keeps
@@ -475,6 +498,9 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
     }
     const after = new Map<string, RawAccount>(result.postAccounts().map((a) => [a.address as string, a]));
     const afterOrNow = (address: string) => after.get(address) ?? readAccount(address);
+    // A preflight refuses what would pass the bound on account data: so does its simulation.
+    const exceeded = pastAccountBytes(wire, before.read, afterOrNow);
+    if (exceeded !== undefined) return unrun(wire, exceeded, accounts, true);
     return {
       fee: wire.fee,
       loadedAddresses: wire.loaded,
@@ -532,13 +558,21 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
       undo(wire, before.read);
       return failedRun(wire, result, before, [], false);
     }
-    options.received?.();
     const after = new Map<string, ChainAccount | undefined>();
-    const post = balances(wire, pre, (address) => {
-      const account = readAccount(address);
-      after.set(address, account);
-      return account;
-    });
+    const readAfter = (address: string) => {
+      if (!after.has(address)) after.set(address, readAccount(address));
+      return after.get(address);
+    };
+    // Past the bound on account data: put back all it wrote, and it never lands (with or
+    // without a preflight: it is the sender's answer either way, not a silent drop).
+    const exceeded = pastAccountBytes(wire, before.read, readAfter);
+    if (exceeded !== undefined) {
+      undo(wire, before.read);
+      return unrun(wire, exceeded, [], true);
+    }
+    accountBytes.add(dataGrowth(wire, before.read, readAfter));
+    options.received?.();
+    const post = balances(wire, pre, readAfter);
     const failed = result instanceof FailedTransactionMetadata;
     // A transaction that failed before it ran (its fee payer cannot pay, say) never lands: nothing
     // was charged, and a cluster would not have included it in a block either.
@@ -611,6 +645,30 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
     return undefined;
   };
 
+  /** Bytes of account data a run adds (negative: frees): each account it could write, after less before. */
+  const dataGrowth = (
+    wire: WireTransaction,
+    before: ReadonlyMap<string, ChainAccount | undefined>,
+    after: (address: string) => RawAccount | undefined,
+  ): number =>
+    wire.accounts.reduce(
+      (sum, key, i) =>
+        !wire.writable[i] || wire.programs.has(key)
+          ? sum
+          : sum + accountDataBytes(after(key)) - accountDataBytes(before.get(key)),
+      0,
+    );
+  /** The error of a run that would grow the account data past its bound; undefined when it fits. */
+  const pastAccountBytes = (...run: Parameters<typeof dataGrowth>): TransactionError | undefined => {
+    try {
+      accountBytes.check(dataGrowth(...run));
+      return undefined;
+    } catch (error) {
+      if (error instanceof AccountBytesExceededError) return error.transactionError();
+      throw error;
+    }
+  };
+
   /**
    * Puts back what a failed run wrote: each account it could write, as `read` held it before.
    * (A failed run writes only its fee payer and a durable nonce; every writable account is
@@ -668,6 +726,8 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
         };
       }),
     setAccount(address, account) {
+      const growth = accountDataBytes(account) - accountDataBytes(readAccount(address));
+      accountBytes.check(growth);
       try {
         putAccount(address, account);
       } catch (error) {
@@ -676,6 +736,7 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
         const reason = String((error as Error).message ?? error).replace(/^Failed to set account: /, "");
         throw new AccountRefusedError(reason, { cause: error });
       }
+      accountBytes.add(growth);
       if (account.rentEpoch === undefined || account.rentEpoch === RENT_EXEMPT_EPOCH)
         rentEpochs.delete(address);
       else rentEpochs.set(address, account.rentEpoch);
@@ -711,7 +772,9 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
       // the caller learns it from getSignatureStatuses.
       if (checked === null) {
         received();
-        if (runs) execute(wire, bytes);
+        // Past the bound on account data it is refused all the same (see execute).
+        const refusal = runs ? execute(wire, bytes) : undefined;
+        if (refusal !== undefined) return { kind: "preflight-failed", simulation: refusal };
       }
       return { kind: "sent", signature };
     },
@@ -783,6 +846,7 @@ export function createLocalChain(options: LocalChainOptions): LocalChain {
     },
 
     timeOf: (slot) => clock.timeOf(slot),
+    accountBytes,
     savedAccounts() {
       for (const address of stale) {
         const account = readAccount(address);
@@ -861,7 +925,7 @@ const NONCE_ACCOUNT_SIZE = 80;
 const FEE_PAYER_ERRORS = new Set(["AccountNotFound", "InsufficientFundsForFee", "InvalidAccountForFee"]);
 
 /** An account as the state file holds it. */
-function savedAccountOf(account: ChainAccount): SavedAccount {
+export function savedAccountOf(account: ChainAccount): SavedAccount {
   return {
     lamports: account.lamports.toString(),
     owner: account.programAddress,
@@ -901,68 +965,6 @@ const PROGRAM_SIZES_CACHED = 1_024;
 const ACCOUNTS_CACHED = 4_096;
 /** A lookup table's largest (256 keys) is 8,248 bytes; token accounts and mints are far smaller. */
 const CACHED_ACCOUNT_BYTES = 10_240;
-const EMPTY = new Uint8Array();
-
-/** The transaction in JSON-RPC's "json" encoding. */
-export function transactionJsonOf(wire: WireTransaction) {
-  const { message } = wire;
-  return {
-    signatures: wire.signatures,
-    message: {
-      accountKeys: message.staticAccounts,
-      header: {
-        numRequiredSignatures: message.header.numSignerAccounts,
-        numReadonlySignedAccounts: message.header.numReadonlySignerAccounts,
-        numReadonlyUnsignedAccounts: message.header.numReadonlyNonSignerAccounts,
-      },
-      recentBlockhash: message.lifetimeToken,
-      instructions: message.instructions.map((instruction) => ({
-        programIdIndex: instruction.programAddressIndex,
-        accounts: instruction.accountIndices ?? [],
-        data: base58Text(instruction.data ?? EMPTY),
-        stackHeight: null,
-      })),
-      ...(message.version === 0
-        ? {
-            addressTableLookups: (message.addressTableLookups ?? []).map((lookup) => ({
-              accountKey: lookup.lookupTableAddress,
-              writableIndexes: lookup.writableIndexes,
-              readonlyIndexes: lookup.readonlyIndexes,
-            })),
-          }
-        : {}),
-    },
-  };
-}
-
-/**
- * The wire transaction with another recent blockhash: the 32 bytes after the message's keys,
- * written in a copy of its bytes (the message was just decoded, so its layout is known), and the
- * decoded parts kept: decoding it again read every key through base58 and every lookup table out
- * of LiteSVM a second time for each simulation that asks for the latest blockhash.
- */
-function withBlockhash(wire: WireTransaction, blockhash: string): WireTransaction {
-  const hash = base58AddressBytes(blockhash);
-  if (hash === undefined) throw new TypeError(`not a blockhash: ${blockhash}`);
-  const { bytes } = wire;
-  const messageBytes = wire.transaction.messageBytes as unknown as Uint8Array;
-  const messageAt = bytes.length - messageBytes.length;
-  const keys = wire.message.staticAccounts.length;
-  // Legacy: header (3 bytes); v0: a version byte first. Then the keys' compact-u16 count.
-  const countAt = messageAt + (wire.version === 0 ? 4 : 3);
-  const countBytes = keys < 0x80 ? 1 : keys < 0x4000 ? 2 : 3;
-  const at = countAt + countBytes + 32 * keys;
-  const copy = new Uint8Array(bytes);
-  copy.set(hash, at);
-  // Only the lifetime differs: keys, lookups, fee and memo are the decoded transaction's own.
-  return {
-    ...wire,
-    bytes: copy,
-    blockhash,
-    transaction: { ...wire.transaction, messageBytes: copy.subarray(messageAt) } as unknown as Transaction,
-    message: { ...wire.message, lifetimeToken: blockhash },
-  };
-}
 
 /** Whether LiteSVM refused a run at its signature check (the run itself never started). */
 function signatureRefused(result: FailedTransactionMetadata): boolean {

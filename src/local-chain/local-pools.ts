@@ -1,14 +1,16 @@
 import { address, getAddressEncoder, getProgramDerivedAddress, none, some } from "@solana/kit";
 import { AccountState, getMintDecoder, getMintEncoder, getTokenEncoder } from "@solana-program/token";
 import type { Catalog } from "../token/catalog.ts";
+import type { ChainKeys } from "./chain-keys.ts";
 import type { LocalChain } from "./local-chain.ts";
-import { type LocalKey, localKey } from "./local-keys.ts";
+import type { LocalKey } from "./local-keys.ts";
 
 /**
  * The embedded chain's swap pools: constant-product pools for the catalog's main pairs (every
  * token against USDC, every other token against SOL), priced at the catalog's snapshot. Each pool
- * is a local key (derived from its pair's name, so every machine has the same pools) that owns two
- * vaults: its associated token accounts of the pair's mints, real token accounts on the chain.
+ * is a key of the chain's own (chain-keys.ts: from the chain's random seed, so no one else can sign
+ * as it) that owns two vaults: its associated token accounts of the pair's mints, real token
+ * accounts on the chain.
  * They are a development chain's stand-in for the markets Jupiter routes through, not Jupiter.
  */
 export interface LocalPool {
@@ -22,7 +24,7 @@ export interface LocalPool {
   readonly decimalsB: number;
   readonly vaultA: string;
   readonly vaultB: string;
-  /** What the genesis puts in the vaults (the chain's balances are the truth afterwards). */
+  /** What a new chain puts in the vaults (the chain's balances are the truth afterwards). */
   readonly reserveA: bigint;
   readonly reserveB: bigint;
 }
@@ -37,8 +39,8 @@ const SYSTEM_PROGRAM = address("11111111111111111111111111111111");
 const NATIVE_MINT = "So11111111111111111111111111111111111111112";
 const TOKEN_ACCOUNT_SIZE = 165;
 
-/** The pools of `catalog`, with their vaults' addresses (derived, nothing read from a chain). */
-export async function localPools(catalog: Catalog): Promise<LocalPool[]> {
+/** The pools of `catalog` on the chain of `keys`, with their vaults' addresses (derived, nothing read from a chain). */
+export async function localPools(catalog: Catalog, keys: Pick<ChainKeys, "pool">): Promise<LocalPool[]> {
   const bySymbol = new Map(catalog.tokens.map((t) => [t.symbol, t]));
   const usdc = bySymbol.get("USDC");
   const sol = bySymbol.get("SOL");
@@ -53,7 +55,7 @@ export async function localPools(catalog: Catalog): Promise<LocalPool[]> {
   const pools: LocalPool[] = [];
   for (const [a, b] of pairs) {
     const name = `${a.symbol}/${b.symbol}`;
-    const key = localKey(`pool ${name}`);
+    const key = keys.pool(name);
     pools.push({
       name,
       key,
@@ -71,7 +73,7 @@ export async function localPools(catalog: Catalog): Promise<LocalPool[]> {
 }
 
 /**
- * Writes the pools into a chain being made (the genesis): each pool's key with SOL for its fees,
+ * Writes the pools into a chain as it gets its keys (install-chain-keys.ts): each pool's key with SOL for its fees,
  * and its two vaults holding the reserves. The mints' supply grows by what the vaults hold, as if
  * it had been minted to them; wrapped SOL's vault holds its reserve as lamports, as a native
  * account does.

@@ -37,8 +37,9 @@ const AUTHORIZE_POLL_MS = 20;
  * The swap executor's route port (SwapApi) served in-process by the embedded chain's local pools:
  * the same `/build` query and answer as Jupiter's HTTP adapter, read by the same checks
  * (jupiter-swap-api.ts), so a swap run on `npm start` takes the path it takes on mainnet. The pools'
- * side of each swap is authorized by a real transaction signed by the pool's key, which the local
- * chain's keys derive (local-pools.ts); the service holds it only because the chain is its own.
+ * side of each swap is authorized by a real transaction signed by the pool's key, one of the chain's
+ * own keys (chain-keys.ts, from its random seed); the service holds it only because the chain is
+ * its own.
  */
 export function createLocalSwapApi(options: {
   readonly transport: RpcTransport;

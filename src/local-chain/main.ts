@@ -26,8 +26,10 @@ async function main(): Promise<void> {
       pubsubLimits: local.pubsub,
       cheatcodes: local.cheatcodes,
       history: local.history,
+      maxAccountBytes: local.maxAccountBytes,
       airdropLimit: local.airdropLimit,
       allowedHosts: local.allowedHosts,
+      allowedOrigins: local.allowedOrigins,
       log: (level, message, fields) => logger[level](fields ?? {}, message),
       onUnexpected: (error, method) => logger.error({ err: error, method }, "a JSON-RPC method failed"),
     });

@@ -1,6 +1,7 @@
 import * as http from "node:http";
 import { WebSocket, WebSocketServer } from "ws";
 import type { LocalChainPubSubLimits } from "../config.ts";
+import { createChainCors } from "./cors.ts";
 import { createHostCheck } from "./host-check.ts";
 import type { JsonRpcHandler } from "./json-rpc-handler.ts";
 import { listen } from "./listen.ts";
@@ -16,8 +17,10 @@ export interface PubSubServerOptions {
   readonly limits: LocalChainPubSubLimits;
   /** Host names answered besides the loopback ones (see host-check.ts). */
   readonly allowedHosts?: readonly string[];
+  /** Web origins that may connect besides pages on this machine (see cors.ts). */
+  readonly allowedOrigins?: readonly string[];
   /**
-   * Told of what the port refused or cut off: `host`, `connection_limit`, `message_too_large`,
+   * Told of what the port refused or cut off: `host`, `origin`, `connection_limit`, `message_too_large`,
    * `slow_client` (a connection whose unsent notifications passed the bound), `not_websocket`.
    */
   readonly onRejected?: (reason: string) => void;
@@ -55,6 +58,10 @@ export async function startPubSubServer(options: PubSubServerOptions): Promise<P
     boundHost: HOST,
     ...(options.allowedHosts === undefined ? {} : { allowedHosts: options.allowedHosts }),
   });
+  // Browsers apply no CORS to WebSockets: the Origin they send is checked here, as on the RPC port.
+  const cors = createChainCors(
+    options.allowedOrigins === undefined ? {} : { allowedOrigins: options.allowedOrigins },
+  );
   const server = http.createServer({ headersTimeout: 10_000, requestTimeout: 30_000 });
   const wss = new WebSocketServer({
     noServer: true,
@@ -86,6 +93,14 @@ export async function startPubSubServer(options: PubSubServerOptions): Promise<P
         "403 Forbidden",
         "host",
         "Invalid Host header: the local chain answers requests to localhost, 127.0.0.1 and [::1] (add names with LOCAL_SOLANA_ALLOWED_HOSTS)\n",
+      );
+      return;
+    }
+    if (!cors.allows(req.headers.origin)) {
+      refuse(
+        "403 Forbidden",
+        "origin",
+        "Origin not allowed: the local chain answers pages served from localhost, 127.0.0.1 and [::1] (add origins with LOCAL_SOLANA_ALLOWED_ORIGINS)\n",
       );
       return;
     }

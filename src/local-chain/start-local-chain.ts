@@ -14,9 +14,19 @@ import {
 } from "../config.ts";
 import type { Catalog } from "../token/catalog.ts";
 import { BLOCKHASH_VALID_BLOCKS, createBlockClock } from "./block-clock.ts";
+import { createChainDeltaFeed } from "./chain-delta-feed.ts";
 import { createChainEvents } from "./chain-events.ts";
-import { type ChainState, readChainState, removeStaleTemporaries, writeChainState } from "./chain-state.ts";
+import { type ChainKeys, createChainKeys, newChainKeySeed } from "./chain-keys.ts";
+import { type ChainDelta, withDelta } from "./chain-mirror.ts";
+import {
+  type ChainState,
+  readChainState,
+  readCheckedChainState,
+  removeStaleTemporaries,
+  writeChainState,
+} from "./chain-state.ts";
 import { createGenesis, GENESIS_VERSION, LOCAL_KEYS } from "./genesis.ts";
+import { installChainKeys } from "./install-chain-keys.ts";
 import { createJsonRpcHandler, type JsonRpcHandler } from "./json-rpc-handler.ts";
 import { createLedger } from "./ledger.ts";
 import { createLocalChain, createSvm, type LocalChain } from "./local-chain.ts";
@@ -35,6 +45,12 @@ export interface StartLocalChainOptions {
   readonly port: number | undefined;
   /** File the chain is kept in across restarts; undefined: a fresh chain from the genesis. */
   readonly statePath: string | undefined;
+  /**
+   * The seed of a fresh chain's own keys (chain-keys.ts), when its state holds none: the embedded
+   * chain's host passes the one its last start made, so a restart without a state file keeps its
+   * pools. Default: a new random one. A state file's own seed always wins.
+   */
+  readonly keySeed?: string;
   readonly slotMs: number;
   /** Largest JSON-RPC request body the port reads. */
   readonly maxRequestBytes?: number;
@@ -46,6 +62,8 @@ export interface StartLocalChainOptions {
   readonly cheatcodes?: boolean;
   /** Host header names the port answers besides the loopback ones (see host-check.ts). */
   readonly allowedHosts?: readonly string[];
+  /** Web origins that may call the ports besides pages on this machine (see cors.ts). */
+  readonly allowedOrigins?: readonly string[];
   /**
    * Transactions the ledger keeps (those of the last 150 slots are always kept); older ones go,
    * as a validator's RPC forgets history. Default: LOCAL_SOLANA_HISTORY's default.
@@ -53,6 +71,18 @@ export interface StartLocalChainOptions {
   readonly history?: number;
   /** requestAirdrop per client address (a token bucket); default: the configuration's default. */
   readonly airdropLimit?: RateLimitConfig;
+  /**
+   * Bytes of account data the chain may hold; a transaction or cheatcode that would grow it past
+   * them is refused. Default: LOCAL_SOLANA_MAX_ACCOUNT_BYTES's default.
+   */
+  readonly maxAccountBytes?: number;
+  /**
+   * Without `statePath`: the changes a worker that died had made since its genesis (the service's
+   * mirror of them, see chain-mirror.ts), put back over the genesis, its clock included.
+   */
+  readonly restore?: ChainDelta;
+  /** Told of what changes, a burst at a time (see chain-delta-feed.ts): the service mirrors it. */
+  readonly onDelta?: (delta: ChainDelta) => void;
   /** Told how each save of the state went. */
   readonly onSaved?: (outcome: SaveOutcome) => void;
   /** Where a built genesis is kept for the next start (default: node_modules/.cache). */
@@ -71,6 +101,8 @@ export interface StartLocalChainOptions {
 
 export interface RunningLocalChain {
   readonly chain: LocalChain;
+  /** The chain's own keys: its pools' and its mints' authority (kept in its state file). */
+  readonly keys: ChainKeys;
   readonly handler: JsonRpcHandler;
   /** The in-process transport for @solana/kit (the service's own chain adapter uses it). */
   readonly transport: RpcTransport;
@@ -95,6 +127,8 @@ const DEFAULT_AIRDROP_LIMIT: RateLimitConfig = {
 };
 const DEFAULT_MAX_REQUEST_BYTES = 1024 * 1024;
 const MAX_BATCH = 100;
+/** Account data the chain holds at most when nothing configures it (LOCAL_SOLANA_MAX_ACCOUNT_BYTES). */
+const DEFAULT_MAX_ACCOUNT_BYTES = Number(CONFIG_VARIABLES.LOCAL_SOLANA_MAX_ACCOUNT_BYTES);
 /** Subscriptions of the whole chain when nothing configures it (LOCAL_SOLANA_PUBSUB_MAX_SUBSCRIPTIONS). */
 const DEFAULT_MAX_SUBSCRIPTIONS = Number(CONFIG_VARIABLES.LOCAL_SOLANA_PUBSUB_MAX_SUBSCRIPTIONS);
 
@@ -108,13 +142,35 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
   const now = options.now ?? Date.now;
   const log = options.log ?? (() => {});
   if (options.statePath !== undefined) await removeStaleTemporaries(options.statePath);
-  const saved = options.statePath === undefined ? undefined : await readChainState(options.statePath);
+  // A damaged file throws (ChainStateError, naming it) and is left as it is: nothing saves over it.
+  const read = options.statePath === undefined ? undefined : await readCheckedChainState(options.statePath);
+  const saved = read?.state;
   let state: ChainState;
   let clockState: ChainState["clock"];
   if (saved !== undefined) {
     state = saved;
     clockState = saved.clock;
     log("info", "local chain state loaded", { entries: saved.ledger.length });
+    if (read?.checked === false) {
+      // Written before state files had a checksum: nothing can tell whether it was damaged since.
+      // The next save writes it with one.
+      log("warn", "the local chain state file has no checksum (an older format): loaded unchecked", {
+        state: options.statePath,
+      });
+    }
+  } else if (options.restore !== undefined) {
+    // A worker started again: the chain it had, from the genesis and what changed since.
+    // The keys the chain had come back with it (the host keeps their seed): the mirror holds what
+    // their install wrote, so it is not done again.
+    state = {
+      ...withDelta(await loadGenesis(options, log), options.restore),
+      ...(options.keySeed === undefined ? {} : { keySeed: options.keySeed }),
+    };
+    clockState = state.clock;
+    log("info", "local chain restored from the service's mirror of it", {
+      accounts: options.restore.accounts.length,
+      entries: options.restore.ledger.length,
+    });
   } else {
     state = await loadGenesis(options, log);
     // The seeded history ends now: the chain's slot 0 is that many slots ago.
@@ -123,6 +179,19 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
       slotMs: options.slotMs,
       genesisMs: now() - state.clock.slot * options.slotMs,
     };
+  }
+  // A state without keys of its own (the genesis, or a file saved before chains had them) gets
+  // them now, before anyone is served.
+  const keyless = state.keySeed === undefined;
+  const keys = createChainKeys(state.keySeed ?? options.keySeed ?? newChainKeySeed());
+  if (keyless && saved !== undefined) {
+    log(
+      "warn",
+      "the local chain state holds no keys of its own (saved by an older version): its pools are made anew",
+      {
+        state: options.statePath,
+      },
+    );
   }
   const svm = createSvm(state.accounts);
   const clock = createBlockClock({ state: clockState, now });
@@ -137,9 +206,10 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
             accounts: chain.savedAccounts(),
             clock: clock.state(),
             ledger: ledger.entries(),
+            keySeed: keys.seed,
           }),
           delayMs: SAVE_DELAY_MS,
-          dirty: saved === undefined,
+          dirty: keyless,
           ...(options.onSaved === undefined ? {} : { onSaved: options.onSaved }),
           onError: (error) => log("error", "the local chain state could not be saved", { err: error }),
         });
@@ -155,7 +225,21 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
     ...(saver === undefined ? {} : { onChange: saver.changed }),
     saved: state.accounts,
     keepSavedAccounts: saver !== undefined,
+    maxAccountBytes: options.maxAccountBytes ?? DEFAULT_MAX_ACCOUNT_BYTES,
   });
+  // Fed before the keys are installed: the mirror holds the pools and the mints' new powers too,
+  // so that a worker started again on it needs no second install (which would seed the pools anew).
+  const feed =
+    options.onDelta === undefined
+      ? undefined
+      : createChainDeltaFeed({ chain, events, post: options.onDelta, startedWith: startedWith(state) });
+  if (keyless) {
+    await installChainKeys(chain, {
+      catalog: options.catalog,
+      keys,
+      genesisAuthority: LOCAL_KEYS.authority.address,
+    });
+  }
   chain.tick();
   // A saved ledger longer than the window (a smaller LOCAL_SOLANA_HISTORY now) is cut at once.
   ledger.prune(clock.slot - BLOCKHASH_VALID_BLOCKS);
@@ -208,12 +292,14 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
           limits,
           pubsubLimits,
           ...(options.allowedHosts === undefined ? {} : { allowedHosts: options.allowedHosts }),
+          ...(options.allowedOrigins === undefined ? {} : { allowedOrigins: options.allowedOrigins }),
           ...(options.onRejected === undefined ? {} : { onRejected: options.onRejected }),
           ...(options.onUnexpected === undefined ? {} : { onUnexpected: options.onUnexpected }),
         });
   await saver?.save();
   return {
     chain,
+    keys,
     handler,
     transport: createLocalTransport(handler),
     url: ports?.rpc.url,
@@ -223,6 +309,7 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
       await ports?.close();
       subscriptions.close();
       tokenIndex.close();
+      feed?.close();
       await saver?.close();
     },
   };
@@ -249,7 +336,10 @@ async function loadGenesis(
     const cached = await readChainState(join(directory, `local-chain-genesis-${key}.bin`)).catch(
       () => undefined,
     );
-    if (cached !== undefined) return cached;
+    // The genesis is public and holds no keys: a seed in a cached file (a file put there by
+    // someone else, say) is never taken, so every chain makes its own.
+    if (cached !== undefined)
+      return { accounts: cached.accounts, clock: cached.clock, ledger: cached.ledger };
   }
   log("info", "building the local chain's genesis (once per machine; later starts load it)");
   const started = performance.now();
@@ -290,4 +380,10 @@ function genesisKey(catalog: Catalog): string {
 export function defaultCacheDir(): string {
   const litesvm = createRequire(import.meta.url).resolve("litesvm/package.json");
   return join(dirname(dirname(litesvm)), ".cache", "token-agent-service");
+}
+
+/** Whether `state` holds an account at an address: what a chain that starts from it started with. */
+function startedWith(state: ChainState): (address: string) => boolean {
+  const addresses = new Set(state.accounts.map(([address]) => address));
+  return (address) => addresses.has(address);
 }

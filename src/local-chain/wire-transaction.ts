@@ -7,7 +7,7 @@ import {
   type Transaction,
   type V0CompiledTransactionMessage,
 } from "@solana/kit";
-import { base58Address, base58Text } from "../chain/base58-address.ts";
+import { base58Address, base58AddressBytes, base58Text } from "../chain/base58-address.ts";
 import { decodeTransactionBytes } from "./transaction-bytes.ts";
 
 /** Solana's packet size: the largest serialized transaction a validator accepts (PACKET_DATA_SIZE). */
@@ -223,4 +223,67 @@ export function accountCountOf(bytes: Uint8Array): number {
   } catch {
     return 0;
   }
+}
+
+const EMPTY = new Uint8Array();
+
+/** The transaction in JSON-RPC's "json" encoding. */
+export function transactionJsonOf(wire: WireTransaction) {
+  const { message } = wire;
+  return {
+    signatures: wire.signatures,
+    message: {
+      accountKeys: message.staticAccounts,
+      header: {
+        numRequiredSignatures: message.header.numSignerAccounts,
+        numReadonlySignedAccounts: message.header.numReadonlySignerAccounts,
+        numReadonlyUnsignedAccounts: message.header.numReadonlyNonSignerAccounts,
+      },
+      recentBlockhash: message.lifetimeToken,
+      instructions: message.instructions.map((instruction) => ({
+        programIdIndex: instruction.programAddressIndex,
+        accounts: instruction.accountIndices ?? [],
+        data: base58Text(instruction.data ?? EMPTY),
+        stackHeight: null,
+      })),
+      ...(message.version === 0
+        ? {
+            addressTableLookups: (message.addressTableLookups ?? []).map((lookup) => ({
+              accountKey: lookup.lookupTableAddress,
+              writableIndexes: lookup.writableIndexes,
+              readonlyIndexes: lookup.readonlyIndexes,
+            })),
+          }
+        : {}),
+    },
+  };
+}
+
+/**
+ * The wire transaction with another recent blockhash: the 32 bytes after the message's keys,
+ * written in a copy of its bytes (the message was just decoded, so its layout is known), and the
+ * decoded parts kept: decoding it again read every key through base58 and every lookup table out
+ * of LiteSVM a second time for each simulation that asks for the latest blockhash.
+ */
+export function withBlockhash(wire: WireTransaction, blockhash: string): WireTransaction {
+  const hash = base58AddressBytes(blockhash);
+  if (hash === undefined) throw new TypeError(`not a blockhash: ${blockhash}`);
+  const { bytes } = wire;
+  const messageBytes = wire.transaction.messageBytes as unknown as Uint8Array;
+  const messageAt = bytes.length - messageBytes.length;
+  const keys = wire.message.staticAccounts.length;
+  // Legacy: header (3 bytes); v0: a version byte first. Then the keys' compact-u16 count.
+  const countAt = messageAt + (wire.version === 0 ? 4 : 3);
+  const countBytes = keys < 0x80 ? 1 : keys < 0x4000 ? 2 : 3;
+  const at = countAt + countBytes + 32 * keys;
+  const copy = new Uint8Array(bytes);
+  copy.set(hash, at);
+  // Only the lifetime differs: keys, lookups, fee and memo are the decoded transaction's own.
+  return {
+    ...wire,
+    bytes: copy,
+    blockhash,
+    transaction: { ...wire.transaction, messageBytes: copy.subarray(messageAt) } as unknown as Transaction,
+    message: { ...wire.message, lifetimeToken: blockhash },
+  };
 }

@@ -1,4 +1,4 @@
-import { Counter, Histogram, type Registry } from "prom-client";
+import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 import type { RequestOutcome } from "../chain/resilient-transport.ts";
 
 /** Solana JSON-RPC request durations, in seconds: from a cached local answer to a timeout. */
@@ -53,7 +53,8 @@ export function registerChainMetrics(
  * The embedded local chain's JSON-RPC on the server's registry: requests by method and outcome
  * (`ok`, or the JSON-RPC error code), and what its port turned away before JSON-RPC saw it or cut
  * off (requests, connections past the cap, answers past the write timeout); and the saves of its
- * state (LOCAL_SOLANA_STATE), by outcome and duration.
+ * state (LOCAL_SOLANA_STATE), by outcome and duration; and the bytes of account data it holds,
+ * against their bound (LOCAL_SOLANA_MAX_ACCOUNT_BYTES).
  */
 export function registerLocalChainMetrics(
   registry: Registry,
@@ -62,7 +63,18 @@ export function registerLocalChainMetrics(
   onRequest(method: string, outcome: "ok" | "error", code?: number): void;
   onRejected(reason: string): void;
   onSaved(outcome: { ok: boolean; seconds: number }): void;
+  onAccountBytes(figures: { used: number; max: number }): void;
 } {
+  const accountBytes = new Gauge({
+    name: "local_chain_account_data_bytes",
+    help: "Bytes of account data the local chain holds (what genesis, transactions and cheatcodes wrote).",
+    registers: [registry],
+  });
+  const accountBytesMax = new Gauge({
+    name: "local_chain_account_data_max_bytes",
+    help: "Bytes of account data the local chain may hold (LOCAL_SOLANA_MAX_ACCOUNT_BYTES); past it new space is refused.",
+    registers: [registry],
+  });
   const saves = new Counter({
     name: "local_chain_state_saves_total",
     help: "Saves of the local chain's state file, by outcome (ok or error).",
@@ -97,6 +109,10 @@ export function registerLocalChainMetrics(
     onSaved(outcome) {
       saves.inc({ outcome: outcome.ok ? "ok" : "error" });
       saveSeconds.observe(outcome.seconds);
+    },
+    onAccountBytes({ used, max }) {
+      accountBytes.set(used);
+      accountBytesMax.set(max);
     },
   };
 }

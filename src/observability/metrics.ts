@@ -62,7 +62,7 @@ export interface Metrics {
   readonly interceptor: Interceptor;
   /**
    * Counts a connection or request turned away before any RPC handler saw it. `reason` comes from
-   * a fixed set (see Rejection in dual-protocol-server.ts), so the series stay bounded.
+   * a fixed set (see Rejection in http/rejection.ts), so the series stay bounded.
    */
   rejected(reason: string): void;
 }

@@ -1,11 +1,12 @@
 /**
- * The executor port: what carries out one run of an agent. The simulated executor on the embedded
- * catalog is the only adapter today; a live chain executor will come behind the same port, so the
- * port is shaped for runs that take seconds and whose outcome can be uncertain:
+ * The executor port: what carries out one run of an agent. Its adapters are the transfer and swap
+ * executors on the chain (a cluster or the embedded one) and the simulated executor, which moves
+ * nothing. The port is shaped for runs that take seconds and whose outcome can be uncertain:
  *
- * - `idempotencyKey` is the same for every attempt at one (agent, slot), on every replica. An
- *   executor that moves real funds must pass it to the chain (or its own ledger) so that a second
- *   attempt after an uncertain first one cannot pay twice.
+ * - `idempotencyKey` is the same for every attempt at one (agent, slot), on every replica. The
+ *   chain executors name it in every transaction (a memo) and keep each signed transaction in the
+ *   slot's journal before sending it, so that a second attempt after an uncertain first one
+ *   cannot pay twice.
  * - `signal` aborts when the lease is lost or the process stops; an executor stops waiting then.
  */
 import type { JsonObject } from "../agent/agent-store.ts";

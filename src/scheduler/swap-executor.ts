@@ -435,6 +435,9 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
   /**
    * The input token's price in dollars, and the output token's price in input tokens (the
    * reference a quote is held to), from the service's own price source; or why there is none.
+   * Fresh prices only (PRICE_TTL_MS): a stale one, served while the source is down, may be
+   * anything the source last said, and a route is held to it; with none fresh the attempt is
+   * retried, as with any upstream down.
    */
   async function referencePrices(
     input: TokenRef,
@@ -444,7 +447,7 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
   ): Promise<{ inputUsd: number; outPerIn: number } | string> {
     signal.throwIfAborted();
     try {
-      const [inPrice, outPrice] = await prices.pricesOf([input.mint, output.mint]);
+      const [inPrice, outPrice] = await prices.pricesOf([input.mint, output.mint], { fresh: true });
       const missing = [
         [config.inputToken, inPrice],
         [config.outputToken, outPrice],
@@ -458,7 +461,7 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
       return { inputUsd: inPrice.price, outPerIn: inPrice.price / outPrice.price };
     } catch (error) {
       if (error instanceof UnavailableError) {
-        return `no price to check the swap's caps and quote against: ${error.message}`;
+        return `no fresh price to check the swap's caps and quote against: ${error.message}`;
       }
       throw error;
     }

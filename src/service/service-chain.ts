@@ -94,13 +94,16 @@ async function startEmbeddedChain(
       pubsubLimits: local.pubsub,
       cheatcodes: local.cheatcodes,
       history: local.history,
+      maxAccountBytes: local.maxAccountBytes,
       airdropLimit: local.airdropLimit,
       allowedHosts: local.allowedHosts,
+      allowedOrigins: local.allowedOrigins,
       timeoutMs: config.solana.timeoutMs,
       log: (level, message, fields) => logger[level](fields ?? {}, message),
       onRequest: metrics.onRequest,
       onRejected: metrics.onRejected,
       onSaved: metrics.onSaved,
+      onAccountBytes: metrics.onAccountBytes,
     });
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "EADDRINUSE") {

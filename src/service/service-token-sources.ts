@@ -31,7 +31,7 @@ export async function createSwapRoutes(
       import("../local-chain/local-swap-api.ts"),
       import("../local-chain/local-pools.ts"),
     ]);
-    const pools = await localPools(catalog);
+    const pools = await localPools(catalog, localChain.keys);
     logger.info(
       { pools: pools.length },
       "swap routes come from local pools on the embedded development chain, not Jupiter (set JUPITER_SWAP_URL to use a Swap API)",

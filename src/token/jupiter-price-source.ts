@@ -24,7 +24,8 @@ export interface JupiterPriceSourceOptions {
  * upstream together (50 to a request), one request per mint in flight however many callers want
  * it; a cached price is fresh for `ttlMs`, then served while one request revalidates it, and
  * served while Jupiter fails for up to `maxStaleMs` after it was obtained, then no more
- * (unavailable). A mint Jupiter leaves out (no reliable price) is cached as unpriced like any
+ * (unavailable). Asked for fresh prices only (a swap's reference), a stale one is refreshed and
+ * waited for, never served: while Jupiter fails, such a call is unavailable, saying so. A mint Jupiter leaves out (no reliable price) is cached as unpriced like any
  * other answer, so asking again does not call Jupiter again until the entry is stale.
  *
  * Each entry is one frozen object for as long as it is fresh, so the RPC layer's per-object
@@ -76,7 +77,7 @@ export function createJupiterPriceSource(options: JupiterPriceSourceOptions): Pr
   });
   return {
     watchlist: Object.freeze([...options.watchlist]),
-    async pricesOf(mints) {
+    async pricesOf(mints, query) {
       // Warm: every price fresh, answered without waiting on anything.
       const fresh = cache.freshAll(mints);
       if (fresh !== undefined) return fresh;
@@ -85,7 +86,7 @@ export function createJupiterPriceSource(options: JupiterPriceSourceOptions): Pr
         const entry = cache.fresh(mint);
         if (entry !== undefined) return entry.value;
         waits = true;
-        return cache.get(mint).then(({ value }) => value);
+        return cache.get(mint, { fresh: query?.fresh === true }).then(({ value }) => value);
       });
       return waits ? Promise.all(entries) : (entries as TokenPrice[]);
     },

@@ -87,5 +87,16 @@ export interface PriceSource {
   /** The mints priced when a caller names none, in the order they are listed. */
   readonly watchlist: readonly string[];
   /** One entry per mint, in the order given (an unpriced one when the source has no price). */
-  pricesOf(mints: readonly string[]): Promise<readonly TokenPrice[]>;
+  pricesOf(mints: readonly string[], query?: PriceQuery): Promise<readonly TokenPrice[]>;
+}
+
+export interface PriceQuery {
+  /**
+   * Only prices obtained within the source's freshness (PRICE_TTL_MS): a cached price older than
+   * that is refreshed and waited for, and when it cannot be, the call throws UnavailableError
+   * saying the price is stale, instead of serving it. For what decides a trade (a swap's reference
+   * price); displays take stale prices, which say how old they are. A source that is not a cache
+   * (the catalog's snapshot) answers as always.
+   */
+  readonly fresh?: boolean;
 }

@@ -30,8 +30,10 @@ export interface SwrCache<V> {
    * The value of `key`: fresh, or stale (no older than `maxStaleMs`) while one load revalidates
    * it, or, when there is none, the value a load brings (one load per key, however many callers
    * wait). Throws UnavailableError when the source fails and nothing young enough is cached.
+   * `fresh`: a value no older than `ttlMs` or none: a stale one is revalidated and waited for, and
+   * when the load fails the call throws UnavailableError saying the value is stale.
    */
-  get(key: string): Promise<Obtained<V>>;
+  get(key: string, options?: { readonly fresh?: boolean }): Promise<Obtained<V>>;
   /** The value of `key` if it is fresh, at once; undefined otherwise (then call `get`). */
   fresh(key: string): Obtained<V> | undefined;
   /** The values of `keys` if every one is fresh, at once; undefined otherwise (nothing counted). */
@@ -47,7 +49,7 @@ export interface SwrCache<V> {
  * does, and it keeps the time each value was obtained so that callers can say how old it is.
  */
 export function createSwrCache<V>(options: SwrCacheOptions<V>): SwrCache<V> {
-  const { maxStaleMs, load, what } = options;
+  const { ttlMs, maxStaleMs, load, what } = options;
   const now = options.now ?? Date.now;
   const onLookup = options.onLookup ?? (() => {});
   /** Why the last load failed, for the unavailable message (the cache swallows load errors). */
@@ -70,15 +72,15 @@ export function createSwrCache<V>(options: SwrCacheOptions<V>): SwrCache<V> {
       }
     },
   });
-  const unavailable = (key: string): UnavailableError => {
-    const reason = lastFailure instanceof Error ? `: ${lastFailure.message}` : "";
-    return new UnavailableError(`${what} ${key} is unavailable${reason}`);
-  };
+  const failureReason = () => (lastFailure instanceof Error ? `: ${lastFailure.message}` : "");
+  const unavailable = (key: string): UnavailableError =>
+    new UnavailableError(`${what} ${key} is unavailable${failureReason()}`);
   const young = (entry: Obtained<V> | undefined): entry is Obtained<V> =>
     entry !== undefined && now() - entry.at <= maxStaleMs;
 
   return {
-    async get(key) {
+    async get(key, query) {
+      if (query?.fresh === true) return getFresh(key);
       const status: LRUCache.Status<string, Obtained<V>> = {};
       const entry = await cache.fetch(key, { status, allowStale: true });
       onLookup(status.fetch === "hit" ? "hit" : status.returnedStale === true ? "stale" : "miss", 1);
@@ -111,4 +113,20 @@ export function createSwrCache<V>(options: SwrCacheOptions<V>): SwrCache<V> {
       cache.set(key, { value, at: now() });
     },
   };
+
+  /** A value no older than `ttlMs`: a stale one is never answered, only refreshed and waited for. */
+  async function getFresh(key: string): Promise<Obtained<V>> {
+    const status: LRUCache.Status<string, Obtained<V>> = {};
+    // Not allowed stale: a stale entry's revalidation (started now, or already under way) is
+    // awaited. When it fails, lru-cache answers the stale value still (allowStaleOnFetchRejection),
+    // which its age then tells apart from the load's.
+    const entry = await cache.fetch(key, { status, allowStale: false });
+    onLookup(status.fetch === "hit" ? "hit" : "miss", 1);
+    if (entry !== undefined && now() - entry.at <= ttlMs) return entry;
+    if (entry === undefined) throw unavailable(key);
+    const seconds = (ms: number) => `${Number((ms / 1000).toFixed(1))} s`;
+    throw new UnavailableError(
+      `${what} ${key} is stale (obtained ${seconds(now() - entry.at)} ago, fresh for ${seconds(ttlMs)}) and could not be refreshed${failureReason()}`,
+    );
+  }
 }

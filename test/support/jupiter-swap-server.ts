@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import * as http from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import {
@@ -16,6 +16,7 @@ import {
 } from "@solana-program/token";
 import { getMintDecoder } from "@solana-program/token-2022";
 import { associatedTokenAddress } from "../../src/chain/program-address.ts";
+import { localKeyFromSeed } from "../../src/local-chain/local-keys.ts";
 import {
   createLocalSwapRoutes,
   LOCAL_ROUTE_COMPUTE_UNIT_PRICE,
@@ -27,6 +28,7 @@ import {
   type WireInstruction,
   wire,
 } from "../../src/local-chain/local-swap-routes.ts";
+import { deployProgram } from "./deploy-program.ts";
 import type { AnswerMutator, BuildAnswer } from "./hostile-swap-routes.ts";
 
 /**
@@ -140,8 +142,16 @@ const LOOKUP_TABLE_META_SIZE = 56;
 /** The compute unit price honest answers ask for, in micro-lamports (the local routes'). */
 export const SERVER_COMPUTE_UNIT_PRICE = LOCAL_ROUTE_COMPUTE_UNIT_PRICE;
 const HUGE_BYTES = 4 * 1024 * 1024;
-const JUPITER_PROGRAM = "JUP6LkbZbjS1jKKwapdHNy74zcZ3tLUZoi5QNyVTaV4";
-const BPF_LOADER = "BPFLoader2111111111111111111111111111111111";
+/**
+ * The program slippage-6001 answers call in the swap slot: it fails with Jupiter's error 6001.
+ * Not at Jupiter's address (a cheatcode would have to write a program there, and the local chain's
+ * refuse to), but deployed through the loader at a key of a fixed seed, so a service can list it
+ * in SWAP_ALLOWED_PROGRAMS before the chain starts.
+ */
+const SLIPPAGE_PROGRAM_KEY = localKeyFromSeed(
+  new Uint8Array(createHash("sha256").update("jupiter-swap-server: slippage program").digest()),
+);
+export const SLIPPAGE_PROGRAM: string = SLIPPAGE_PROGRAM_KEY.address;
 /** Jupiter's SlippageToleranceExceeded. */
 export const JUPITER_SLIPPAGE_ERROR = 6001;
 /** Anchor's discriminator of Jupiter v6's `route`, for a realistic first 8 bytes. */
@@ -247,17 +257,7 @@ export async function startJupiterSwapServer(options: JupiterSwapServerOptions):
   let slippageProgram: Promise<void> | undefined;
   const installSlippageProgram = (): Promise<void> => {
     slippageProgram ??= (async () => {
-      const program = failingProgram(JUPITER_SLIPPAGE_ERROR);
-      const rent = await rpc.getMinimumBalanceForRentExemption(BigInt(program.length)).send();
-      await cheat("surfnet_setAccount", [
-        JUPITER_PROGRAM,
-        {
-          lamports: Number(rent),
-          data: Buffer.from(program).toString("hex"),
-          owner: BPF_LOADER,
-          executable: true,
-        },
-      ]);
+      await deployProgram(options.rpcUrl, failingProgram(JUPITER_SLIPPAGE_ERROR), SLIPPAGE_PROGRAM_KEY);
     })();
     return slippageProgram;
   };
@@ -310,7 +310,7 @@ export async function startJupiterSwapServer(options: JupiterSwapServerOptions):
       data.writeBigUInt64LE(outAmount, 16);
       data.writeUInt16LE(slippageBps, 24);
       body.swapInstruction = wire(
-        JUPITER_PROGRAM,
+        SLIPPAGE_PROGRAM,
         [
           meta(inMint.program, false, false),
           meta(taker, true, false),
