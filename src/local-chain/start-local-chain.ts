@@ -22,6 +22,7 @@ import { createLedger } from "./ledger.ts";
 import { createLocalChain, createSvm, type LocalChain } from "./local-chain.ts";
 import { startLocalChainPorts } from "./local-chain-ports.ts";
 import { createLocalTransport } from "./local-transport.ts";
+import { createPublicTurns } from "./public-turns.ts";
 import { PUBSUB_PARAM_COUNTS, pubsubMethods } from "./pubsub-methods.ts";
 import type { PubSubServer } from "./pubsub-server.ts";
 import { createPubSubSubscriptions } from "./pubsub-subscriptions.ts";
@@ -173,6 +174,8 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
     maxBatch: MAX_BATCH,
     maxAnswerBytes: limits.maxAnswerBytes,
     maxRequestMs: limits.maxRequestMs,
+    // The port's clients take turns on the chain's thread; the service's own requests go first.
+    turns: createPublicTurns(),
     ...(options.onRequest === undefined ? {} : { onRequest: options.onRequest }),
     ...(options.onUnexpected === undefined ? {} : { onUnexpected: options.onUnexpected }),
   });
