@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { Worker } from "node:worker_threads";
 import type { RpcTransport } from "@solana/kit";
 import { KitShapedAnswer } from "../chain/chain-rpc.ts";
@@ -28,8 +29,12 @@ export interface EmbeddedLocalChain {
   readonly transport: RpcTransport;
   /** http://127.0.0.1:port of the chain's JSON-RPC (the worker serves it), when a port serves. */
   readonly url: string | undefined;
-  /** The chain's PubSub port (ws://127.0.0.1:port + 1), when a port serves. */
-  readonly pubsub: { readonly url: string } | undefined;
+  /**
+   * The chain's PubSub port (ws://127.0.0.1:port + 1), when a port serves; `serviceUrl` is the
+   * service's own path on it, outside the clients' subscription caps (see pubsub-server.ts): for
+   * the service's watch only, never shown.
+   */
+  readonly pubsub: { readonly url: string; readonly serviceUrl: string } | undefined;
   /** True while the worker serves; false while it is (re)starting. */
   readonly available: boolean;
   /** Sends `lamports` from the faucet to `address`; resolves with the airdrop's error (null: it landed). */
@@ -75,7 +80,12 @@ export async function startLocalChainWorker(options: LocalChainWorkerOptions): P
   const { log, timeoutMs } = options;
   const restartBaseMs = options.restartBaseMs ?? DEFAULT_RESTART_BASE_MS;
   const restartMaxMs = options.restartMaxMs ?? DEFAULT_RESTART_MAX_MS;
-  let data: LocalChainWorkerData = workerDataOf(options);
+  // The secret of the service's own PubSub path: made here, so that a restarted worker keeps it
+  // (the watch reconnects to the same URL).
+  let data: LocalChainWorkerData = {
+    ...workerDataOf(options),
+    pubsubServiceToken: randomBytes(24).toString("base64url"),
+  };
   let worker: Worker | undefined;
   let available = false;
   let closing = false;
@@ -83,6 +93,7 @@ export async function startLocalChainWorker(options: LocalChainWorkerOptions): P
   let servingSince = 0;
   let url: string | undefined;
   let pubsubUrl: string | undefined;
+  let pubsubServiceUrl: string | undefined;
   let nextId = 1;
   const pending = new Map<number, { resolve: (value: unknown) => void; reject: (error: unknown) => void }>();
   let readyWaiters: (() => void)[] = [];
@@ -108,6 +119,7 @@ export async function startLocalChainWorker(options: LocalChainWorkerOptions): P
             servingSince = performance.now();
             url = message.url;
             pubsubUrl = message.pubsubUrl;
+            pubsubServiceUrl = message.pubsubServiceUrl;
             // A restart keeps the port the first start took (port 0: any free one).
             if (url !== undefined) data = { ...data, port: Number(new URL(url).port) };
             for (const waiter of readyWaiters) waiter();
@@ -256,7 +268,9 @@ export async function startLocalChainWorker(options: LocalChainWorkerOptions): P
       return url;
     },
     get pubsub() {
-      return pubsubUrl === undefined ? undefined : { url: pubsubUrl };
+      return pubsubUrl === undefined || pubsubServiceUrl === undefined
+        ? undefined
+        : { url: pubsubUrl, serviceUrl: pubsubServiceUrl };
     },
     get available() {
       return available;

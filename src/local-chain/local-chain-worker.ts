@@ -30,7 +30,13 @@ export type ToLocalChainWorker =
 
 /** To the host. */
 export type FromLocalChainWorker =
-  | { readonly type: "ready"; readonly url: string | undefined; readonly pubsubUrl: string | undefined }
+  | {
+      readonly type: "ready";
+      readonly url: string | undefined;
+      readonly pubsubUrl: string | undefined;
+      /** The service's own PubSub path (see pubsub-server.ts). */
+      readonly pubsubServiceUrl: string | undefined;
+    }
   | { readonly type: "failed"; readonly error: PlainError }
   | {
       readonly type: "response";
@@ -163,7 +169,12 @@ async function serve(): Promise<void> {
         return;
     }
   });
-  post({ type: "ready", url: running.url, pubsubUrl: running.pubsub?.url });
+  post({
+    type: "ready",
+    url: running.url,
+    pubsubUrl: running.pubsub?.url,
+    pubsubServiceUrl: running.pubsub?.serviceUrl,
+  });
   // The chain's heap is its own: it gives back what start-up and bursts left, as the service's
   // does (see idle-heap-release.ts; the collector is there when the process runs with --expose-gc).
   const gc = globalThis.gc;

@@ -10,6 +10,7 @@ import {
   DEFAULT_LOCAL_CHAIN_PUBSUB_LIMITS,
   type LocalChainPortLimits,
   type LocalChainPubSubLimits,
+  pubsubAddressShare,
   type RateLimitConfig,
 } from "../config.ts";
 import type { Catalog } from "../token/catalog.ts";
@@ -43,6 +44,11 @@ export interface StartLocalChainOptions {
   readonly limits?: Partial<LocalChainPortLimits>;
   /** Bounds of the PubSub port (the RPC port + 1); default: the configuration's defaults. */
   readonly pubsubLimits?: Partial<LocalChainPubSubLimits>;
+  /**
+   * A secret for the service's own PubSub path (see pubsub-server.ts): the embedded chain's host
+   * makes one; undefined (`npm run local-chain`): every connection is a client's.
+   */
+  readonly pubsubServiceToken?: string;
   /** Serve surfpool's cheatcodes (surfnet_*); default true. */
   readonly cheatcodes?: boolean;
   /** Host header names the port answers besides the loopback ones (see host-check.ts). */
@@ -199,6 +205,7 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
               subscriptions,
               maxSubscriptionsPerConnection: pubsubLimits.maxSubscriptionsPerConnection,
               maxSubscriptions: pubsubLimits.maxSubscriptions ?? DEFAULT_MAX_SUBSCRIPTIONS,
+              maxSubscriptionsPerAddress: pubsubAddressShare(pubsubLimits),
               onRefused: (reason) => options.onRejected?.(`pubsub_${reason}`),
             }),
             paramCounts: PUBSUB_PARAM_COUNTS,
@@ -211,6 +218,9 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
           limits,
           pubsubLimits,
           ...(options.allowedHosts === undefined ? {} : { allowedHosts: options.allowedHosts }),
+          ...(options.pubsubServiceToken === undefined
+            ? {}
+            : { pubsubServiceToken: options.pubsubServiceToken }),
           ...(options.onRejected === undefined ? {} : { onRejected: options.onRejected }),
           ...(options.onUnexpected === undefined ? {} : { onUnexpected: options.onUnexpected }),
         });
