@@ -30,6 +30,7 @@ export {
   type LocalChainConfig,
   type LocalChainPortLimits,
   type LocalChainPubSubLimits,
+  pubsubAddressShare,
   SOLANA_COMMITMENTS,
   type SolanaCommitment,
   type SolanaConfig,

@@ -34,8 +34,16 @@ interface Client {
 }
 
 let nextId = 1;
-async function connect(url: string, headers?: Record<string, string>): Promise<Client> {
-  const ws = new WebSocket(url, headers === undefined ? {} : { headers });
+async function connect(
+  url: string,
+  headers?: Record<string, string>,
+  /** The client's own address: 127.0.0.2 and on are this machine too (Linux routes 127/8 to lo). */
+  localAddress?: string,
+): Promise<Client> {
+  const ws = new WebSocket(url, {
+    ...(headers === undefined ? {} : { headers }),
+    ...(localAddress === undefined ? {} : { localAddress }),
+  });
   const queue: Record<string, unknown>[] = [];
   const waiters: ((message: Record<string, unknown>) => void)[] = [];
   const answers = new Map<unknown, (message: Record<string, unknown>) => void>();
@@ -504,3 +512,91 @@ async function signedTransfer(
   ]);
   return { signature: getSignatureFromTransaction(signed), wire: getBase64EncodedWireTransaction(signed) };
 }
+
+describe("each address's share of the PubSub port's subscriptions", () => {
+  let local: RunningLocalChain;
+  let url: string;
+  const rejected: string[] = [];
+  // A share of 3 each (a quarter of the node's 12): four addresses fill the node.
+  const limits: LocalChainPubSubLimits = {
+    maxConnections: 8,
+    maxSubscriptionsPerConnection: 2,
+    maxSubscriptions: 12,
+    maxMessageBytes: 1024,
+    maxBufferedBytes: 65_536,
+  };
+  const count = (reason: string) => rejected.filter((r) => r === reason).length;
+  const open: Client[] = [];
+  /** Two connections from `address` holding its share of 3. */
+  const fillShare = async (address: string) => {
+    const first = await connect(url, undefined, address);
+    const second = await connect(url, undefined, address);
+    open.push(first, second);
+    await subscriptionOf(first, "slotSubscribe");
+    await subscriptionOf(first, "rootSubscribe");
+    await subscriptionOf(second, "slotSubscribe");
+    return second;
+  };
+
+  beforeAll(async () => {
+    local = await startLocalChain({
+      catalog,
+      port: 0,
+      statePath: undefined,
+      slotMs: 400,
+      pubsubLimits: limits,
+      pubsubServiceToken: "a-secret-of-the-service",
+      onRejected: (reason) => rejected.push(reason),
+    });
+    url = local.pubsub?.url as string;
+  });
+  afterAll(async () => {
+    for (const client of open) client.ws.close();
+    await local?.close();
+  });
+
+  it("refuses an address past its share saying so, with the numbers, while another address subscribes", async () => {
+    const filled = await fillShare("127.0.0.1");
+    // Its second connection has room of its own, but the address has none.
+    expect(await filled.call("rootSubscribe")).toEqual({
+      jsonrpc: "2.0",
+      error: {
+        code: -32603,
+        message:
+          "Internal Error: Subscription refused. Address subscription limit reached (the connections from 127.0.0.1 hold 3 subscriptions, at most 3 per address, LOCAL_SOLANA_PUBSUB_MAX_SUBSCRIPTIONS_PER_ADDRESS, of the 12 on this chain: unsubscribe first)",
+      },
+      id: expect.any(Number),
+    });
+    expect(count("pubsub_address_subscription_limit")).toBe(1);
+    const other = await connect(url, undefined, "127.0.0.2");
+    open.push(other);
+    await subscriptionOf(other, "slotSubscribe");
+    // Room again once the address lets one go.
+    const id = await subscriptionOf(other, "rootSubscribe");
+    expect(await other.call("rootUnsubscribe", [id])).toMatchObject({ result: true });
+  });
+
+  it("keeps the service's own path outside the clients' caps: the node's and the connections'", async () => {
+    await subscriptionOf(open[open.length - 1] as Client, "rootSubscribe");
+    await fillShare("127.0.0.3");
+    await fillShare("127.0.0.4");
+    const late = await connect(url, undefined, "127.0.0.5");
+    open.push(late);
+    await subscriptionOf(late, "slotSubscribe");
+    // 3 + 2 + 3 + 3 + 1: the node's cap is reached, and so is the connection cap (8).
+    expect(local.pubsub?.stats()).toMatchObject({ subscriptions: 12, connections: 8 });
+    expect(await late.call("rootSubscribe")).toMatchObject({
+      error: { code: -32603, message: expect.stringContaining("Node subscription limit reached") },
+    });
+    await expect(connect(url, undefined, "127.0.0.6")).rejects.toThrow("HTTP 503");
+
+    const serviceUrl = local.pubsub?.serviceUrl as string;
+    expect(serviceUrl).toBe(`${url}/service/a-secret-of-the-service`);
+    const own = await connect(serviceUrl);
+    open.push(own);
+    await subscriptionOf(own, "accountSubscribe", [(await generateKeyPairSigner()).address]);
+    await subscriptionOf(own, "slotSubscribe");
+    // A wrong secret is a client like any other.
+    await expect(connect(`${url}/service/a-guess`)).rejects.toThrow("HTTP 503");
+  });
+});

@@ -12,6 +12,7 @@
 import { createServer, type Server, Socket } from "node:net";
 import { type Address, generateKeyPairSigner, type KeyPairSigner } from "@solana/kit";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
+import WebSocket from "ws";
 import type { AgentRecord } from "../src/agent/agent-store.ts";
 import { type RunningLocalChain, startLocalChain } from "../src/local-chain/start-local-chain.ts";
 import { createPendingAccountWatch, fairShares } from "../src/scheduler/pending-account-watch.ts";
@@ -109,6 +110,51 @@ describe("the watch of pending agents' token accounts", () => {
     await new Promise((resolve) => setTimeout(resolve, WITHIN_MS));
     expect(await statusOf(setup, agentId)).toBe("pending");
     expect(await metric(setup, "agent_pending_watch_accounts")).toBe(0);
+  }, 60_000);
+
+  it("subscribes on the embedded chain's own path while its clients hold the whole subscription cap", async () => {
+    // A node cap of 4, a quarter each: four client addresses take all of it.
+    setup = await startAgentOnChain({ ...LONG_POLL, LOCAL_SOLANA_PUBSUB_MAX_SUBSCRIPTIONS: "4" }, [
+      [USDC, 100_000_000n],
+    ]);
+    const url = setup.server.localChain?.pubsub?.url as string;
+    const clients: WebSocket[] = [];
+    const subscribe = async (localAddress: string) => {
+      const ws = new WebSocket(url, { localAddress });
+      clients.push(ws);
+      await new Promise((resolve, reject) => {
+        ws.once("open", resolve);
+        ws.once("error", reject);
+      });
+      const answer = new Promise<Record<string, unknown>>((resolve) =>
+        ws.once("message", (data) => resolve(JSON.parse(String(data)))),
+      );
+      ws.send(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "slotSubscribe" }));
+      return answer;
+    };
+    try {
+      for (const address of ["127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4"])
+        expect(await subscribe(address)).toMatchObject({ result: expect.any(Number) });
+      expect(await subscribe("127.0.0.5")).toMatchObject({
+        error: { message: expect.stringContaining("Node subscription limit reached") },
+      });
+      const agentId = await createAgent(setup, setup.owner);
+      await until(
+        async () =>
+          (await metric(setup as AgentOnChain, "agent_pending_watch_accounts")) === 1 ? true : undefined,
+        WITHIN_MS,
+        "the agent's token account is watched",
+      );
+      await setup.owners.approve(agentId, 100, setup.owner);
+      await until(
+        async () => ((await statusOf(setup as AgentOnChain, agentId)) === "active" ? true : undefined),
+        WITHIN_MS,
+        "the approved agent is active",
+      );
+      expect(await metric(setup, "agent_pending_watch_refused_total")).toBe(0);
+    } finally {
+      for (const ws of clients) ws.terminate();
+    }
   }, 60_000);
 
   it("watches no more accounts than its bound; the poll activates the others", async () => {

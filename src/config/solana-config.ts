@@ -87,6 +87,12 @@ export interface LocalChainPubSubLimits {
    * own cap (LOCAL_SOLANA_PUBSUB_MAX_SUBSCRIPTIONS; absent: its default).
    */
   readonly maxSubscriptions?: number;
+  /**
+   * Subscriptions the connections of one remote address together may hold, so that one client
+   * cannot take the whole node's cap (LOCAL_SOLANA_PUBSUB_MAX_SUBSCRIPTIONS_PER_ADDRESS; absent:
+   * a quarter of maxSubscriptions). The service's own watch is outside both.
+   */
+  readonly maxSubscriptionsPerAddress?: number;
   /** Largest message a client may send; a larger one closes its connection (1009). */
   readonly maxMessageBytes: number;
   /** Bytes written to one client that it has not taken yet; past them the client is cut off. */
@@ -132,6 +138,17 @@ export const DEFAULT_LOCAL_CHAIN_PUBSUB_LIMITS: LocalChainPubSubLimits = {
   maxMessageBytes: Number(CONFIG_VARIABLES.LOCAL_SOLANA_PUBSUB_MAX_MESSAGE_BYTES),
   maxBufferedBytes: Number(CONFIG_VARIABLES.LOCAL_SOLANA_PUBSUB_MAX_BUFFERED_BYTES),
 };
+
+/**
+ * What one remote address may hold of the PubSub port's subscriptions: as configured, else a
+ * quarter of the node's cap (at least one).
+ */
+export function pubsubAddressShare(
+  limits: Pick<LocalChainPubSubLimits, "maxSubscriptions" | "maxSubscriptionsPerAddress">,
+): number {
+  const node = limits.maxSubscriptions ?? Number(CONFIG_VARIABLES.LOCAL_SOLANA_PUBSUB_MAX_SUBSCRIPTIONS);
+  return limits.maxSubscriptionsPerAddress ?? Math.max(1, Math.floor(node / 4));
+}
 
 export function readSolana(reader: ConfigReader, production: boolean): SolanaConfig {
   const { read, int, bool, problems } = reader;
@@ -195,6 +212,16 @@ export function readSolana(reader: ConfigReader, production: boolean): SolanaCon
           1_000_000,
         ),
         maxSubscriptions: int("LOCAL_SOLANA_PUBSUB_MAX_SUBSCRIPTIONS", 1, 10_000_000),
+        // Unset: a quarter of the node's cap (pubsubAddressShare).
+        ...(read("LOCAL_SOLANA_PUBSUB_MAX_SUBSCRIPTIONS_PER_ADDRESS") === ""
+          ? {}
+          : {
+              maxSubscriptionsPerAddress: int(
+                "LOCAL_SOLANA_PUBSUB_MAX_SUBSCRIPTIONS_PER_ADDRESS",
+                1,
+                10_000_000,
+              ),
+            }),
         // At least room for a transaction's signatureSubscribe; at most Agave's own frame bound.
         maxMessageBytes: int("LOCAL_SOLANA_PUBSUB_MAX_MESSAGE_BYTES", 1024, 16 * 1024 * 1024),
         maxBufferedBytes: int("LOCAL_SOLANA_PUBSUB_MAX_BUFFERED_BYTES", 65_536, 1024 * 1024 * 1024),

@@ -15,6 +15,7 @@ import {
   PARSE_ERROR,
 } from "./json-rpc-error.ts";
 import { checkParamCount } from "./param-count-check.ts";
+import type { PublicTurns } from "./public-turns.ts";
 
 /** Who sent a request: what a method may limit per client (requestAirdrop). */
 export interface RpcCaller {
@@ -55,6 +56,12 @@ export interface JsonRpcHandlerOptions {
    * Undefined: no bound.
    */
   readonly maxRequestMs?: number;
+  /**
+   * Where requests from the port (a caller with an address) wait for their turn, each request of a
+   * batch on its own, so that the service's own requests (no address) are served between them
+   * (see public-turns.ts). Undefined: every request runs as it comes.
+   */
+  readonly turns?: PublicTurns;
   /** Told about every request: its method (or why it had none) and its outcome. */
   readonly onRequest?: (method: string, outcome: "ok" | "error", code?: number) => void;
   /** Told about errors no method meant to raise (they answer -32603 "Internal error"). */
@@ -235,8 +242,22 @@ export function createJsonRpcHandler(options: JsonRpcHandlerOptions): JsonRpcHan
       onRequest("invalid", "error", PARSE_ERROR);
       return stringifyJsonBigInts(failure(null, new JsonRpcError(PARSE_ERROR, "Parse error")));
     }
-    const time = timeFrom(performance.now());
-    if (!Array.isArray(parsed)) return written(parsed, maxAnswerBytes, caller, time);
+    // The port's requests wait for their turn (public-turns.ts); the service's own run at once.
+    const turns = caller.address === undefined ? undefined : options.turns;
+    // A request's time counts from its first turn: the wait for it is not the request's doing.
+    let time: TimeBudget | undefined;
+    let timing = false;
+    const step = (request: unknown, room: number): Promise<string> => {
+      const run = () => {
+        if (!timing) {
+          timing = true;
+          time = timeFrom(performance.now());
+        }
+        return written(request, room, caller, time);
+      };
+      return turns === undefined ? run() : turns.run(run);
+    };
+    if (!Array.isArray(parsed)) return step(parsed, maxAnswerBytes);
     if (parsed.length === 0 || parsed.length > maxBatch) {
       onRequest("invalid", "error", INVALID_REQUEST);
       const message =
@@ -249,16 +270,32 @@ export function createJsonRpcHandler(options: JsonRpcHandlerOptions): JsonRpcHan
     // gets what the ones before it left (less the brackets and commas); an answer refused for its
     // size leaves the room to the requests after it.
     let room = maxAnswerBytes - 2;
-    const texts: string[] = [];
+    // Kept as bytes until the batch is done: outside V8's heap, where the answers of batches in
+    // flight (up to maxAnswerBytes each) would otherwise be copied by every young collection.
+    const parts: Buffer[] = [];
+    let bytes = 0;
     for (const [index, request] of parsed.entries()) {
-      // Between requests the chain's thread serves its other clients (and PubSub) a turn.
-      if (index > 0) await yieldToLoop();
-      const text = await written(request, room, caller, time);
+      // Between requests the chain's thread serves its other clients (and PubSub) a turn: the
+      // port's requests by taking turns with every other request of the port, each one.
+      if (index > 0 && turns === undefined) await yieldToLoop();
+      const text = await step(request, room);
       if (text === "") continue;
-      texts.push(text);
-      room -= Buffer.byteLength(text) + 1;
+      const part = Buffer.from(text, "utf8");
+      parts.push(part);
+      bytes += part.length;
+      room -= part.length + 1;
     }
-    return texts.length === 0 ? "" : `[${texts.join(",")}]`;
+    if (parts.length === 0) return "";
+    // [a,b,c]: the parts, their commas and the brackets.
+    const out = Buffer.allocUnsafe(bytes + parts.length + 1);
+    out[0] = 0x5b;
+    let at = 1;
+    for (const [index, part] of parts.entries()) {
+      if (index > 0) out[at++] = 0x2c;
+      at += part.copy(out, at);
+    }
+    out[at] = 0x5d;
+    return out.toString("utf8");
   };
 
   return {

@@ -28,6 +28,8 @@ export async function startLocalChainPorts(options: {
   readonly pubsubLimits: LocalChainPubSubLimits;
   readonly allowedHosts?: readonly string[];
   readonly allowedOrigins?: readonly string[];
+  /** The service's own PubSub path's secret (see pubsub-server.ts). */
+  readonly pubsubServiceToken?: string;
   readonly onRejected?: (reason: string) => void;
   readonly onUnexpected?: (error: unknown, method: string) => void;
 }): Promise<LocalChainPorts> {
@@ -53,6 +55,7 @@ export async function startLocalChainPorts(options: {
         port: rpc.port + 1,
         limits: options.pubsubLimits,
         ...shared,
+        ...(options.pubsubServiceToken === undefined ? {} : { serviceToken: options.pubsubServiceToken }),
         ...(onRejected === undefined ? {} : { onRejected: (reason) => onRejected(`pubsub_${reason}`) }),
       });
       return {

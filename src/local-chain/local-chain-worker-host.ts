@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { Worker } from "node:worker_threads";
 import type { RpcTransport } from "@solana/kit";
 import { KitShapedAnswer } from "../chain/chain-rpc.ts";
@@ -32,8 +33,12 @@ export interface EmbeddedLocalChain {
   readonly transport: RpcTransport;
   /** http://127.0.0.1:port of the chain's JSON-RPC (the worker serves it), when a port serves. */
   readonly url: string | undefined;
-  /** The chain's PubSub port (ws://127.0.0.1:port + 1), when a port serves. */
-  readonly pubsub: { readonly url: string } | undefined;
+  /**
+   * The chain's PubSub port (ws://127.0.0.1:port + 1), when a port serves; `serviceUrl` is the
+   * service's own path on it, outside the clients' subscription caps (see pubsub-server.ts): for
+   * the service's watch only, never shown.
+   */
+  readonly pubsub: { readonly url: string; readonly serviceUrl: string } | undefined;
   /**
    * The chain's own keys (chain-keys.ts): its pools' and its mints' authority, from the seed its
    * state holds. The same across the worker's restarts.
@@ -95,7 +100,13 @@ export async function startLocalChainWorker(options: LocalChainWorkerOptions): P
   // a crash starts on them rather than on a new genesis under agents whose wallets it forgot.
   const mirror =
     options.statePath === undefined ? createChainMirror({ keepEntries: MIRRORED_ENTRIES }) : undefined;
-  let data: LocalChainWorkerData = { ...workerDataOf(options), mirror: mirror !== undefined };
+  // The secret of the service's own PubSub path: made here, so that a restarted worker keeps it
+  // (the watch reconnects to the same URL).
+  let data: LocalChainWorkerData = {
+    ...workerDataOf(options),
+    mirror: mirror !== undefined,
+    pubsubServiceToken: randomBytes(24).toString("base64url"),
+  };
   let worker: Worker | undefined;
   let available = false;
   let closing = false;
@@ -104,6 +115,7 @@ export async function startLocalChainWorker(options: LocalChainWorkerOptions): P
   let url: string | undefined;
   let pubsubUrl: string | undefined;
   let keys: ChainKeys | undefined;
+  let pubsubServiceUrl: string | undefined;
   let nextId = 1;
   const pending = new Map<number, { resolve: (value: unknown) => void; reject: (error: unknown) => void }>();
   let readyWaiters: (() => void)[] = [];
@@ -129,6 +141,7 @@ export async function startLocalChainWorker(options: LocalChainWorkerOptions): P
             servingSince = performance.now();
             url = message.url;
             pubsubUrl = message.pubsubUrl;
+            pubsubServiceUrl = message.pubsubServiceUrl;
             // A restart keeps the port the first start took (port 0: any free one), and the
             // chain's keys: without a state file it starts from the genesis again, and its
             // pools must stay where the service's swap routes know them.
@@ -289,7 +302,9 @@ export async function startLocalChainWorker(options: LocalChainWorkerOptions): P
       return url;
     },
     get pubsub() {
-      return pubsubUrl === undefined ? undefined : { url: pubsubUrl };
+      return pubsubUrl === undefined || pubsubServiceUrl === undefined
+        ? undefined
+        : { url: pubsubUrl, serviceUrl: pubsubServiceUrl };
     },
     get keys() {
       return keys as ChainKeys;

@@ -40,6 +40,8 @@ export type FromLocalChainWorker =
       readonly pubsubUrl: string | undefined;
       /** The seed of the chain's own keys: the service signs its pools' side of a swap with them. */
       readonly keySeed: string;
+      /** The service's own PubSub path (see pubsub-server.ts). */
+      readonly pubsubServiceUrl: string | undefined;
     }
   | { readonly type: "failed"; readonly error: PlainError }
   | {
@@ -186,7 +188,13 @@ async function serve(): Promise<void> {
     }
   });
   flush();
-  post({ type: "ready", url: chain.url, pubsubUrl: chain.pubsub?.url, keySeed: chain.keys.seed });
+  post({
+    type: "ready",
+    url: chain.url,
+    pubsubUrl: chain.pubsub?.url,
+    pubsubServiceUrl: chain.pubsub?.serviceUrl,
+    keySeed: chain.keys.seed,
+  });
   // The chain's heap is its own: it gives back what start-up and bursts left, as the service's
   // does (see idle-heap-release.ts; the collector is there when the process runs with --expose-gc).
   const gc = globalThis.gc;

@@ -37,12 +37,23 @@ export const PUBSUB_PARAM_COUNTS: Readonly<Record<string, readonly [number, numb
 export function pubsubMethods(options: {
   readonly subscriptions: PubSubSubscriptions;
   readonly maxSubscriptionsPerConnection: number;
-  /** Subscriptions of all connections together (LOCAL_SOLANA_PUBSUB_MAX_SUBSCRIPTIONS); absent: no bound. */
+  /**
+   * Subscriptions of all clients' connections together (LOCAL_SOLANA_PUBSUB_MAX_SUBSCRIPTIONS);
+   * absent: no bound. The service's own (a caller without an address) are not counted in it.
+   */
   readonly maxSubscriptions?: number;
-  readonly onRefused?: (reason: "subscription_limit" | "node_subscription_limit") => void;
+  /**
+   * Subscriptions the connections of one remote address may hold together
+   * (LOCAL_SOLANA_PUBSUB_MAX_SUBSCRIPTIONS_PER_ADDRESS); absent: no bound. Not the service's own.
+   */
+  readonly maxSubscriptionsPerAddress?: number;
+  readonly onRefused?: (
+    reason: "subscription_limit" | "address_subscription_limit" | "node_subscription_limit",
+  ) => void;
 }): Record<string, RpcMethod> {
   const { subscriptions, maxSubscriptionsPerConnection } = options;
   const maxSubscriptions = options.maxSubscriptions ?? Number.POSITIVE_INFINITY;
+  const maxPerAddress = options.maxSubscriptionsPerAddress ?? Number.POSITIVE_INFINITY;
   const refused = options.onRefused ?? (() => {});
   const sinkOf = (caller: RpcCaller) => (caller as PubSubCaller).sink;
   const subscribe = (caller: RpcCaller, params: SubscriptionParams) => {
@@ -54,7 +65,19 @@ export function pubsubMethods(options: {
         `Internal Error: Subscription refused. Connection subscription limit reached (at most ${maxSubscriptionsPerConnection} subscriptions per connection: unsubscribe, or open another connection)`,
       );
     }
-    if (subscriptions.size >= maxSubscriptions) {
+    const address = caller.address;
+    // The service's own watch (no address: its own path, see pubsub-server.ts) is outside the
+    // clients' caps, so that clients holding them cannot turn it away.
+    if (address === undefined) return subscriptions.subscribe(sink, params);
+    const held = subscriptions.countOfAddress(address);
+    if (held >= maxPerAddress) {
+      refused("address_subscription_limit");
+      throw new JsonRpcError(
+        INTERNAL_ERROR,
+        `Internal Error: Subscription refused. Address subscription limit reached (the connections from ${address} hold ${held} subscriptions, at most ${maxPerAddress} per address, LOCAL_SOLANA_PUBSUB_MAX_SUBSCRIPTIONS_PER_ADDRESS, of the ${maxSubscriptions} on this chain: unsubscribe first)`,
+      );
+    }
+    if (subscriptions.publicSize >= maxSubscriptions) {
       // Agave's words past its node's bound (max_active_subscriptions), and what to do about it.
       refused("node_subscription_limit");
       throw new JsonRpcError(
@@ -62,7 +85,7 @@ export function pubsubMethods(options: {
         `Internal Error: Subscription refused. Node subscription limit reached (at most ${maxSubscriptions} subscriptions on this chain, LOCAL_SOLANA_PUBSUB_MAX_SUBSCRIPTIONS: unsubscribe first)`,
       );
     }
-    return subscriptions.subscribe(sink, params);
+    return subscriptions.subscribe(sink, params, address);
   };
   const unsubscribe: RpcMethod = (params, _answer, caller) => {
     requireParams(params, 1);

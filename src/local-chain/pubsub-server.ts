@@ -1,3 +1,4 @@
+import { timingSafeEqual } from "node:crypto";
 import * as http from "node:http";
 import { WebSocket, WebSocketServer } from "ws";
 import type { LocalChainPubSubLimits } from "../config.ts";
@@ -20,6 +21,12 @@ export interface PubSubServerOptions {
   /** Web origins that may connect besides pages on this machine (see cors.ts). */
   readonly allowedOrigins?: readonly string[];
   /**
+   * A secret of the service's (local-chain-worker-host.ts): a connection to /service/<it> is the
+   * service's own watch, whose subscriptions are outside the clients' caps (the node's, each
+   * address's) and which the connection cap does not turn away. Undefined: no such path.
+   */
+  readonly serviceToken?: string;
+  /**
    * Told of what the port refused or cut off: `host`, `origin`, `connection_limit`, `message_too_large`,
    * `slow_client` (a connection whose unsent notifications passed the bound), `not_websocket`.
    */
@@ -30,6 +37,8 @@ export interface PubSubServerOptions {
 export interface PubSubServer {
   /** ws://127.0.0.1:port */
   readonly url: string;
+  /** ws://127.0.0.1:port/service/<token>, the service's own path, when it has one. */
+  readonly serviceUrl: string | undefined;
   readonly port: number;
   /** Open connections, the bytes written to them that they have not taken yet, and subscriptions. */
   stats(): { connections: number; bufferedBytes: number; subscriptions: number };
@@ -71,6 +80,15 @@ export async function startPubSubServer(options: PubSubServerOptions): Promise<P
     clientTracking: true,
   });
   const alive = new WeakSet<WebSocket>();
+  const servicePath =
+    options.serviceToken === undefined ? undefined : Buffer.from(`/service/${options.serviceToken}`);
+  const isServicePath = (path: string | undefined): boolean => {
+    if (servicePath === undefined || path === undefined) return false;
+    const given = Buffer.from(path);
+    return given.length === servicePath.length && timingSafeEqual(given, servicePath);
+  };
+  /** Open connections of the service's own: not counted in the connection cap. */
+  let ownConnections = 0;
 
   server.on("request", (req, res) => {
     req.resume();
@@ -104,7 +122,8 @@ export async function startPubSubServer(options: PubSubServerOptions): Promise<P
       );
       return;
     }
-    if (wss.clients.size >= limits.maxConnections) {
+    const own = isServicePath(req.url);
+    if (!own && wss.clients.size - ownConnections >= limits.maxConnections) {
       refuse(
         "503 Service Unavailable",
         "connection_limit",
@@ -112,7 +131,14 @@ export async function startPubSubServer(options: PubSubServerOptions): Promise<P
       );
       return;
     }
-    wss.handleUpgrade(req, socket, head, (ws) => serve(ws, req.socket.remoteAddress));
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      if (own) {
+        ownConnections++;
+        ws.once("close", () => ownConnections--);
+      }
+      // The service's own connection has no address: the methods count it in no client's cap.
+      serve(ws, own ? undefined : (req.socket.remoteAddress ?? "unknown"));
+    });
   });
 
   const serve = (ws: WebSocket, address: string | undefined) => {
@@ -175,6 +201,7 @@ export async function startPubSubServer(options: PubSubServerOptions): Promise<P
   const port = await listen(server, options.port, HOST);
   return {
     url: `ws://${HOST}:${port}`,
+    serviceUrl: servicePath === undefined ? undefined : `ws://${HOST}:${port}${servicePath}`,
     port,
     stats() {
       let bufferedBytes = 0;

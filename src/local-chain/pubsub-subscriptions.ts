@@ -42,6 +42,8 @@ export type SubscriptionParams =
 type Subscription = SubscriptionParams & {
   readonly id: number;
   readonly sink: NotificationSink;
+  /** The remote address of the client that holds it; undefined for the service's own. */
+  readonly holder: string | undefined;
   /** A program subscription's filters as text: subscribers with the same filters are checked once per write. */
   readonly filterKey?: string;
 };
@@ -49,12 +51,19 @@ type Subscription = SubscriptionParams & {
 const noop = () => {};
 
 export interface PubSubSubscriptions {
-  /** Adds a subscription of `sink`; returns its id (ids are unique across the chain, from 0, as Agave's). */
-  subscribe(sink: NotificationSink, params: SubscriptionParams): number;
+  /**
+   * Adds a subscription of `sink`, held by a client at `address` (undefined: the service's own);
+   * returns its id (ids are unique across the chain, from 0, as Agave's).
+   */
+  subscribe(sink: NotificationSink, params: SubscriptionParams, address?: string): number;
   /** Removes one of `sink`'s subscriptions; false when it has none by that id. */
   unsubscribe(sink: NotificationSink, id: number): boolean;
   /** How many subscriptions `sink` holds. */
   countOf(sink: NotificationSink): number;
+  /** How many subscriptions the clients at `address` hold together. */
+  countOfAddress(address: string): number;
+  /** Subscriptions held by clients with an address: all but the service's own. */
+  readonly publicSize: number;
   /** Removes every subscription of a sink that went away. */
   drop(sink: NotificationSink): void;
   readonly size: number;
@@ -109,6 +118,9 @@ export function createPubSubSubscriptions(options: {
   let nextId = 0;
   const byId = new Map<number, Subscription>();
   const bySink = new Map<NotificationSink, Set<number>>();
+  /** Subscriptions held per remote address (the service's own are in none). */
+  const byAddress = new Map<string, number>();
+  let publicSize = 0;
   const bySignature = new Map<string, Set<Subscription>>();
   const byAccount = new Map<string, Set<Subscription>>();
   const byProgram = new Map<string, Set<Subscription>>();
@@ -178,6 +190,12 @@ export function createPubSubSubscriptions(options: {
 
   const end = (sub: Subscription) => {
     byId.delete(sub.id);
+    if (sub.holder !== undefined) {
+      const held = (byAddress.get(sub.holder) ?? 1) - 1;
+      if (held === 0) byAddress.delete(sub.holder);
+      else byAddress.set(sub.holder, held);
+      publicSize--;
+    }
     bySink.get(sub.sink)?.delete(sub.id);
     const index = indexOf(sub);
     if (index instanceof Set) index.delete(sub);
@@ -394,14 +412,19 @@ export function createPubSubSubscriptions(options: {
   };
 
   return {
-    subscribe(sink, params) {
+    subscribe(sink, params, address) {
       const sub = {
         ...params,
         id: nextId++,
         sink,
+        holder: address,
         ...(params.kind === "program" ? { filterKey: filterKeyOf(params.filters) } : {}),
       } as Subscription;
       byId.set(sub.id, sub);
+      if (address !== undefined) {
+        byAddress.set(address, (byAddress.get(address) ?? 0) + 1);
+        publicSize++;
+      }
       const own = bySink.get(sink) ?? new Set<number>();
       bySink.set(sink, own);
       own.add(sub.id);
@@ -425,6 +448,10 @@ export function createPubSubSubscriptions(options: {
       return true;
     },
     countOf: (sink) => bySink.get(sink)?.size ?? 0,
+    countOfAddress: (address) => byAddress.get(address) ?? 0,
+    get publicSize() {
+      return publicSize;
+    },
     drop(sink) {
       for (const id of bySink.get(sink) ?? []) {
         const sub = byId.get(id);

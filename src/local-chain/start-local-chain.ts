@@ -10,6 +10,7 @@ import {
   DEFAULT_LOCAL_CHAIN_PUBSUB_LIMITS,
   type LocalChainPortLimits,
   type LocalChainPubSubLimits,
+  pubsubAddressShare,
   type RateLimitConfig,
 } from "../config.ts";
 import type { Catalog } from "../token/catalog.ts";
@@ -32,6 +33,7 @@ import { createLedger } from "./ledger.ts";
 import { createLocalChain, createSvm, type LocalChain } from "./local-chain.ts";
 import { startLocalChainPorts } from "./local-chain-ports.ts";
 import { createLocalTransport } from "./local-transport.ts";
+import { createPublicTurns } from "./public-turns.ts";
 import { PUBSUB_PARAM_COUNTS, pubsubMethods } from "./pubsub-methods.ts";
 import type { PubSubServer } from "./pubsub-server.ts";
 import { createPubSubSubscriptions } from "./pubsub-subscriptions.ts";
@@ -58,6 +60,11 @@ export interface StartLocalChainOptions {
   readonly limits?: Partial<LocalChainPortLimits>;
   /** Bounds of the PubSub port (the RPC port + 1); default: the configuration's defaults. */
   readonly pubsubLimits?: Partial<LocalChainPubSubLimits>;
+  /**
+   * A secret for the service's own PubSub path (see pubsub-server.ts): the embedded chain's host
+   * makes one; undefined (`npm run local-chain`): every connection is a client's.
+   */
+  readonly pubsubServiceToken?: string;
   /** Serve surfpool's cheatcodes (surfnet_*); default true. */
   readonly cheatcodes?: boolean;
   /** Host header names the port answers besides the loopback ones (see host-check.ts). */
@@ -257,6 +264,8 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
     maxBatch: MAX_BATCH,
     maxAnswerBytes: limits.maxAnswerBytes,
     maxRequestMs: limits.maxRequestMs,
+    // The port's clients take turns on the chain's thread; the service's own requests go first.
+    turns: createPublicTurns(),
     ...(options.onRequest === undefined ? {} : { onRequest: options.onRequest }),
     ...(options.onUnexpected === undefined ? {} : { onUnexpected: options.onUnexpected }),
   });
@@ -280,6 +289,7 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
               subscriptions,
               maxSubscriptionsPerConnection: pubsubLimits.maxSubscriptionsPerConnection,
               maxSubscriptions: pubsubLimits.maxSubscriptions ?? DEFAULT_MAX_SUBSCRIPTIONS,
+              maxSubscriptionsPerAddress: pubsubAddressShare(pubsubLimits),
               onRefused: (reason) => options.onRejected?.(`pubsub_${reason}`),
             }),
             paramCounts: PUBSUB_PARAM_COUNTS,
@@ -293,6 +303,9 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
           pubsubLimits,
           ...(options.allowedHosts === undefined ? {} : { allowedHosts: options.allowedHosts }),
           ...(options.allowedOrigins === undefined ? {} : { allowedOrigins: options.allowedOrigins }),
+          ...(options.pubsubServiceToken === undefined
+            ? {}
+            : { pubsubServiceToken: options.pubsubServiceToken }),
           ...(options.onRejected === undefined ? {} : { onRejected: options.onRejected }),
           ...(options.onUnexpected === undefined ? {} : { onUnexpected: options.onUnexpected }),
         });

@@ -23,7 +23,9 @@ export function createServicePendingWatch(
 ): PendingAccountWatch | undefined {
   const check = context.awaitReady;
   const url =
-    config.solana.wsUrl ?? (config.solana.rpcUrl === undefined ? localChain?.pubsub?.url : undefined);
+    config.solana.wsUrl ??
+    // The embedded chain's own path for the service: outside its clients' subscription caps.
+    (config.solana.rpcUrl === undefined ? localChain?.pubsub?.serviceUrl : undefined);
   const maxAccounts = config.scheduler.pendingWatchMaxAccounts;
   // Simulated runs wait for no approval: nothing to watch.
   if (check === undefined) return undefined;
