@@ -9,7 +9,7 @@ import { createConfigReader, type Env } from "./config/config-reader.ts";
 import { type MongoConfig, readMongo } from "./config/mongo-config.ts";
 import { type PricesConfig, readPrices } from "./config/prices-config.ts";
 import { readScheduler, type SchedulerConfig } from "./config/scheduler-config.ts";
-import { type HttpLimits, type LogLevel, readServer } from "./config/server-config.ts";
+import { readServer, type ServerConfig } from "./config/server-config.ts";
 import { readSolana, type SolanaConfig } from "./config/solana-config.ts";
 import { readStreams, type StreamsConfig } from "./config/streams-config.ts";
 import { readSwaps, type SwapsConfig } from "./config/swaps-config.ts";
@@ -40,24 +40,8 @@ export { DEFAULT_SWAP_PROGRAMS, JUPITER_SWAP_DEFAULT_URL, type SwapsConfig } fro
 export type { TransferConfig } from "./config/transfer-config.ts";
 export type { WebhooksConfig } from "./config/webhooks-config.ts";
 
-export interface Config {
-  readonly host: string;
-  readonly port: number;
-  readonly logLevel: LogLevel;
-  /** Log bytes held while stdout does not keep up; lines past it are dropped and counted. */
-  readonly logBufferBytes: number;
-  /** Origins allowed to call from a browser; ["*"] allows any. Empty: no CORS headers at all. */
-  readonly corsOrigins: readonly string[];
-  /** Largest request message accepted, in bytes. */
-  readonly maxRequestBytes: number;
-  /**
-   * Serve unary calls on the lean path (src/lean/); false sends every call through connect-node's
-   * handlers, a switch for ruling the lean path in or out when a call misbehaves.
-   */
-  readonly leanUnary: boolean;
-  /** How long calls in flight may take to finish after SIGTERM before connections are cut. */
-  readonly shutdownTimeoutMs: number;
-  readonly http: HttpLimits;
+/** The whole configuration: the server's own settings (server-config.ts), and each area's. */
+export interface Config extends ServerConfig {
   readonly scheduler: SchedulerConfig;
   readonly auth: AuthConfig;
   /** Undefined: agents live in the in-process store (not persisted). */

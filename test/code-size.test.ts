@@ -49,7 +49,7 @@ const FILES_OVER: Readonly<Record<string, number>> = {
 
 /** Folders over the limit today, with their source files. */
 const FOLDERS_OVER: Readonly<Record<string, number>> = {
-  "src/local-chain": 68,
+  "src/local-chain": 69,
   "src/rpc": 21,
   "src/chain": 29,
 };

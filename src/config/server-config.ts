@@ -23,10 +23,18 @@ export interface ServerConfig {
   readonly host: string;
   readonly port: number;
   readonly logLevel: LogLevel;
+  /** Log bytes held while stdout does not keep up; lines past it are dropped and counted. */
   readonly logBufferBytes: number;
+  /** Origins allowed to call from a browser; ["*"] allows any. Empty: no CORS headers at all. */
   readonly corsOrigins: readonly string[];
+  /** Largest request message accepted, in bytes. */
   readonly maxRequestBytes: number;
+  /**
+   * Serve unary calls on the lean path (src/lean/); false sends every call through connect-node's
+   * handlers, a switch for ruling the lean path in or out when a call misbehaves.
+   */
   readonly leanUnary: boolean;
+  /** How long calls in flight may take to finish after SIGTERM before connections are cut. */
   readonly shutdownTimeoutMs: number;
   readonly http: HttpLimits;
 }

@@ -1,6 +1,7 @@
 import { createLogger } from "../logger.ts";
 import { keepServingOnUnhandledRejection, loadConfigOrExit, stopOnSignals } from "../process-lifecycle.ts";
 import { loadCatalog } from "../token/catalog.ts";
+import { chainOptionsOf } from "./chain-options.ts";
 import { LOCAL_KEYS } from "./genesis.ts";
 import { startLocalChain } from "./start-local-chain.ts";
 
@@ -19,17 +20,7 @@ async function main(): Promise<void> {
   try {
     chain = await startLocalChain({
       catalog: loadCatalog(),
-      port: local.port,
-      statePath: local.statePath,
-      slotMs: local.slotMs,
-      limits: local.limits,
-      pubsubLimits: local.pubsub,
-      cheatcodes: local.cheatcodes,
-      history: local.history,
-      maxAccountBytes: local.maxAccountBytes,
-      airdropLimit: local.airdropLimit,
-      allowedHosts: local.allowedHosts,
-      allowedOrigins: local.allowedOrigins,
+      ...chainOptionsOf(local),
       log: (level, message, fields) => logger[level](fields ?? {}, message),
       onUnexpected: (error, method) => logger.error({ err: error, method }, "a JSON-RPC method failed"),
     });

@@ -8,6 +8,7 @@ import { createLazyTransferChain } from "../chain/lazy-transfer-chain.ts";
 import { createResilientTransport } from "../chain/resilient-transport.ts";
 import { createSharedTransferChain } from "../chain/shared-transfer-chain.ts";
 import { type Config, redactRpcUrl } from "../config.ts";
+import { chainOptionsOf } from "../local-chain/chain-options.ts";
 import type { EmbeddedLocalChain } from "../local-chain/local-chain-worker-host.ts";
 import type { Logger } from "../logger.ts";
 import { registerChainMetrics, registerLocalChainMetrics } from "../observability/chain-metrics.ts";
@@ -87,17 +88,7 @@ async function startEmbeddedChain(
   try {
     // The chain runs in a worker thread of its own: nothing its clients ask holds this event loop.
     running = await startLocalChainWorker({
-      port: local.port,
-      statePath: local.statePath,
-      slotMs: local.slotMs,
-      limits: local.limits,
-      pubsubLimits: local.pubsub,
-      cheatcodes: local.cheatcodes,
-      history: local.history,
-      maxAccountBytes: local.maxAccountBytes,
-      airdropLimit: local.airdropLimit,
-      allowedHosts: local.allowedHosts,
-      allowedOrigins: local.allowedOrigins,
+      ...chainOptionsOf(local),
       timeoutMs: config.solana.timeoutMs,
       log: (level, message, fields) => logger[level](fields ?? {}, message),
       onRequest: metrics.onRequest,
