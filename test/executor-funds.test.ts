@@ -9,6 +9,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Address, generateKeyPairSigner } from "@solana/kit";
+import { findAssociatedTokenPda, TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { localKey } from "../src/local-chain/local-keys.ts";
 import type { ExecutionJournal } from "../src/scheduler/executor.ts";
@@ -87,17 +88,29 @@ describe("an executor that cannot pay fees", () => {
       await chain.raw("surfnet_setAccount", [owner.address, { lamports: 1_000_000_000 }]),
     ).not.toHaveProperty("error");
     await chain.setTokenBalance(owner.address, USDC, 100_000_000n);
+    const destination = (await generateKeyPairSigner()).address;
     const created = await owners.ok("POST", "/v1/agents", {
       type: "transfer",
       config: {
         source: owner.address,
-        destination: (await generateKeyPairSigner()).address,
+        destination,
         amount: 1,
         token: "USDC",
         schedule: "daily",
       },
     });
     await owners.approve(created.agentId as string, 10, owner);
+    // The approval created the destination's token account (the wallet paid); its owner has closed
+    // it since, so a run must create it again, the executor paying the rent.
+    const [destinationAccount] = await findAssociatedTokenPda({
+      owner: destination,
+      mint: USDC,
+      tokenProgram: TOKEN_PROGRAM_ADDRESS,
+    });
+    expect(await chain.raw("surfnet_setAccount", [destinationAccount, { lamports: 0 }])).not.toHaveProperty(
+      "error",
+    );
+    expect(await owners.tokenAccount(destinationAccount)).toBeUndefined();
     const agent = await server.context.agents.get("anonymous", created.agentId as string);
     const journal: ExecutionJournal = {
       transactions: async () => [],
@@ -136,7 +149,10 @@ describe("an executor that cannot pay fees", () => {
       "error",
     );
     const next = await run();
-    expect(next).toMatchObject({ ok: true, result: { kind: "transfer", amount: 1 } });
+    expect(next).toMatchObject({
+      ok: true,
+      result: { kind: "transfer", amount: 1, destinationCreated: true, rentLamports: 2_039_280 },
+    });
     await until(
       async () => ((await readyz()).body.warnings === undefined ? true : undefined),
       10_000,
