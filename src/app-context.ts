@@ -13,11 +13,15 @@ import type { Chain, TransferChain } from "./chain/chain.ts";
 import type { DelegateKeys } from "./chain/delegate-keys.ts";
 import type { SigningKey } from "./chain/ed25519-key.ts";
 import type { ExecutorBalance } from "./chain/executor-balance.ts";
+import type { SwapRefusal } from "./chain/swap-refusals.ts";
 import type { Config } from "./config.ts";
 import { createAnnouncingAgentStore } from "./events/announcing-agent-store.ts";
 import type { EventLog } from "./events/event-log.ts";
 import { createMemoryEventLog } from "./events/memory-event-log.ts";
 import type { EventRepair } from "./events/mongo-event-repair.ts";
+import type { AgentKinds } from "./kinds/agent-kinds.ts";
+import { builtInKinds } from "./kinds/built-in-kinds.ts";
+import type { TransferHooks } from "./kinds/transfer/transfer-executor.ts";
 import type { Logger } from "./logger.ts";
 import { type ApprovalCheck, createApprovalCheck } from "./scheduler/approval-check.ts";
 import { type CheckClaims, createMemoryCheckClaims } from "./scheduler/check-claims.ts";
@@ -25,8 +29,6 @@ import type { Executor } from "./scheduler/executor.ts";
 import { createMemoryRunStore } from "./scheduler/memory-run-store.ts";
 import type { RunStore } from "./scheduler/run-store.ts";
 import { createScheduleClock, type ScheduleClock } from "./scheduler/schedule-clock.ts";
-import type { SwapRefusal } from "./scheduler/swap-executor.ts";
-import type { TransferHooks } from "./scheduler/transfer-executor.ts";
 import type { Catalog } from "./token/catalog.ts";
 import { createChainTokenSource } from "./token/chain-token-source.ts";
 import type { SwapApi } from "./token/jupiter-swap-api.ts";
@@ -69,6 +71,8 @@ export interface AppContext {
   /** Slot leases and run history, beside the agents (same database, or memory). */
   readonly runStore: RunStore;
   /** Carries out agent runs: transfers and swaps on the chain, or simulated (TRANSFER_EXECUTOR). */
+  /** The agent kinds this service runs (src/kinds/). */
+  readonly kinds: AgentKinds;
   readonly executor: Executor;
   /**
    * What a pending agent waits for before the scheduler activates it (a transfer agent: its
@@ -186,8 +190,10 @@ export async function createAppContext(
   const scheduleClock = createScheduleClock({ scale: config.scheduler.timeScale });
   const mints = new Map(catalog.tokens.map((t) => [t.symbol, t.mint]));
   const mintOf = (symbol: string) => mints.get(symbol);
+  const kinds = builtInKinds();
   const { executor, executorBalance } = createContextExecutor({
     config,
+    kinds,
     logger,
     chain,
     transfers,
@@ -205,6 +211,7 @@ export async function createAppContext(
   const tokens = createTokenQueries({ prices, tokenList, source: tokenSource });
   const { agents, onAgentCreated } = createContextAgents({
     config,
+    kinds,
     store,
     runs,
     scheduleClock,
@@ -219,14 +226,7 @@ export async function createAppContext(
     swapNotice: parts.swapNotice,
     now: overrides.now,
   });
-  const isStoreReady = async () => {
-    try {
-      await store.ping();
-      return true;
-    } catch {
-      return false;
-    }
-  };
+  const isStoreReady = () => answers(store);
   const isChainReady = () => chain.isHealthy(AbortSignal.timeout(config.solana.timeoutMs));
   return {
     config,
@@ -242,8 +242,11 @@ export async function createAppContext(
     events: eventLog,
     eventRepair,
     runStore: runs,
+    kinds,
     executor,
-    awaitReady: realTransfers ? createApprovalCheck({ chain, transfers, delegates, mintOf }) : undefined,
+    awaitReady: realTransfers
+      ? createApprovalCheck({ kinds, chain, transfers, delegates, mintOf })
+      : undefined,
     checkClaims: stores.checkClaims ?? createMemoryCheckClaims(),
     onAgentCreated,
     executorBalance,
@@ -270,3 +273,13 @@ export async function createAppContext(
 
 /** Transactions of one GetTokenTransactions page read from the chain at once. */
 const TRANSACTION_READS_AT_ONCE = 8;
+
+/** True when the store answers a ping. Never throws. */
+async function answers(store: AgentStore): Promise<boolean> {
+  try {
+    await store.ping();
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { Counter, type Registry } from "prom-client";
 import { ConfigError } from "./config.ts";
 import { createIdleHeapRelease, type IdleHeapRelease } from "./idle-heap-release.ts";
+import type { TransferHooks } from "./kinds/transfer/transfer-executor.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import {
   keepServingOnUnhandledRejection,
@@ -9,7 +10,6 @@ import {
   stopOnSignals,
   stopWithLauncher,
 } from "./process-lifecycle.ts";
-import type { TransferHooks } from "./scheduler/transfer-executor.ts";
 import { createService, LocalChainPortInUseError } from "./service.ts";
 
 /**

@@ -114,6 +114,7 @@ export async function createService(
         agents: context.agentStore,
         runs: context.runStore,
         executor: context.executor,
+        kinds: context.kinds,
         clock: context.scheduleClock,
         canonicalSymbol: async (symbol) => canonicalSymbol(symbol),
         registry,

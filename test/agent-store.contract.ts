@@ -6,7 +6,6 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { newAgentId } from "../src/agent/agent-id.ts";
 import {
   AGENT_STATUSES,
-  AGENT_TYPES,
   type AgentListQuery,
   type AgentRecord,
   type AgentStatus,
@@ -14,6 +13,10 @@ import {
   type AgentType,
   IDEMPOTENCY_TTL_MS,
 } from "../src/agent/agent-store.ts";
+import { builtInKinds } from "../src/kinds/built-in-kinds.ts";
+
+/** The kinds' names, as the API accepts them. */
+const AGENT_TYPES = builtInKinds().names;
 
 export interface ContractFixture {
   readonly store: AgentStore;

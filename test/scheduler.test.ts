@@ -10,6 +10,7 @@ import { describe, expect, inject, it } from "vitest";
 import type { AgentRecord, AgentStore, JsonObject } from "../src/agent/agent-store.ts";
 import { createMemoryAgentStore } from "../src/agent/memory-agent-store.ts";
 import { createMongoAgentStore } from "../src/agent/mongo-agent-store.ts";
+import { builtInKinds } from "../src/kinds/built-in-kinds.ts";
 import { createMemoryCheckClaims } from "../src/scheduler/check-claims.ts";
 import type { Executor } from "../src/scheduler/executor.ts";
 import { createMemoryRunStore } from "../src/scheduler/memory-run-store.ts";
@@ -103,7 +104,7 @@ function replicas(
     createScheduler({
       agents: shared.agents,
       runs: shared.runs,
-      executor: createSimulatedExecutor({ tokens, mintOf }),
+      executor: createSimulatedExecutor({ kinds: builtInKinds(), tokens, mintOf }),
       clock: createScheduleClock({ scale: 1 }),
       checkRunnable: async (agent) =>
         canonicalSymbol(String(agent.config.token ?? agent.config.inputToken)) === undefined
@@ -525,7 +526,12 @@ describe.each(STORES)("on the %s stores", (_name, make) => {
     const records = [transferAgent(1), transferAgent(2)];
     const { agents, runs } = await storesWith(make, records);
     const clock = movableClock(T0);
-    const slow = createSimulatedExecutor({ tokens, mintOf, faults: { latencyMs: 50 } });
+    const slow = createSimulatedExecutor({
+      kinds: builtInKinds(),
+      tokens,
+      mintOf,
+      faults: { latencyMs: 50 },
+    });
     const [s] = replicas(1, { agents, runs, now: clock.now }, { executor: slow, concurrency: 1 });
     await s?.tick(); // both activated
     clock.set(slotAt(T0, "hourly", 1));

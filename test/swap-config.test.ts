@@ -8,6 +8,8 @@ import { describe, expect, it } from "vitest";
 import type { MintFacts } from "../src/agent/agent-config.ts";
 import { validateAgentConfig } from "../src/agent/agent-config.ts";
 import type { FieldViolation } from "../src/domain/errors.ts";
+import { swapKind } from "../src/kinds/swap/swap-kind.ts";
+import { transferKind } from "../src/kinds/transfer/transfer-kind.ts";
 
 const WALLET = "9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM";
 const lookupSymbol = async (symbol: string) =>
@@ -19,7 +21,7 @@ async function check(extensions: Record<string, readonly string[]>) {
   const mintOnChain = async (symbol: string): Promise<MintFacts | undefined> =>
     extensions[symbol] === undefined ? undefined : { extensions: extensions[symbol] };
   const valid = await validateAgentConfig(
-    "swap",
+    swapKind,
     { wallet: WALLET, inputToken: "USDC", outputToken: "PYUSD", amount: 1, schedule: "daily" },
     lookupSymbol,
     violations,
@@ -59,7 +61,7 @@ describe("a swap's tokens on the chain", () => {
   it("a transfer's token may carry them: only swaps need the amount in to arrive whole", async () => {
     const violations: FieldViolation[] = [];
     const valid = await validateAgentConfig(
-      "transfer",
+      transferKind,
       {
         source: WALLET,
         destination: "11111111111111111111111111111112",

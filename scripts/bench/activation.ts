@@ -30,6 +30,7 @@ import { createCachedChain } from "../../src/chain/cached-chain.ts";
 import { createDelegateKeys } from "../../src/chain/delegate-keys.ts";
 import { createKitChain } from "../../src/chain/kit-chain.ts";
 import { createKitTransferChain } from "../../src/chain/kit-transfer-chain.ts";
+import { builtInKinds } from "../../src/kinds/built-in-kinds.ts";
 import { startLocalChain } from "../../src/local-chain/start-local-chain.ts";
 import { createApprovalCheck } from "../../src/scheduler/approval-check.ts";
 import { type CheckClaims, createMemoryCheckClaims } from "../../src/scheduler/check-claims.ts";
@@ -191,10 +192,15 @@ async function requestsPerCheck(
       createScheduler({
         agents: store,
         runs,
-        executor: createSimulatedExecutor({ tokens: createCatalogPriceSource({ catalog }), mintOf }),
+        executor: createSimulatedExecutor({
+          kinds: builtInKinds(),
+          tokens: createCatalogPriceSource({ catalog }),
+          mintOf,
+        }),
         clock: createScheduleClock({ scale: 1 }),
         checkRunnable: async () => undefined,
         awaitReady: createApprovalCheck({
+          kinds: builtInKinds(),
           chain,
           transfers,
           delegates: createDelegateKeys({ secret: new Uint8Array(32).fill(7) }),

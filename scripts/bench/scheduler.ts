@@ -22,6 +22,7 @@ import { createAnnouncingAgentStore } from "../../src/events/announcing-agent-st
 import type { EventLog } from "../../src/events/event-log.ts";
 import { createMemoryEventLog } from "../../src/events/memory-event-log.ts";
 import { createRunAnnouncer } from "../../src/events/run-announcer.ts";
+import { builtInKinds } from "../../src/kinds/built-in-kinds.ts";
 import { registerMongoCommandMetrics } from "../../src/observability/mongo-command-metrics.ts";
 import type { Executor } from "../../src/scheduler/executor.ts";
 import { createMemoryRunStore } from "../../src/scheduler/memory-run-store.ts";
@@ -43,7 +44,7 @@ const numbers = (name: string, fallback: number[]) =>
   process.env[name] === undefined ? fallback : (process.env[name] as string).split(",").map(Number);
 
 /** The simulated executor: what a dry run costs the scheduler, nothing else. */
-const simulated = createSimulatedExecutor({ tokens, mintOf });
+const simulated = createSimulatedExecutor({ kinds: builtInKinds(), tokens, mintOf });
 /** A transfer's traffic to the run store, without the chain: the journal read, the day's cap, one kept transaction. */
 const journaled: Executor = {
   async execute(execution) {

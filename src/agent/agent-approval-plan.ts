@@ -1,11 +1,12 @@
 /** PrepareApproval: the approval to sign, and what the owner's agents sharing it need of it. */
 import { baseUnits } from "../domain/base-units.ts";
 import { FailedPreconditionError, InvalidArgumentError, NotFoundError } from "../domain/errors.ts";
+import type { AgentKinds } from "../kinds/agent-kinds.ts";
 import type { DecimalsLookup } from "./agent-config.ts";
 import { amountProblem } from "./agent-config.ts";
 import { requireAgentId } from "./agent-input.ts";
 import type { AgentStore } from "./agent-store.ts";
-import { type ApprovalDraft, type Approvals, receivingOf, spendingOf } from "./approvals.ts";
+import type { ApprovalDraft, Approvals } from "./approvals.ts";
 import type { Schedule } from "./schedule.ts";
 
 /** The most runs of a schedule that fall in one UTC day. */
@@ -26,6 +27,8 @@ export interface ApprovalPlan extends ApprovalDraft {
 
 export interface AgentApprovalPlanOptions {
   readonly store: AgentStore;
+  /** What each kind spends, and where its runs pay into. */
+  readonly kinds: AgentKinds;
   /** Approvals for the executor, built on the chain. */
   readonly approvals: Approvals;
   /** Decimals of a catalog token: the allowance is a whole number of its smallest units. */
@@ -50,7 +53,7 @@ export function createPrepareApproval(options: AgentApprovalPlanOptions): Prepar
     // Another owner's agent is as unknown as a missing one: only the owner learns it exists.
     const agent = await store.get(owner, agentId, signal === undefined ? {} : { signal });
     if (agent === undefined) throw new NotFoundError(`agent ${agentId} not found`);
-    const { wallet, token: symbol } = spendingOf(agent);
+    const { wallet, token: symbol } = options.kinds.spendingOf(agent);
     const decimals = await options.lookupDecimals?.(symbol);
     if (!Number.isFinite(allowance) || allowance <= 0) {
       throw InvalidArgumentError.field("allowance", "must be a finite number greater than 0");
@@ -67,7 +70,7 @@ export function createPrepareApproval(options: AgentApprovalPlanOptions): Prepar
         delegate,
         symbol,
         allowance: baseUnits(allowance, decimals),
-        creates: [receivingOf(agent)],
+        creates: [options.kinds.receivingOf(agent)],
       },
       signal,
     );
@@ -94,8 +97,8 @@ export function createPrepareApproval(options: AgentApprovalPlanOptions): Prepar
       });
       for (const other of page.agents) {
         if (other.status !== "active" && other.status !== "pending") continue;
-        // Transfers and swaps alike: one delegate per (owner, wallet), one allowance per token.
-        const spends = spendingOf(other);
+        // Every kind alike: one delegate per (owner, wallet), one allowance per token.
+        const spends = options.kinds.spendingOf(other);
         if (spends.wallet !== wallet || spends.token !== symbol) continue;
         sharedBy++;
         const schedule = other.config.schedule as Schedule;

@@ -5,6 +5,7 @@ import {
   NotFoundError,
 } from "../domain/errors.ts";
 import { pageLimit } from "../domain/page-limit.ts";
+import type { AgentKinds } from "../kinds/agent-kinds.ts";
 import type { RunPage, RunStore } from "../scheduler/run-store.ts";
 import type { ScheduleClock } from "../scheduler/schedule-clock.ts";
 import { firstSlotAfter, slotAt } from "../scheduler/slots.ts";
@@ -14,7 +15,7 @@ import { type CreateAgentInput, createAgentCreate } from "./agent-create.ts";
 import { requireAgentId } from "./agent-input.ts";
 import { type AgentPageResult, type ListAgentsInput, listAgents } from "./agent-list.ts";
 import type { AgentRecord, AgentStore, ReadOptions } from "./agent-store.ts";
-import { type Approvals, approvalNeeded, spendingOf } from "./approvals.ts";
+import { type Approvals, approvalNeeded } from "./approvals.ts";
 import type { AgentCaps, OwnerCaps } from "./owner-caps.ts";
 import type { Schedule } from "./schedule.ts";
 
@@ -59,6 +60,8 @@ export interface AgentCommands {
 
 export interface AgentCommandsOptions {
   readonly store: AgentStore;
+  /** The agent kinds this service runs: their rules, what they spend and their notices. */
+  readonly kinds: AgentKinds;
   readonly runs: RunStore;
   readonly lookupSymbol: SymbolLookup;
   /** Decimals of a catalog token: an amount is a whole number of its smallest units. */
@@ -78,7 +81,7 @@ export interface AgentCommandsOptions {
   /** Schedule time (SCHEDULE_TIME_SCALE): slots are computed in it. */
   readonly clock: ScheduleClock;
   readonly now?: () => Date;
-  /** Where swap routes come from now, said on every swap agent (Agent.notice). */
+  /** Where swap routes come from now, for the kinds that say so on every agent (Agent.notice). */
   readonly swapNotice?: () => string;
 }
 
@@ -121,7 +124,7 @@ export function createAgentCommands(options: AgentCommandsOptions): AgentCommand
       return store.delete(owner, agentId);
     },
 
-    list: (owner, input) => listAgents(store, owner, input),
+    list: (owner, input) => listAgents(store, owner, input, options.kinds.names),
 
     async pause(owner, agentId) {
       requireAgentId(agentId);
@@ -176,13 +179,14 @@ export function createAgentCommands(options: AgentCommandsOptions): AgentCommand
     executor: () => options.approvals.feePayer,
 
     notice(agent) {
-      return agent.type === "swap" ? options.swapNotice?.() : undefined;
+      return options.kinds.get(agent.type)?.notice?.({ swapRoutes: options.swapNotice });
     },
 
     pendingReason(agent) {
       if (agent.status !== "pending" || !options.approvals.required) return undefined;
-      const delegate = options.approvals.delegateOf(agent.owner, spendingOf(agent).wallet);
-      return `waiting for ${approvalNeeded({ type: agent.type, config: agent.config, delegate })}; it becomes active once the chain shows it`;
+      const spending = options.kinds.spendingOf(agent);
+      const delegate = options.approvals.delegateOf(agent.owner, spending.wallet);
+      return `waiting for ${approvalNeeded(spending, delegate)}; it becomes active once the chain shows it`;
     },
 
     prepareApproval: createPrepareApproval(options),

@@ -1,7 +1,7 @@
 import { isAddress } from "@solana/addresses";
 import { ADDRESS_RULE } from "../domain/address-rule.ts";
 import { alternatives, type FieldViolation, quote } from "../domain/errors.ts";
-import type { AgentType, JsonObject, JsonValue } from "./agent-store.ts";
+import type { JsonObject, JsonValue } from "./agent-store.ts";
 import { SCHEDULES, type Schedule } from "./schedule.ts";
 
 /** Looks a token symbol up in the catalog, case-insensitively, and returns its catalog spelling. */
@@ -26,7 +26,6 @@ export interface ValidConfig {
   readonly decimals: number | undefined;
 }
 
-const DEFAULT_SLIPPAGE_BPS = 50;
 /** Unknown settings named one by one; the rest are counted, so errors stay small. */
 const MAX_UNKNOWN_REPORTED = 10;
 /** Longest setting name echoed as it is. */
@@ -34,39 +33,40 @@ const MAX_FIELD_NAME_ECHO = 40;
 const MAX_SLIPPAGE_BPS = 5000;
 
 /** What a rule may look up. */
-interface RuleContext {
+export interface RuleContext {
   readonly lookupSymbol: SymbolLookup;
 }
 
 /** Why `value` breaks the rule, or undefined when it keeps it. */
-type FieldRule = (value: JsonValue | undefined, context: RuleContext) => Promise<string | undefined>;
+export type FieldRule = (value: JsonValue | undefined, context: RuleContext) => Promise<string | undefined>;
 
-const address: FieldRule = async (v) => (typeof v === "string" && isAddress(v) ? undefined : ADDRESS_RULE);
-const positive: FieldRule = async (v) => {
+export const address: FieldRule = async (v) =>
+  typeof v === "string" && isAddress(v) ? undefined : ADDRESS_RULE;
+export const positive: FieldRule = async (v) => {
   if (typeof v === "number" && Number.isFinite(v) && v > 0) return undefined;
   // "1.5" in quotes is a different mistake from -1, and needs a different fix.
   if (typeof v === "string") return 'must be a JSON number such as 1.5 and not a string such as "1.5"';
   return "must be a finite number greater than 0";
 };
-const symbol: FieldRule = async (v, { lookupSymbol }) =>
+export const symbol: FieldRule = async (v, { lookupSymbol }) =>
   typeof v === "string" && (await lookupSymbol(v)) !== undefined
     ? undefined
     : "must be the symbol of a token in the catalog (see GetTokenPrices)";
-const schedule: FieldRule = async (v) =>
+export const schedule: FieldRule = async (v) =>
   typeof v === "string" && (SCHEDULES as readonly string[]).includes(v)
     ? undefined
     : `must be one of ${alternatives(SCHEDULES)}`;
-const price: FieldRule = async (v) =>
+export const price: FieldRule = async (v) =>
   v === undefined || (typeof v === "number" && Number.isFinite(v) && v > 0)
     ? undefined
     : "must be a positive decimal number giving the price of the output token in units of the input token (output per input in whole tokens)";
-const slippage: FieldRule = async (v) =>
+export const slippage: FieldRule = async (v) =>
   v === undefined || (typeof v === "number" && Number.isInteger(v) && v >= 1 && v <= MAX_SLIPPAGE_BPS)
     ? undefined
     : `must be an integer from 1 to ${MAX_SLIPPAGE_BPS}`;
 
-/** Everything that differs between agent types, so that nothing branches on the type itself. */
-interface TypeRules {
+/** A kind's settings and their rules (AgentKind.settings): all that differs between kinds' configs. */
+export interface KindConfigRules {
   /** Each setting's rule, in the order violations are reported. */
   readonly settings: Readonly<Record<string, FieldRule>>;
   /** Settings that may be left out (their rule then sees undefined). */
@@ -91,84 +91,20 @@ interface TypeRules {
 }
 
 /**
- * The rules of each agent type. Keyed by AgentType, so a new type does not compile until it has
- * all of them (with a two-way branch it would silently get the other type's).
- */
-const RULES: Readonly<Record<AgentType, TypeRules>> = {
-  transfer: {
-    settings: { source: address, destination: address, amount: positive, token: symbol, schedule },
-    optional: new Set(),
-    async crossField({ source, destination }) {
-      return typeof destination === "string" && isAddress(destination) && source === destination
-        ? [{ field: "config.destination", description: "must differ from config.source" }]
-        : [];
-    },
-    tokenFields: ["token"],
-    refusedExtensions: {},
-    amountToken: (config, { lookupSymbol }) => canonical(config.token, lookupSymbol),
-    async normalise(config, { lookupSymbol }) {
-      return { ...config, token: (await lookupSymbol(config.token as string)) as string };
-    },
-  },
-  swap: {
-    settings: {
-      wallet: address,
-      inputToken: symbol,
-      outputToken: symbol,
-      amount: positive,
-      slippageBps: slippage,
-      schedule,
-      minPrice: price,
-      maxPrice: price,
-    },
-    optional: new Set(["slippageBps", "minPrice", "maxPrice"]),
-    async crossField(config, { lookupSymbol }) {
-      const inputToken = await canonical(config.inputToken, lookupSymbol);
-      const outputToken = await canonical(config.outputToken, lookupSymbol);
-      const violations: FieldViolation[] = [];
-      if (inputToken !== undefined && inputToken === outputToken) {
-        violations.push({ field: "config.outputToken", description: "must differ from config.inputToken" });
-      }
-      const { minPrice, maxPrice } = config;
-      const valid = async (v: JsonValue | undefined) =>
-        v !== undefined && (await price(v, { lookupSymbol })) === undefined;
-      if ((await valid(minPrice)) && (await valid(maxPrice)) && (minPrice as number) > (maxPrice as number)) {
-        violations.push({ field: "config.maxPrice", description: "must be at least config.minPrice" });
-      }
-      return violations;
-    },
-    tokenFields: ["inputToken", "outputToken"],
-    refusedExtensions: {
-      TransferFeeConfig: "takes a transfer fee",
-      TransferHook: "runs a transfer hook",
-    },
-    // A swap's amount is of the token it gives up.
-    amountToken: (config, { lookupSymbol }) => canonical(config.inputToken, lookupSymbol),
-    async normalise(config, { lookupSymbol }) {
-      return {
-        ...config,
-        inputToken: (await canonical(config.inputToken, lookupSymbol)) as string,
-        outputToken: (await canonical(config.outputToken, lookupSymbol)) as string,
-        slippageBps: config.slippageBps ?? DEFAULT_SLIPPAGE_BPS,
-      };
-    },
-  },
-};
-
-/**
  * Validates an agent's config for its type and returns it normalised (catalog spelling of token
  * symbols, defaults applied). Every bad or unknown member yields its own violation, named by its
  * path (`config.amount`), so a caller fixes the whole request at once.
  */
 export async function validateAgentConfig(
-  type: AgentType,
+  kind: { readonly name: string; readonly settings: KindConfigRules },
   config: JsonObject,
   lookupSymbol: SymbolLookup,
   violations: FieldViolation[],
   lookupDecimals: DecimalsLookup = async () => undefined,
   mintOnChain?: MintCheck,
 ): Promise<ValidConfig | undefined> {
-  const rules = RULES[type];
+  const rules = kind.settings;
+  const type = kind.name;
   const context: RuleContext = { lookupSymbol };
 
   const before = violations.length;
@@ -253,7 +189,7 @@ export function amountProblem(amount: number, decimals: number, symbol: string):
 }
 
 /** The catalog spelling of a symbol value, or undefined when it is not a catalog symbol. */
-async function canonical(
+export async function canonical(
   value: JsonValue | undefined,
   lookupSymbol: SymbolLookup,
 ): Promise<string | undefined> {

@@ -1,6 +1,7 @@
 /** CreateAgent: validation, the initial state of a new agent, the owner's caps, idempotency. */
 import { createHash } from "node:crypto";
 import { type FieldViolation, InvalidArgumentError } from "../domain/errors.ts";
+import type { AgentKinds } from "../kinds/agent-kinds.ts";
 import {
   type DecimalsLookup,
   type MintCheck,
@@ -8,7 +9,7 @@ import {
   validateAgentConfig,
 } from "./agent-config.ts";
 import { oneOf } from "./agent-input.ts";
-import { AGENT_TYPES, type AgentRecord, type AgentStore, type JsonObject } from "./agent-store.ts";
+import type { AgentRecord, AgentStore, JsonObject } from "./agent-store.ts";
 import type { AgentCaps, OwnerCaps } from "./owner-caps.ts";
 import type { Schedule } from "./schedule.ts";
 
@@ -26,6 +27,8 @@ export interface CreateAgentInput {
 
 export interface AgentCreateOptions {
   readonly store: AgentStore;
+  /** The kinds `type` may name, each with its config's rules. */
+  readonly kinds: AgentKinds;
   readonly lookupSymbol: SymbolLookup;
   /** Decimals of a catalog token: an amount is a whole number of its smallest units. */
   readonly lookupDecimals?: DecimalsLookup;
@@ -52,7 +55,8 @@ export function createAgentCreate(options: AgentCreateOptions): CreateAgent {
   const { store, lookupSymbol, newId, now, slot } = options;
   return async (owner, input, caps) => {
     const violations: FieldViolation[] = [];
-    const type = oneOf(input.type, AGENT_TYPES, "type", violations, true);
+    const type = oneOf(input.type, options.kinds.names, "type", violations, true);
+    const kind = type === undefined ? undefined : options.kinds.get(type);
     if (input.idempotencyKey.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
       violations.push({
         field: "idempotency-key",
@@ -61,9 +65,9 @@ export function createAgentCreate(options: AgentCreateOptions): CreateAgent {
     }
     if (input.config === undefined) violations.push({ field: "config", description: "is required" });
     const valid =
-      type !== undefined && input.config !== undefined
+      kind !== undefined && input.config !== undefined
         ? await validateAgentConfig(
-            type,
+            kind,
             input.config,
             lookupSymbol,
             violations,

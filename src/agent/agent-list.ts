@@ -2,13 +2,7 @@
 import { type FieldViolation, InvalidArgumentError } from "../domain/errors.ts";
 import { pageLimit } from "../domain/page-limit.ts";
 import { MAX_AGENT_ID_LENGTH, oneOf } from "./agent-input.ts";
-import {
-  AGENT_STATUSES,
-  AGENT_TYPES,
-  type AgentListPage,
-  type AgentStatus,
-  type AgentStore,
-} from "./agent-store.ts";
+import { AGENT_STATUSES, type AgentListPage, type AgentStatus, type AgentStore } from "./agent-store.ts";
 
 export interface ListAgentsInput {
   readonly type: string;
@@ -33,9 +27,11 @@ export async function listAgents(
   store: AgentStore,
   owner: string,
   input: ListAgentsInput,
+  /** The kinds' names: the values the `type` filter accepts. */
+  kinds: readonly string[],
 ): Promise<AgentPageResult> {
   const violations: FieldViolation[] = [];
-  const type = oneOf(input.type, AGENT_TYPES, "type", violations, false);
+  const type = oneOf(input.type, kinds, "type", violations, false);
   const status = oneOf<AgentStatus>(input.status, AGENT_STATUSES, "status", violations, false);
   const limit = pageLimit(input.limit, violations);
   if (!Number.isInteger(input.offset) || input.offset < 0) {

@@ -5,8 +5,8 @@
  * default); one contract suite (`test/agent-store.contract.ts`) holds them to it.
  */
 
-export const AGENT_TYPES = ["transfer", "swap"] as const;
-export type AgentType = (typeof AGENT_TYPES)[number];
+/** An agent kind's name (src/kinds/): the store keeps it as given, the kinds' registry knows them. */
+export type AgentType = string;
 
 export const AGENT_STATUSES = ["pending", "active", "paused", "failed"] as const;
 export type AgentStatus = (typeof AGENT_STATUSES)[number];

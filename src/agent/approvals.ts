@@ -1,5 +1,3 @@
-import type { AgentType } from "./agent-store.ts";
-
 /**
  * The approval a transfer agent's source wallet signs so the service can move its tokens, and the
  * delegate it approves. A port: the chain adapter (src/chain/chain-approvals.ts) builds the
@@ -71,50 +69,21 @@ export interface Spending {
   readonly amount: number;
 }
 
-type Config = { readonly [key: string]: unknown };
-
 /**
- * Every agent type spends one token from one wallet through the (owner, wallet) delegate; keyed by
- * type, so a new type does not compile until it says what it spends.
+ * A wallet's associated token account for a catalog token, where an agent's runs pay into
+ * (AgentKind.receiving). The wallet creates it in its approval, and pays its rent: a run never
+ * creates an account for its own owner's side, or the owner could close it after each run and take
+ * the executor's rent every time. A transfer's destination is a third party's as often as the
+ * owner's own: created there once, and again by a run only within
+ * TRANSFER_MAX_ACCOUNT_CREATIONS_PER_DAY.
  */
-const SPENDING: Readonly<Record<AgentType, (config: Config) => Spending>> = {
-  transfer: (c) => ({ wallet: c.source as string, token: c.token as string, amount: c.amount as number }),
-  swap: (c) => ({ wallet: c.wallet as string, token: c.inputToken as string, amount: c.amount as number }),
-};
-
-export function spendingOf(agent: { readonly type: AgentType; readonly config: Config }): Spending {
-  return SPENDING[agent.type](agent.config);
-}
-
-/** A wallet's associated token account for a catalog token, where an agent's runs pay into. */
 export interface Receiving {
   readonly owner: string;
   /** The catalog symbol. */
   readonly symbol: string;
 }
 
-/**
- * Where every agent type's runs pay into. The wallet creates these accounts in its approval, and
- * pays their rent: a run never creates an account for its own owner's side, or the owner could
- * close it after each run and take the executor's rent every time. A transfer's destination is
- * a third party's as often as the owner's own: created here once, and again by a run only within
- * TRANSFER_MAX_ACCOUNT_CREATIONS_PER_DAY.
- */
-const RECEIVING: Readonly<Record<AgentType, (config: Config) => Receiving>> = {
-  transfer: (c) => ({ owner: c.destination as string, symbol: c.token as string }),
-  swap: (c) => ({ owner: c.wallet as string, symbol: c.outputToken as string }),
-};
-
-export function receivingOf(agent: { readonly type: AgentType; readonly config: Config }): Receiving {
-  return RECEIVING[agent.type](agent.config);
-}
-
 /** What an agent waits for until its wallet approves its delegate, in its owner's words. */
-export function approvalNeeded(agent: {
-  readonly type: AgentType;
-  readonly config: Config;
-  readonly delegate: string;
-}): string {
-  const { wallet, amount, token } = spendingOf(agent);
-  return `an approval: the wallet ${wallet} must approve the delegate ${agent.delegate} for at least ${String(amount)} ${token} (sign the transaction PrepareApproval gives)`;
+export function approvalNeeded({ wallet, amount, token }: Spending, delegate: string): string {
+  return `an approval: the wallet ${wallet} must approve the delegate ${delegate} for at least ${String(amount)} ${token} (sign the transaction PrepareApproval gives)`;
 }

@@ -1,4 +1,5 @@
 /** The agent commands of the context, on its stores and its chain, and who hears of new agents. */
+
 import { type AgentCommands, createAgentCommands } from "../agent/agent-commands.ts";
 import { newAgentId } from "../agent/agent-id.ts";
 import type { AgentRecord, AgentStore } from "../agent/agent-store.ts";
@@ -8,6 +9,7 @@ import { createChainApprovals } from "../chain/chain-approvals.ts";
 import type { DelegateKeys } from "../chain/delegate-keys.ts";
 import type { SigningKey } from "../chain/ed25519-key.ts";
 import type { Config } from "../config.ts";
+import type { AgentKinds } from "../kinds/agent-kinds.ts";
 import type { RunStore } from "../scheduler/run-store.ts";
 import type { ScheduleClock } from "../scheduler/schedule-clock.ts";
 import { type Catalog, catalogSymbolLookup } from "../token/catalog.ts";
@@ -20,6 +22,8 @@ export interface ContextAgentsOptions {
   readonly catalog: Catalog;
   readonly chain: Chain;
   readonly transfers: TransferChain;
+  /** The agent kinds: their rules, what they spend and their notices. */
+  readonly kinds: AgentKinds;
   readonly executorKey: SigningKey;
   readonly delegates: DelegateKeys;
   readonly mintOf: (symbol: string) => string | undefined;
@@ -45,6 +49,7 @@ export function createContextAgents(options: ContextAgentsOptions): ContextAgent
   const decimals = new Map(catalog.tokens.map((t) => [t.symbol, t.decimals]));
   const createdListeners = new Set<(agent: AgentRecord) => void>();
   const agents = createAgentCommands({
+    kinds: options.kinds,
     store,
     runs,
     clock: scheduleClock,

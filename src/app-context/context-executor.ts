@@ -1,23 +1,27 @@
 /**
- * Who carries out agent runs: transfers and swaps on the chain when TRANSFER_EXECUTOR=chain (the
+ * Who carries out agent runs: each kind's own executor on the chain when TRANSFER_EXECUTOR=chain (the
  * executor's balance then read after each run and periodically), else the simulated executor.
  */
 import type { Chain, TransferChain } from "../chain/chain.ts";
 import type { DelegateKeys } from "../chain/delegate-keys.ts";
 import type { SigningKey } from "../chain/ed25519-key.ts";
 import { createExecutorBalance, type ExecutorBalance } from "../chain/executor-balance.ts";
+import type { SwapRefusal } from "../chain/swap-refusals.ts";
 import type { Config } from "../config.ts";
+import type { KindServices } from "../kinds/agent-kind.ts";
+import type { AgentKinds } from "../kinds/agent-kinds.ts";
+import { createKindsExecutor } from "../kinds/kinds-executor.ts";
 import type { Logger } from "../logger.ts";
 import type { Executor } from "../scheduler/executor.ts";
-import { createExecutorByType } from "../scheduler/executor-by-type.ts";
+import type { SendHooks } from "../scheduler/sent-transactions.ts";
 import { createSimulatedExecutor } from "../scheduler/simulated-executor.ts";
-import { createSwapExecutor, type SwapRefusal } from "../scheduler/swap-executor.ts";
-import { createTransferExecutor, type TransferHooks } from "../scheduler/transfer-executor.ts";
 import type { SwapApi } from "../token/jupiter-swap-api.ts";
 import type { PriceSource } from "../token/token-source.ts";
 
 export interface ContextExecutorOptions {
   readonly config: Config;
+  /** The agent kinds, each with its run. */
+  readonly kinds: AgentKinds;
   readonly logger: Logger;
   readonly chain: Chain;
   /** The chain as transfers write to it. */
@@ -35,7 +39,7 @@ export interface ContextExecutorOptions {
   /** Hears of the rent the executor paid for each account a run created. */
   readonly onRentSpent?: ((lamports: number) => void) | undefined;
   /** Test hooks around a transfer's first send. */
-  readonly transferHooks?: TransferHooks | undefined;
+  readonly transferHooks?: SendHooks | undefined;
   /** An executor to use instead (tests). */
   readonly executor?: Executor | undefined;
 }
@@ -49,6 +53,7 @@ export interface ContextExecutor {
 export function createContextExecutor(options: ContextExecutorOptions): ContextExecutor {
   const { config, logger, chain, transfers, executorKey, delegates, prices, mintOf } = options;
   const simulated = createSimulatedExecutor({
+    kinds: options.kinds,
     tokens: prices,
     mintOf,
     faults: {
@@ -71,50 +76,35 @@ export function createContextExecutor(options: ContextExecutorOptions): ContextE
         },
       })
     : undefined;
+  const services: KindServices = {
+    chain,
+    transfers,
+    executorKey,
+    delegates,
+    mintOf,
+    prices,
+    swaps: options.swaps,
+    limits: {
+      caps: { perRunUsd: config.transfers.maxUsdPerRun, perDayUsd: config.transfers.maxUsdPerDay },
+      maxAccountCreationsPerDay: config.transfers.maxAccountCreationsPerDay,
+      swaps: {
+        allowedPrograms: config.swaps.allowedPrograms,
+        maxFeeLamports: config.swaps.maxFeeLamports,
+        maxPriceDeviationBps: config.swaps.maxPriceDeviationBps,
+      },
+    },
+    onSwapRefused: options.onSwapRefused,
+    onRentSpent: options.onRentSpent,
+    hooks: options.transferHooks,
+  };
   const executor =
     options.executor ??
-    createExecutorByType({
-      transfer:
-        executorBalance !== undefined
-          ? afterEachRun(
-              createTransferExecutor({
-                chain,
-                transfers,
-                executor: executorKey,
-                delegates,
-                mintOf,
-                prices,
-                caps: { perRunUsd: config.transfers.maxUsdPerRun, perDayUsd: config.transfers.maxUsdPerDay },
-                maxAccountCreationsPerDay: config.transfers.maxAccountCreationsPerDay,
-                ...(options.onRentSpent === undefined ? {} : { onRentSpent: options.onRentSpent }),
-                ...(options.transferHooks === undefined ? {} : { hooks: options.transferHooks }),
-              }),
-              // Every run spends the executor's lamports: read them again (throttled) after it.
-              () => executorBalance.refreshSoon(),
-            )
-          : simulated,
-      swap:
-        executorBalance !== undefined
-          ? afterEachRun(
-              createSwapExecutor({
-                chain,
-                transfers,
-                swaps: options.swaps,
-                executor: executorKey,
-                delegates,
-                mintOf,
-                allowedPrograms: config.swaps.allowedPrograms,
-                maxFeeLamports: config.swaps.maxFeeLamports,
-                maxPriceDeviationBps: config.swaps.maxPriceDeviationBps,
-                prices,
-                caps: { perRunUsd: config.transfers.maxUsdPerRun, perDayUsd: config.transfers.maxUsdPerDay },
-                ...(options.onSwapRefused === undefined ? {} : { onRefused: options.onSwapRefused }),
-                ...(options.transferHooks === undefined ? {} : { hooks: options.transferHooks }),
-              }),
-              () => executorBalance.refreshSoon(),
-            )
-          : simulated,
-    });
+    createKindsExecutor(options.kinds, (kind) =>
+      executorBalance !== undefined
+        ? // Every run spends the executor's lamports: read them again (throttled) after it.
+          afterEachRun(kind.createExecutor(services), () => executorBalance.refreshSoon())
+        : simulated,
+    );
   return { executor, executorBalance };
 }
 

@@ -1,5 +1,5 @@
 import { Counter, type Registry } from "prom-client";
-import { SWAP_REFUSALS, type SwapRefusal } from "../scheduler/swap-executor.ts";
+import { SWAP_REFUSALS, type SwapRefusal } from "../chain/swap-refusals.ts";
 
 /**
  * `swap_routes_refused_total{reason}`: swap routes refused before signing, by why (a program off

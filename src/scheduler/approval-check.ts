@@ -1,9 +1,10 @@
 import type { AgentRecord } from "../agent/agent-store.ts";
-import { approvalNeeded, spendingOf } from "../agent/approvals.ts";
+import { approvalNeeded } from "../agent/approvals.ts";
 import type { Chain, TokenAccountState, TransferChain } from "../chain/chain.ts";
 import type { DelegateKeys } from "../chain/delegate-keys.ts";
 import { baseUnits } from "../domain/base-units.ts";
 import { UnavailableError } from "../domain/errors.ts";
+import type { AgentKinds } from "../kinds/agent-kinds.ts";
 import { uiAmount } from "../token/token-transaction-from-chain.ts";
 import type { ReadinessCheck } from "./scheduler.ts";
 
@@ -33,6 +34,8 @@ interface Watched {
  * remembered (bounded), as a pending agent is checked every second in its first minute.
  */
 export function createApprovalCheck(options: {
+  /** What each kind spends, from which wallet. */
+  kinds: AgentKinds;
   chain: Chain;
   transfers: TransferChain;
   delegates: DelegateKeys;
@@ -45,9 +48,10 @@ export function createApprovalCheck(options: {
   async function watchedOf(agent: AgentRecord): Promise<Watched | undefined> {
     const cached = known.get(agent.agentId);
     if (cached !== undefined) return cached;
-    const { wallet: source, amount, token: symbol } = spendingOf(agent);
+    const spending = options.kinds.spendingOf(agent);
+    const { wallet: source, amount, token: symbol } = spending;
     const delegate = delegates.addressOf(agent.owner, source);
-    const needed = approvalNeeded({ type: agent.type, config: agent.config, delegate });
+    const needed = approvalNeeded(spending, delegate);
     const mint = options.mintOf(symbol);
     const mintAccount = mint === undefined ? undefined : await chain.getMint(mint);
     if (mint === undefined || mintAccount === undefined) return undefined;
@@ -89,12 +93,8 @@ export function createApprovalCheck(options: {
       // The chain cannot tell: every agent asked about still waits, for what it needs.
       return Promise.all(
         agents.map(async (agent) => {
-          const { wallet } = spendingOf(agent);
-          return approvalNeeded({
-            type: agent.type,
-            config: agent.config,
-            delegate: delegates.addressOf(agent.owner, wallet),
-          });
+          const spending = options.kinds.spendingOf(agent);
+          return approvalNeeded(spending, delegates.addressOf(agent.owner, spending.wallet));
         }),
       );
     }

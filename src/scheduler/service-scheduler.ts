@@ -5,6 +5,7 @@ import type { AgentRecord, AgentStore } from "../agent/agent-store.ts";
 import type { SchedulerConfig } from "../config.ts";
 import type { EventLog } from "../events/event-log.ts";
 import { createRunAnnouncer } from "../events/run-announcer.ts";
+import type { AgentKinds } from "../kinds/agent-kinds.ts";
 import type { Logger } from "../logger.ts";
 import { registerSchedulerMetrics } from "../observability/scheduler-metrics.ts";
 import type { CheckClaims } from "./check-claims.ts";
@@ -13,18 +14,14 @@ import type { RunStore } from "./run-store.ts";
 import type { ScheduleClock } from "./schedule-clock.ts";
 import { createScheduler, type ReadinessCheck, type Scheduler } from "./scheduler.ts";
 
-/** The config members naming catalog tokens, by agent type. */
-const TOKEN_FIELDS: Record<string, readonly string[]> = {
-  transfer: ["token"],
-  swap: ["inputToken", "outputToken"],
-};
-
 export interface ServiceSchedulerOptions {
   readonly settings: SchedulerConfig;
   readonly logger: Logger;
   readonly agents: AgentStore;
   readonly runs: RunStore;
   readonly executor: Executor;
+  /** The agent kinds: which config members of each name catalog tokens. */
+  readonly kinds: AgentKinds;
   readonly clock: ScheduleClock;
   /** The token list's spelling of a symbol, or undefined when the list does not hold it. */
   readonly canonicalSymbol: (symbol: string) => Promise<string | undefined>;
@@ -76,7 +73,7 @@ export function createServiceScheduler(options: ServiceSchedulerOptions): Schedu
         }),
     // An agent can run while every token it names is still in the catalog.
     async checkRunnable(agent: AgentRecord) {
-      for (const field of TOKEN_FIELDS[agent.type] ?? []) {
+      for (const field of options.kinds.get(agent.type)?.settings.tokenFields ?? []) {
         const symbol = agent.config[field];
         if (typeof symbol !== "string" || (await canonicalSymbol(symbol)) === undefined) {
           return `config.${field} names a token that is no longer in the catalog`;

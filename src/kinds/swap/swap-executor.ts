@@ -1,38 +1,42 @@
-import type { JsonObject } from "../agent/agent-store.ts";
-import type { Chain, RawAccountState, Simulated, TokenAccountState, TransferChain } from "../chain/chain.ts";
-import type { DelegateKeys } from "../chain/delegate-keys.ts";
-import type { SigningKey } from "../chain/ed25519-key.ts";
-import type { SwapRefusal } from "../chain/swap-refusals.ts";
-import type { TokenFields } from "../chain/swap-route.ts";
-import type { PlainInstruction, SwapAccounts } from "../chain/swap-transaction.ts";
-import type { AssociatedAccountOf, TokenRef } from "../chain/token-transactions.ts";
-import { baseUnits } from "../domain/base-units.ts";
-import { UnavailableError } from "../domain/errors.ts";
-import {
-  NoRouteError,
-  type SwapApi,
-  SwapApiUnavailableError,
-  type SwapBuild,
-} from "../token/jupiter-swap-api.ts";
-import type { PriceSource } from "../token/token-source.ts";
-import { uiAmount } from "../token/token-transaction-from-chain.ts";
-import type { Execution, ExecutionResult, Executor, UpstreamBound } from "./executor.ts";
+import type { JsonObject } from "../../agent/agent-store.ts";
+import type {
+  Chain,
+  RawAccountState,
+  Simulated,
+  TokenAccountState,
+  TransferChain,
+} from "../../chain/chain.ts";
+import type { DelegateKeys } from "../../chain/delegate-keys.ts";
+import type { SigningKey } from "../../chain/ed25519-key.ts";
+import type { SwapRefusal } from "../../chain/swap-refusals.ts";
+import type { TokenFields } from "../../chain/swap-route.ts";
+import type { PlainInstruction, SwapAccounts } from "../../chain/swap-transaction.ts";
+import type { AssociatedAccountOf, TokenRef } from "../../chain/token-transactions.ts";
+import { baseUnits } from "../../domain/base-units.ts";
+import { UnavailableError } from "../../domain/errors.ts";
+import type { Execution, ExecutionResult, Executor, UpstreamBound } from "../../scheduler/executor.ts";
 import {
   createSentTransactions,
   EXPIRED,
   type SendHooks,
   type SentOutcome,
   signingExecutor,
-} from "./sent-transactions.ts";
-import { describe, spendableAccount, TOKEN_ERRORS, type TransferCaps } from "./transfer-executor.ts";
-
-export { SWAP_REFUSALS, type SwapRefusal } from "../chain/swap-refusals.ts";
+} from "../../scheduler/sent-transactions.ts";
+import {
+  NoRouteError,
+  type SwapApi,
+  SwapApiUnavailableError,
+  type SwapBuild,
+} from "../../token/jupiter-swap-api.ts";
+import type { PriceSource } from "../../token/token-source.ts";
+import { uiAmount } from "../../token/token-transaction-from-chain.ts";
+import { describe, spendableAccount, TOKEN_ERRORS, type TransferCaps } from "../spend-checks.ts";
 
 /** The builders, loaded on the first swap: they bring @solana/kit whole (see transfer-executor). */
 const loadBuilders = async () => ({
-  ...(await import("../chain/swap-transaction.ts")),
-  ...(await import("../chain/swap-route.ts")),
-  ...(await import("../chain/token-transactions.ts")),
+  ...(await import("../../chain/swap-transaction.ts")),
+  ...(await import("../../chain/swap-route.ts")),
+  ...(await import("../../chain/token-transactions.ts")),
 });
 
 export interface SwapExecutorOptions {
