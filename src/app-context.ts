@@ -70,13 +70,13 @@ export interface AppContext {
   readonly eventRepair: EventRepair | undefined;
   /** Slot leases and run history, beside the agents (same database, or memory). */
   readonly runStore: RunStore;
-  /** Carries out agent runs: transfers and swaps on the chain, or simulated (TRANSFER_EXECUTOR). */
   /** The agent kinds this service runs (src/kinds/). */
   readonly kinds: AgentKinds;
+  /** Carries out agent runs: transfers and swaps on the chain, or simulated (TRANSFER_EXECUTOR). */
   readonly executor: Executor;
   /**
-   * What a pending agent waits for before the scheduler activates it (a transfer agent: its
-   * wallet's approval of its delegate, and the token account that shows it); undefined when runs
+   * What a pending agent waits for before the scheduler activates it (its wallet's approval of
+   * its delegate, and the token account that shows it); undefined when runs
    * move nothing real.
    */
   readonly awaitReady: ApprovalCheck | undefined;
@@ -116,7 +116,7 @@ export interface AppContextOverrides {
   readonly agentStore?: AgentStore;
   readonly runStore?: RunStore;
   readonly executor?: Executor;
-  /** Test hooks around a transfer's first send. */
+  /** Test hooks around a run's first send (transfers and swaps). */
   readonly transferHooks?: TransferHooks;
   readonly apiKeyStore?: ApiKeyStore;
   readonly now?: () => Date;
@@ -132,9 +132,9 @@ export async function createAppContext(
   parts: {
     readonly chain: Chain;
     readonly catalog: Catalog;
-    /** The chain as transfers write to it. */
+    /** The chain as runs write to it. */
     readonly transfers: TransferChain;
-    /** The service's own key: the fee payer of transfers. */
+    /** The service's own key: the fee payer of every run. */
     readonly executorKey: SigningKey;
     /** The delegates owners' wallets approve, one per (owner, wallet). */
     readonly delegates: DelegateKeys;

@@ -1,20 +1,20 @@
 /**
- * The approval a transfer agent's source wallet signs so the service can move its tokens, and the
- * delegate it approves. A port: the chain adapter (src/chain/chain-approvals.ts) builds the
- * transaction; the agent rules decide who may ask and for what.
+ * The approval an agent's wallet (a transfer's source, a swap's wallet) signs so the service can
+ * move its tokens, and the delegate it approves. A port: the chain adapter
+ * (src/chain/chain-approvals.ts) builds the transaction; the agent rules decide who may ask and for what.
  *
  * Delegates are per (owner, wallet): the owner is the agent's owner (the API key's owner), the
- * wallet the agent's source. An SPL account's allowance belongs to its one delegate, so a wallet
- * that approved the delegate of one owner has approved nothing for any other owner's agents.
+ * wallet the one the agent spends from. An SPL account's allowance belongs to its one delegate, so
+ * a wallet that approved the delegate of one owner has approved nothing for any other owner's agents.
  */
 
 /** An unsigned approval transaction and the facts a wallet shows before it is signed. */
 export interface ApprovalDraft {
   /** A version 0 transaction, base64, whose fee payer and only signer is `owner`; unsigned. */
   readonly transaction: string;
-  /** The wallet that signs: the agent's source. */
+  /** The wallet that signs: the one the agent spends from. */
   readonly owner: string;
-  /** The delegate of the agent's (owner, source wallet) pair. */
+  /** The delegate of the agent's (owner, wallet) pair. */
   readonly delegate: string;
   readonly mint: string;
   readonly tokenAccount: string;
@@ -38,7 +38,7 @@ export interface ApprovalDraft {
 export interface Approvals {
   /** The service's executor: the fee payer of every run, never a delegate. */
   readonly feePayer: string;
-  /** True when runs move real tokens, so a transfer agent waits for its approval. */
+  /** True when runs move real tokens, so an agent waits for its approval. */
   readonly required: boolean;
   /** The delegate of `owner`'s agents spending from `wallet`. */
   delegateOf(owner: string, wallet: string): string;

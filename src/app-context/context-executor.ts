@@ -24,9 +24,9 @@ export interface ContextExecutorOptions {
   readonly kinds: AgentKinds;
   readonly logger: Logger;
   readonly chain: Chain;
-  /** The chain as transfers write to it. */
+  /** The chain as runs write to it. */
   readonly transfers: TransferChain;
-  /** The service's own key: the fee payer of transfers. */
+  /** The service's own key: the fee payer of every run. */
   readonly executorKey: SigningKey;
   /** The delegates owners' wallets approve, one per (owner, wallet). */
   readonly delegates: DelegateKeys;
@@ -38,7 +38,7 @@ export interface ContextExecutorOptions {
   readonly onSwapRefused?: ((reason: SwapRefusal) => void) | undefined;
   /** Hears of the rent the executor paid for each account a run created. */
   readonly onRentSpent?: ((lamports: number) => void) | undefined;
-  /** Test hooks around a transfer's first send. */
+  /** Test hooks around a run's first send (transfers and swaps). */
   readonly transferHooks?: SendHooks | undefined;
   /** An executor to use instead (tests). */
   readonly executor?: Executor | undefined;

@@ -2,7 +2,7 @@ import type { ConfigReader } from "./config-reader.ts";
 import { isHttpUrl } from "./config-urls.ts";
 import type { SolanaConfig } from "./solana-config.ts";
 
-/** How transfer agents' runs are carried out, and the guards beyond the owners' allowances. */
+/** How agents' runs (transfers and swaps) are carried out, and the guards beyond the owners' allowances. */
 export interface TransferConfig {
   /** "chain": runs move real tokens; "simulated": they move nothing (dry runs, scheduler tests). */
   readonly executor: "chain" | "simulated";
@@ -13,7 +13,7 @@ export interface TransferConfig {
    * undefined makes one (embedded chain only).
    */
   readonly delegateSeedPath: string | undefined;
-  /** How long a transfer agent may stay pending, waiting for its owner's approval, before it fails. */
+  /** How long an agent may stay pending, waiting for its owner's approval, before it fails. */
   readonly approvalWaitMs: number;
   /** Largest value one run may move, in US dollars. */
   readonly maxUsdPerRun: number;
