@@ -1,7 +1,8 @@
 /**
- * The executor port: what carries out one run of an agent. Its adapters are the transfer and swap
- * executors on the chain (a cluster or the embedded one) and the simulated executor, which moves
- * nothing. The port is shaped for runs that take seconds and whose outcome can be uncertain:
+ * The executor port: what carries out one run of an agent. Its adapters are each agent kind's
+ * executor on the chain (src/kinds/; a cluster or the embedded one) and the simulated executor,
+ * which moves nothing. The port is shaped for runs that take seconds and whose outcome can be
+ * uncertain:
  *
  * - `idempotencyKey` is the same for every attempt at one (agent, slot), on every replica. The
  *   chain executors name it in every transaction (a memo) and keep each signed transaction in the

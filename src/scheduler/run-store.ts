@@ -22,9 +22,9 @@
  *   the schedule), without another write and without a query over the history.
  *
  * Per run, the scheduler's path costs a claim (one insert) and the settle (one insert of two
- * documents) and, for a transfer, the kept transaction (an insert and a read) and the day's
- * successes (a read, when the agent ran earlier that day): never a query whose cost grows with
- * the number of agents or runs.
+ * documents) and, for a run that signs a transaction, the kept transaction (an insert and a read)
+ * and the day's successes (a read, when the agent ran earlier that day): never a query whose cost
+ * grows with the number of agents or runs.
  */
 import type { JsonObject } from "../agent/agent-store.ts";
 
@@ -73,7 +73,7 @@ export type RecordResult =
 
 /**
  * A transaction an attempt signed and is about to send, kept before it is sent so that any later
- * attempt, on any replica, learns of it first (see the transfer executor's exactly-once rules).
+ * attempt, on any replica, learns of it first (see the exactly-once rules in sent-transactions.ts).
  */
 export interface SentTransaction {
   readonly signature: string;

@@ -17,12 +17,13 @@ export interface SimulatedFaults {
 }
 
 /**
- * Runs agents against the embedded catalog without touching a chain: each kind says its result
- * (AgentKind.simulate; a transfer records the amount and token, a swap quotes its output from the
- * prices less `slippageBps`). Deterministic: the
- * same (agent, slot) gives the same result and the same simulated signature on every attempt and
- * replica, which is how it honours the idempotency key. Tests make attempts fail or hang through
- * `faults` (SIMULATED_FAILURE_RATE, SIMULATED_HANG_RATE).
+ * Runs agents without touching a chain, on the catalog's mints and the price source's prices: each
+ * kind says its result (AgentKind.simulate; a transfer records the amount and token, a swap quotes
+ * its output from the prices less `slippageBps`). Deterministic where it counts: the same (agent,
+ * slot) gives the same simulated signature on every attempt and replica (a transfer the same
+ * result; a swap's quote follows the prices of the moment), which is how it honours the
+ * idempotency key. Tests make attempts fail or hang through `faults` (SIMULATED_FAILURE_RATE,
+ * SIMULATED_HANG_RATE).
  */
 export function createSimulatedExecutor(options: {
   /** Each kind's result when nothing moves. */
