@@ -106,7 +106,7 @@ export function build(context: AppContext, options: BuildOptions = {}): Server {
   };
   const stalledWrites = createStalledWrites({ timeoutMs: config.streams.writeTimeoutMs });
   const interceptors = createServerInterceptors({ context, metrics: metrics.interceptor, rejected });
-  // Browsers always see the seed's envelope: `success`, empty lists, zeros and false included.
+  // JSON callers always see the whole envelope: `success`, empty lists, zeros and false included.
   const jsonOptions = { alwaysEmitImplicit: true, registry: options.extraServices?.registry };
   const { connect, services, streamingPaths, serverStreamingPaths, procedureMethods } = createConnectStack({
     config,

@@ -20,9 +20,9 @@ import { type StreamSettings, serveStream } from "./server-stream.ts";
 
 /**
  * TokenService over the token queries: protobuf in, domain values across, protobuf out.
- * Prices stay the same object while cached (the catalog's for good), so each domain object is
- * converted to its message once and the message reused (keyed weakly by the domain object, so
- * fresh objects are simply collected). The call's signal goes down to the chain, so reads stop when the caller goes away.
+ * Prices stay the same object while cached (the catalog's for good, or for a tick), so each domain
+ * object is converted to its message once and the message reused (keyed weakly by the domain
+ * object, so fresh objects are simply collected). The call's signal goes down to the chain, so reads stop when the caller goes away.
  */
 export function createTokenService(options: {
   queries: TokenQueries;

@@ -5,7 +5,8 @@ import type { PriceSource, TokenPrice } from "./token-source.ts";
  * Prices from the embedded catalog's snapshot: the default price source, so the service answers
  * without any network. Every entry is built once and frozen (`asOf` is when the snapshot was
  * taken), and the watchlist's answer is one frozen array: calls only hand them out, as this is the
- * service's hottest path and the data never changes.
+ * service's hottest path and the data never changes. With a tick (`tickMs`), each entry is made
+ * once per mint per tick instead.
  */
 export function createCatalogPriceSource(options: {
   catalog: Catalog;

@@ -13,7 +13,10 @@ import { cursorOf } from "../../events/agent-event-watch.ts";
 import type { LoggedEvent } from "../../events/event-log.ts";
 import type { RunRecord } from "../../scheduler/run-store.ts";
 
-/** An event of the log as callers see it; `data` holds what its writer put there (see agent-event-type). */
+/**
+ * An event of the log as callers see it; `data` holds what its writer put there (see
+ * announcing-agent-store.ts and run-announcer.ts).
+ */
 export function agentEvent(event: LoggedEvent) {
   const run = event.data?.run;
   const failureReason = event.data?.failureReason;
