@@ -1,4 +1,3 @@
-import type { JsonObject } from "../../agent/agent-store.ts";
 import type {
   Chain,
   RawAccountState,
@@ -17,9 +16,7 @@ import { UnavailableError } from "../../domain/errors.ts";
 import type { Execution, ExecutionResult, Executor, UpstreamBound } from "../../scheduler/executor.ts";
 import {
   createSentTransactions,
-  EXPIRED,
   type SendHooks,
-  type SentOutcome,
   signingExecutor,
 } from "../../scheduler/sent-transactions.ts";
 import {
@@ -30,14 +27,20 @@ import {
 } from "../../token/jupiter-swap-api.ts";
 import type { PriceSource } from "../../token/token-source.ts";
 import { uiAmount } from "../../token/token-transaction-from-chain.ts";
-import { describe, spendableAccount, TOKEN_ERRORS, type TransferCaps } from "../spend-checks.ts";
-
-/** The builders, loaded on the first swap: they bring @solana/kit whole (see transfer-executor). */
-const loadBuilders = async () => ({
-  ...(await import("../../chain/swap-transaction.ts")),
-  ...(await import("../../chain/swap-route.ts")),
-  ...(await import("../../chain/token-transactions.ts")),
-});
+import { spendableAccount, type TransferCaps } from "../spend-checks.ts";
+import { failedOnChain, noOutputAccount, settled, stoppedBeforeSigning } from "./swap-result.ts";
+import {
+  type Failure,
+  final,
+  getAccountsBatched,
+  LAMPORTS_PER_SIGNATURE,
+  loadBuilders,
+  minBig,
+  retry,
+  type Swap,
+  type SwapConfig,
+  shownPrice,
+} from "./swap-run.ts";
 
 export interface SwapExecutorOptions {
   readonly chain: Chain;
@@ -63,26 +66,14 @@ export interface SwapExecutorOptions {
   readonly onRefused?: (reason: SwapRefusal) => void;
 }
 
-type Failure = Extract<ExecutionResult, { ok: false }>;
-const retry = (error: string): Failure => ({ ok: false, error });
-const final = (error: string): Failure => ({ ok: false, error, retryable: false });
-
-/** Jupiter's custom error for slippage exceeded on chain: a fresh quote may do. */
-const SLIPPAGE_EXCEEDED = 6001;
 /** maxAccounts asked for, in turn, while the transaction is over 1,232 bytes (undefined: Jupiter's own). */
 const MAX_ACCOUNTS_STEPS: readonly (number | undefined)[] = [undefined, 32, 20];
 /** The CU limit is this much over what the simulation used. */
 const CU_MARGIN = 1.2;
 /** Lookup tables a route may name. */
 const MAX_LOOKUP_TABLES = 8;
-/** Index of the run's own transferChecked out of the owner's account (see swap-transaction.ts). */
-const OWN_TRANSFER_INDEX = 3;
 /** A trial's lifetime before any simulation answered one: the simulation replaces its blockhash. */
 const PLACEHOLDER_LIFETIME = { blockhash: "11111111111111111111111111111111", lastValidBlockHeight: 0n };
-/** Accounts one getMultipleAccounts may ask for. */
-const MAX_ACCOUNTS_PER_READ = 100;
-/** The base fee of one signature, in lamports. */
-const LAMPORTS_PER_SIGNATURE = 5_000n;
 
 /**
  * Swap agents' runs on the chain, one atomic v0 transaction each (see swap-transaction.ts). Each
@@ -167,7 +158,7 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
 
     // What earlier attempts sent decides whether this one may sign at all.
     const earlier = await sent.resume(journal, signal);
-    if (earlier !== undefined) return settled(earlier, swap);
+    if (earlier !== undefined) return settled(chain, executor.address, earlier, swap);
 
     // The service's own prices: the caps in dollars, and the reference a quote is held to.
     const reference = await referencePrices(input, output, config, signal);
@@ -266,7 +257,7 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
       // every account the transaction may write (the owner's input among them), whose state
       // before is what the simulation's end state is compared with.
       const writableAsked = writableOf(vetted.instructions, executor.address, accounts);
-      const read = await getAccountsBatched([...tableAddresses, ...writableAsked], signal);
+      const read = await getAccountsBatched(transfers, [...tableAddresses, ...writableAsked], signal);
       const tables = builders.lookupTablesOnChain(tableAddresses, read.slice(0, tableAddresses.length));
       if (!tables.ok) {
         return refuseFinal("lookup_table", `the swap route was refused before signing: ${tables.text}`);
@@ -330,7 +321,7 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
       // (none known) is read now rather than left out of the check.
       const unread = writable.filter((a) => !readBefore.has(a));
       if (unread.length > 0) {
-        const more = await getAccountsBatched(unread, signal);
+        const more = await getAccountsBatched(transfers, unread, signal);
         for (const [i, a] of unread.entries()) readBefore.set(a, more[i]);
       }
       const before = writable.map((a) => readBefore.get(a));
@@ -339,7 +330,7 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
         replaceRecentBlockhash: true,
       });
       if (simulation.err !== null && simulation.err !== undefined) {
-        return failedOnChain(simulation.err, route, "in its simulation");
+        return failedOnChain(simulation.err, executor.address, "in its simulation");
       }
       const moved = builders.endStateProblem(
         writable,
@@ -364,17 +355,7 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
       const limit = Math.min(builders.MAX_COMPUTE_UNITS, Math.ceil(Number(used) * CU_MARGIN));
       // Stop means stop: the agent as it is now, read under this run's lease, just before signing.
       if (journal.stillWanted !== undefined && !(await journal.stillWanted())) {
-        return {
-          ok: true,
-          skipped: true,
-          result: {
-            kind: "swap",
-            skipped: true,
-            reason: "the agent was paused or deleted while this run was under way: nothing was signed",
-            inputToken: config.inputToken,
-            outputToken: config.outputToken,
-          },
-        };
+        return stoppedBeforeSigning(config);
       }
       // A cluster that gives no replacement blockhash: the shared one (see shared-transfer-chain).
       const lifetime = simulation.replacementBlockhash ?? (await transfers.getLatestBlockhash(signal));
@@ -412,7 +393,7 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
         route.computeUnitPrice ?? 0n,
         builders.unitPriceCap(options.maxFeeLamports, limit),
       );
-      return settled(outcome, swap, route, {
+      return settled(chain, executor.address, outcome, swap, route, {
         inUnits: units,
         outUnits: outAfter - outBefore,
         fee:
@@ -421,19 +402,6 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
       });
     }
     return retry("no swap route could be built");
-  }
-
-  /** Accounts as stored, in calls of at most 100 (getMultipleAccounts' own limit), side by side. */
-  async function getAccountsBatched(
-    addresses: readonly string[],
-    signal: AbortSignal,
-  ): Promise<readonly (RawAccountState | undefined)[]> {
-    if (addresses.length <= MAX_ACCOUNTS_PER_READ) return transfers.getAccounts(addresses, signal);
-    const parts: Promise<readonly (RawAccountState | undefined)[]>[] = [];
-    for (let at = 0; at < addresses.length; at += MAX_ACCOUNTS_PER_READ) {
-      parts.push(transfers.getAccounts(addresses.slice(at, at + MAX_ACCOUNTS_PER_READ), signal));
-    }
-    return (await Promise.all(parts)).flat();
   }
 
   /**
@@ -549,135 +517,10 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
     }
     return undefined;
   }
-
-  /** The run's result from where its transaction ended up. */
-  async function settled(
-    outcome: SentOutcome,
-    swap: Swap,
-    route?: SwapBuild,
-    proven?: Proven,
-  ): Promise<ExecutionResult> {
-    if (outcome.kind === "expired") return retry(EXPIRED);
-    if (outcome.kind === "failed") return failedOnChain(outcome.err, route, "on chain");
-    const { config, input, output, accounts, signal } = swap;
-    let facts: { inUnits: bigint; outUnits: bigint; slot: bigint; fee: bigint };
-    if (proven !== undefined) {
-      // This attempt simulated and sent it: the status gave the slot, the simulation the amounts.
-      facts = { ...proven, slot: outcome.slot };
-    } else {
-      // An earlier attempt's transaction, found landed: only the chain knows what it moved.
-      const landed = await chain.getTransaction(outcome.tx.signature, signal);
-      if (landed === undefined) throw new UnavailableError("the swap landed but cannot be read back yet");
-      const delta = (account: string) => {
-        const index = landed.accountKeys.indexOf(account);
-        const of = (balances: typeof landed.preTokenBalances) =>
-          balances.find((b) => b.accountIndex === index)?.amount ?? 0n;
-        return of(landed.postTokenBalances) - of(landed.preTokenBalances);
-      };
-      facts = {
-        inUnits: -delta(accounts.ownerInput),
-        outUnits: delta(accounts.ownerOutput),
-        slot: landed.slot,
-        fee: landed.fee,
-      };
-    }
-    const { inUnits, outUnits } = facts;
-    const inAmount = uiAmount(inUnits, input.decimals);
-    const outAmount = uiAmount(outUnits, output.decimals);
-    const result: JsonObject = {
-      kind: "swap",
-      simulated: false,
-      signature: outcome.tx.signature,
-      slot: Number(facts.slot),
-      fee: Number(facts.fee),
-      inputToken: config.inputToken,
-      outputToken: config.outputToken,
-      inputMint: input.mint,
-      outputMint: output.mint,
-      inAmount,
-      inAmountUnits: inUnits.toString(),
-      outAmount,
-      outAmountUnits: outUnits.toString(),
-      // "simulation": the output as simulated just before signing (the chain guarantees at
-      // least minimumOutUnits); "chain": read back from the landed transaction.
-      amountsFrom: proven === undefined ? "chain" : "simulation",
-      price: inAmount === 0 ? 0 : shownPrice(outAmount / inAmount),
-      slippageBps: config.slippageBps,
-      ...(swap.usdValue === undefined ? {} : { usdValue: swap.usdValue }),
-      taker: swap.taker,
-      // Known to the attempt that asked for the route; one that found its transaction landed
-      // after a crash has only what the chain says.
-      ...(route === undefined
-        ? {}
-        : {
-            quotedOutAmountUnits: route.outAmount.toString(),
-            minimumOutUnits: route.minimumOut.toString(),
-            priceImpactPct: route.priceImpactPct,
-            routeLabels: [...route.routeLabels],
-          }),
-    };
-    return { ok: true, result };
-  }
-
-  /** A transaction error (simulated or on chain), as a reason for the run's owner. */
-  function failedOnChain(err: unknown, _route: SwapBuild | undefined, where: string): Failure {
-    const instruction = (err as { InstructionError?: [unknown, unknown] } | null)?.InstructionError;
-    const custom = (instruction?.[1] as { Custom?: unknown } | undefined)?.Custom;
-    const code =
-      typeof custom === "bigint" ? Number(custom) : typeof custom === "number" ? custom : undefined;
-    if (code === SLIPPAGE_EXCEEDED) {
-      return retry(
-        `slippage exceeded ${where} (the route's error 6001); the next attempt asks for a fresh quote`,
-      );
-    }
-    // The run's own transfer out of the owner's account: its token errors are the owner's to mend.
-    if (
-      instruction !== undefined &&
-      Number(instruction[0]) === OWN_TRANSFER_INDEX &&
-      code !== undefined &&
-      TOKEN_ERRORS[code] !== undefined
-    ) {
-      return final(TOKEN_ERRORS[code] as string);
-    }
-    if (err === "AccountNotFound" || err === "InsufficientFundsForFee") {
-      return retry(
-        `the executor cannot pay fees: fund ${executor.address} (the swap failed ${where}: ${err})`,
-      );
-    }
-    return retry(`the swap failed ${where} (${describe(err)})`);
-  }
 }
-
-/**
- * A swap agent's config, as CreateAgent checked it: read by the run, and carried in its Swap. A
- * type, not an interface: the agent's JsonObject converts to it only so.
- */
-type SwapConfig = {
-  readonly wallet: string;
-  readonly inputToken: string;
-  readonly outputToken: string;
-  readonly amount: number;
-  readonly slippageBps: number;
-  readonly minPrice?: number;
-  readonly maxPrice?: number;
-};
 
 /** The name under which swap runs share the Swap API's bound in the scheduler. */
 const SWAP_API_UPSTREAM = "swap_api";
-
-/** What one run swaps, and where. */
-interface Swap {
-  readonly config: SwapConfig;
-  readonly input: TokenRef;
-  readonly output: TokenRef;
-  readonly units: bigint;
-  readonly accounts: SwapAccounts;
-  /** The run's taker: the one key the route was built for and signed by. */
-  readonly taker: string;
-  readonly signal: AbortSignal;
-  /** The run's value in dollars at the price source's price (counted toward the cap per day). */
-  usdValue?: number;
-}
 
 /** The route's instructions, each with the name a refusal gives it. */
 function namedInstructions(route: SwapBuild): [string, PlainInstruction][] {
@@ -689,18 +532,6 @@ function namedInstructions(route: SwapBuild): [string, PlainInstruction][] {
       : [["the cleanup instruction", route.cleanupInstruction] as [string, PlainInstruction]]),
     ...route.otherInstructions.map((ix, i): [string, PlainInstruction] => [`other instruction ${i}`, ix]),
   ];
-}
-
-const minBig = (a: bigint, b: bigint) => (a < b ? a : b);
-
-/** What a run that simulated and sent its transaction knows of it without reading it back. */
-interface Proven {
-  /** Base units out of the owner's input account: exactly the run's amount (the end-state check). */
-  readonly inUnits: bigint;
-  /** Base units into the owner's output account, as simulated (at least the route's minimum out). */
-  readonly outUnits: bigint;
-  /** Lamports: the base fee of each signature and the unit price × limit, rounded up. */
-  readonly fee: bigint;
 }
 
 /**
@@ -757,29 +588,4 @@ function tokenAccountState(
     // SPL Token's AccountState: 1 initialized, 2 frozen.
     frozen: fields.state === 2,
   };
-}
-
-/** A slot skipped because the wallet has no account to receive the swap's output. */
-function noOutputAccount(swap: Swap): ExecutionResult {
-  const { config, accounts } = swap;
-  return {
-    ok: true,
-    skipped: true,
-    result: {
-      kind: "swap",
-      skipped: true,
-      reason: `the wallet has no ${config.outputToken} account to receive the swap (its associated token account ${accounts.ownerOutput}): the service does not pay for the owner's accounts; sign the transaction PrepareApproval gives, which creates it, or create it from the wallet`,
-      inputToken: config.inputToken,
-      outputToken: config.outputToken,
-      outputAccount: accounts.ownerOutput,
-    },
-  };
-}
-
-/**
- * A price as runs show it: 12 significant digits, so a quotient of two decimals reads as one
- * (1.99399, not 1.9939900000000002). A double holds 15-17; the 12 kept are far past any quote's.
- */
-function shownPrice(price: number): number {
-  return Number(price.toPrecision(12));
 }
