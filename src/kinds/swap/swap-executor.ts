@@ -12,34 +12,30 @@ import type { TokenFields } from "../../chain/swap-route.ts";
 import type { PlainInstruction, SwapAccounts } from "../../chain/swap-transaction.ts";
 import type { AssociatedAccountOf, TokenRef } from "../../chain/token-transactions.ts";
 import { baseUnits } from "../../domain/base-units.ts";
-import { UnavailableError } from "../../domain/errors.ts";
 import type { Execution, ExecutionResult, Executor, UpstreamBound } from "../../scheduler/executor.ts";
 import {
   createSentTransactions,
   type SendHooks,
   signingExecutor,
 } from "../../scheduler/sent-transactions.ts";
-import {
-  NoRouteError,
-  type SwapApi,
-  SwapApiUnavailableError,
-  type SwapBuild,
-} from "../../token/jupiter-swap-api.ts";
+import type { SwapApi, SwapBuild } from "../../token/jupiter-swap-api.ts";
 import type { PriceSource } from "../../token/token-source.ts";
-import { uiAmount } from "../../token/token-transaction-from-chain.ts";
-import { spendableAccount, type TransferCaps } from "../spend-checks.ts";
+import type { TransferCaps } from "../spend-checks.ts";
+import { askRoute, quoteVerdict, referencePrices, valueWithinCaps } from "./swap-quote.ts";
 import { failedOnChain, noOutputAccount, settled, stoppedBeforeSigning } from "./swap-result.ts";
 import {
-  type Failure,
   final,
   getAccountsBatched,
   LAMPORTS_PER_SIGNATURE,
+  type LatestLifetime,
   loadBuilders,
   minBig,
+  ownerInputProblem,
+  refusals,
   retry,
   type Swap,
   type SwapConfig,
-  shownPrice,
+  type SwapRun,
 } from "./swap-run.ts";
 
 export interface SwapExecutorOptions {
@@ -113,16 +109,8 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
   const allowed = new Set(options.allowedPrograms);
   const sent = createSentTransactions({ transfers, pollMs: options.pollMs, hooks: options.hooks });
   let accountOf: AssociatedAccountOf | undefined;
-  /** The newest lifetime a simulation answered: a trial's blockhash (the simulation replaces it). */
-  let lastLifetime: { blockhash: string; lastValidBlockHeight: bigint } | undefined;
-  const refuse = (reason: SwapRefusal, error: string): Failure => {
-    options.onRefused?.(reason);
-    return retry(error);
-  };
-  const refuseFinal = (reason: SwapRefusal, error: string): Failure => {
-    options.onRefused?.(reason);
-    return final(error);
-  };
+  const latest: LatestLifetime = { lifetime: undefined };
+  const refused = refusals(options.onRefused);
 
   // Runs wait on the Swap API for their routes: the scheduler runs at most as many swaps as it
   // takes builds at once (none is refused for want of room), out of its count while they wait.
@@ -147,7 +135,6 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
       );
     }
     const units = baseUnits(config.amount, input.decimals);
-    const showIn = (value: bigint) => `${uiAmount(value, input.decimals)} ${config.inputToken}`;
     const builders = await loadBuilders();
     accountOf ??= builders.createAssociatedAccountCache();
     const delegate = delegates.keyOf(agent.owner, wallet);
@@ -161,39 +148,11 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
     if (earlier !== undefined) return settled(chain, executor.address, earlier, swap);
 
     // The service's own prices: the caps in dollars, and the reference a quote is held to.
-    const reference = await referencePrices(input, output, config, signal);
+    const reference = await referencePrices(prices, input, output, config, signal);
     if (typeof reference === "string") return retry(reference);
-    const usd = config.amount * reference.inputUsd;
-    if (usd > caps.perRunUsd) {
-      return final(
-        `${showIn(units)} (${usd.toFixed(2)} USD) is over the cap of ${caps.perRunUsd} USD per run`,
-      );
-    }
-    const movedToday = (await journal.succeededToday()).reduce(
-      (sum, r) => sum + (typeof r.result?.usdValue === "number" ? r.result.usdValue : 0),
-      0,
-    );
-    if (movedToday + usd > caps.perDayUsd) {
-      return final(
-        `swapping ${usd.toFixed(2)} USD more would pass the cap of ${caps.perDayUsd} USD per day (${movedToday.toFixed(2)} USD swapped today)`,
-      );
-    }
-    swap.usdValue = Math.round(usd * 100) / 100;
-    /** Why the owner's input account cannot pay this run (no retry mends it), or undefined. */
-    const spendProblem = (state: TokenAccountState | undefined): string | undefined => {
-      const spendable = spendableAccount(
-        state,
-        {
-          delegate: delegate.address,
-          sharedExecutor: executor.address,
-          symbol: config.inputToken,
-          units,
-          show: showIn,
-        },
-        { holder: "the wallet", wallet: "the wallet", action: "swap" },
-      );
-      return "problem" in spendable ? spendable.problem : undefined;
-    };
+    const usdValue = await valueWithinCaps(swap, caps, journal, reference.inputUsd);
+    if (typeof usdValue !== "number") return usdValue;
+    swap.usdValue = usdValue;
     const keys = {
       executor: executor.address,
       delegate: delegate.address,
@@ -201,54 +160,33 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
       taker: taker.address,
       takerInput: accounts.takerInput,
     };
+    const stages: SwapRun = {
+      options,
+      allowed,
+      builders,
+      execution,
+      swap,
+      signers: { executor, delegate, taker },
+      keys,
+      refusals: refused,
+      sent,
+      latest,
+    };
 
     for (const [step, maxAccounts] of MAX_ACCOUNTS_STEPS.entries()) {
-      let route: SwapBuild;
-      try {
-        const ask = () =>
-          swaps.build({
-            inputMint: input.mint,
-            outputMint: output.mint,
-            amount: units,
-            taker: taker.address,
-            // The taker as payer too (Jupiter: "no effect when equal to taker"): the executor's
-            // address is never given to the Swap API, and a route instruction that would have
-            // the payer fund something names the taker, which holds no lamports, and fails in
-            // simulation instead.
-            payer: taker.address,
-            destinationTokenAccount: accounts.ownerOutput,
-            slippageBps: config.slippageBps,
-            ...(maxAccounts === undefined ? {} : { maxAccounts }),
-            signal,
-          });
-        // Waiting for its turn at the Swap API, the run holds no scheduler slot (see upstreamOf).
-        route = await (execution.awaitingUpstream?.(ask) ?? ask());
-      } catch (error) {
-        if (error instanceof NoRouteError) {
-          return final(
-            `no route: the Swap API found no route from ${showIn(units)} to ${config.outputToken}`,
-          );
-        }
-        if (error instanceof SwapApiUnavailableError) {
-          // The owner's account is read with the route's accounts, after the route: with no
-          // route, it is read alone, so that what no retry mends still fails the slot at once.
-          const problem = spendProblem(await transfers.getTokenAccount(accounts.ownerInput, signal));
-          if (problem !== undefined) return final(problem);
-          return retry(`no swap route could be had: ${error.message}`);
-        }
-        throw error;
-      }
-      const verdict = quoteVerdict(route, swap, reference.outPerIn);
+      const route = await askRoute(stages, maxAccounts);
+      if ("ends" in route) return route.ends;
+      const verdict = quoteVerdict(stages, route, reference.outPerIn);
       if (verdict !== undefined) return verdict;
       const vetted = builders.vetRoute(namedInstructions(route), keys, allowed);
       if (!vetted.ok) {
-        return refuse(vetted.reason, `the swap route was refused before signing: ${vetted.text}`);
+        return refused.retry(vetted.reason, `the swap route was refused before signing: ${vetted.text}`);
       }
 
       // The tables as the chain holds them: what the transaction will load, whatever the route says.
       const tableAddresses = Object.keys(route.lookupTables);
       if (tableAddresses.length > MAX_LOOKUP_TABLES) {
-        return refuseFinal(
+        return refused.final(
           "lookup_table",
           `the swap route was refused before signing: it names ${tableAddresses.length} lookup tables, more than ${MAX_LOOKUP_TABLES}`,
         );
@@ -260,12 +198,13 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
       const read = await getAccountsBatched(transfers, [...tableAddresses, ...writableAsked], signal);
       const tables = builders.lookupTablesOnChain(tableAddresses, read.slice(0, tableAddresses.length));
       if (!tables.ok) {
-        return refuseFinal("lookup_table", `the swap route was refused before signing: ${tables.text}`);
+        return refused.final("lookup_table", `the swap route was refused before signing: ${tables.text}`);
       }
       const readBefore = new Map(writableAsked.map((a, i) => [a, read[tableAddresses.length + i]]));
 
       // The owner's input account: reasons no retry can mend fail the slot now.
-      const problem = spendProblem(
+      const problem = ownerInputProblem(
+        stages,
         tokenAccountState(accounts.ownerInput, readBefore.get(accounts.ownerInput), builders.tokenFieldsOf),
       );
       if (problem !== undefined) return final(problem);
@@ -293,7 +232,7 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
         ),
         route: vetted.instructions,
         lookupTables: tables.tables,
-        lifetime: lastLifetime ?? PLACEHOLDER_LIFETIME,
+        lifetime: latest.lifetime ?? PLACEHOLDER_LIFETIME,
         memo: `token-agent-service run ${execution.idempotencyKey}`,
         // Simulated, never sent: resignedSwap signs the one that is.
         sign: false,
@@ -307,7 +246,7 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
       const ours = new Set<string>([executor.address, delegate.address, taker.address]);
       const extra = trial.signers.filter((s) => !ours.has(s));
       if (extra.length > 0) {
-        return refuse(
+        return refused.retry(
           "signer",
           `the swap route was refused before signing: it needs signers besides the executor, the delegate and the run's taker (${extra.join(", ")})`,
         );
@@ -348,7 +287,7 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
         },
       );
       if (moved !== undefined) {
-        return refuse("simulation", `the swap was refused before signing: its simulation ${moved}`);
+        return refused.retry("simulation", `the swap was refused before signing: its simulation ${moved}`);
       }
 
       const used = simulation.unitsConsumed ?? BigInt(builders.MAX_COMPUTE_UNITS);
@@ -359,7 +298,7 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
       }
       // A cluster that gives no replacement blockhash: the shared one (see shared-transfer-chain).
       const lifetime = simulation.replacementBlockhash ?? (await transfers.getLatestBlockhash(signal));
-      lastLifetime = lifetime;
+      latest.lifetime = lifetime;
       // The trial's own compiled message, its budget and lifetime changed in place: what is
       // signed is what was simulated and checked, but for those three fields.
       const signed = builders.resignedSwap(
@@ -404,41 +343,6 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
     return retry("no swap route could be built");
   }
 
-  /**
-   * The input token's price in dollars, and the output token's price in input tokens (the
-   * reference a quote is held to), from the service's own price source; or why there is none.
-   * Fresh prices only (PRICE_TTL_MS): a stale one, served while the source is down, may be
-   * anything the source last said, and a route is held to it; with none fresh the attempt is
-   * retried, as with any upstream down.
-   */
-  async function referencePrices(
-    input: TokenRef,
-    output: TokenRef,
-    config: SwapConfig,
-    signal: AbortSignal,
-  ): Promise<{ inputUsd: number; outPerIn: number } | string> {
-    signal.throwIfAborted();
-    try {
-      const [inPrice, outPrice] = await prices.pricesOf([input.mint, output.mint], { fresh: true });
-      const missing = [
-        [config.inputToken, inPrice],
-        [config.outputToken, outPrice],
-      ].find(
-        ([, p]) =>
-          p === undefined || (p as { unpriced: boolean }).unpriced || !((p as { price: number }).price > 0),
-      );
-      if (missing !== undefined || inPrice === undefined || outPrice === undefined) {
-        return `no price for ${missing?.[0] ?? config.inputToken} to check the swap's caps and quote against`;
-      }
-      return { inputUsd: inPrice.price, outPerIn: inPrice.price / outPrice.price };
-    } catch (error) {
-      if (error instanceof UnavailableError) {
-        return `no fresh price to check the swap's caps and quote against: ${error.message}`;
-      }
-      throw error;
-    }
-  }
-
   /** A catalog token as the chain has it, or why it cannot be swapped. */
   async function tokenOf(symbol: string, signal: AbortSignal): Promise<TokenRef | string> {
     const mint = options.mintOf(symbol);
@@ -449,73 +353,6 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
       return `${symbol}'s mint now carries ${refused.join(" and ")}: a swap's amount would not arrive whole`;
     }
     return { mint, program: account.program, decimals: account.decimals };
-  }
-
-  /** Skipped out of the band, refused below it, or undefined when the quote may be swapped. */
-  function quoteVerdict(route: SwapBuild, swap: Swap, reference: number): ExecutionResult | undefined {
-    const { config, input, output, units } = swap;
-    if (route.inAmount !== units) {
-      return refuse(
-        "quote",
-        `the swap route was refused: it quotes ${route.inAmount} base units in, not the run's ${units}`,
-      );
-    }
-    if (route.minimumOut <= 0n || route.minimumOut > route.outAmount) {
-      return refuse(
-        "quote",
-        `the swap route was refused: its minimum out (${route.minimumOut}) is not within its quote (${route.outAmount})`,
-      );
-    }
-    const priceOf = (out: bigint) =>
-      shownPrice(uiAmount(out, output.decimals) / uiAmount(units, input.decimals));
-    const quoted = priceOf(route.outAmount);
-    const band = { minPrice: config.minPrice ?? null, maxPrice: config.maxPrice ?? null };
-    const below = config.minPrice !== undefined && quoted < config.minPrice;
-    const above = config.maxPrice !== undefined && quoted > config.maxPrice;
-    if (below || above) {
-      return {
-        ok: true,
-        skipped: true,
-        result: {
-          kind: "swap",
-          skipped: true,
-          reason: `the quoted price ${quoted} ${config.outputToken} per ${config.inputToken} is ${below ? `below minPrice ${config.minPrice}` : `above maxPrice ${config.maxPrice}`}`,
-          quotedPrice: quoted,
-          ...band,
-          inputToken: config.inputToken,
-          outputToken: config.outputToken,
-          inAmountUnits: route.inAmount.toString(),
-          quotedOutAmountUnits: route.outAmount.toString(),
-          minimumOutUnits: route.minimumOut.toString(),
-          priceImpactPct: route.priceImpactPct,
-          routeLabels: [...route.routeLabels],
-        },
-      };
-    }
-    const floor = priceOf(route.minimumOut);
-    if (config.minPrice !== undefined && floor < config.minPrice) {
-      return refuse(
-        "minimum_out",
-        `the swap route was refused: its minimum out (${uiAmount(route.minimumOut, output.decimals)} ${config.outputToken}) implies a price of ${floor}, below minPrice ${config.minPrice}`,
-      );
-    }
-    // Held to the service's own price: a quote (or a minimum out, the agent's slippage aside)
-    // much worse than it is a route that would give the owner's tokens away.
-    const deviation = options.maxPriceDeviationBps / 10_000;
-    const unit = `${config.outputToken} per ${config.inputToken}`;
-    if (quoted < reference * (1 - deviation)) {
-      return refuseFinal(
-        "price",
-        `the swap route was refused: its quoted price ${quoted} ${unit} is more than ${options.maxPriceDeviationBps} bps worse than the reference price ${reference} ${unit}`,
-      );
-    }
-    if (floor < reference * (1 - deviation - config.slippageBps / 10_000)) {
-      return refuseFinal(
-        "price",
-        `the swap route was refused: its minimum out implies a price of ${floor} ${unit}, more than ${options.maxPriceDeviationBps} bps and the agent's slippage worse than the reference price ${reference} ${unit}`,
-      );
-    }
-    return undefined;
   }
 }
 
