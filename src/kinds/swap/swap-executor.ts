@@ -1,15 +1,7 @@
-import type {
-  Chain,
-  RawAccountState,
-  Simulated,
-  TokenAccountState,
-  TransferChain,
-} from "../../chain/chain.ts";
+import type { Chain, RawAccountState, Simulated, TransferChain } from "../../chain/chain.ts";
 import type { DelegateKeys } from "../../chain/delegate-keys.ts";
 import type { SigningKey } from "../../chain/ed25519-key.ts";
 import type { SwapRefusal } from "../../chain/swap-refusals.ts";
-import type { TokenFields } from "../../chain/swap-route.ts";
-import type { PlainInstruction, SwapAccounts } from "../../chain/swap-transaction.ts";
 import type { AssociatedAccountOf, TokenRef } from "../../chain/token-transactions.ts";
 import { baseUnits } from "../../domain/base-units.ts";
 import type { Execution, ExecutionResult, Executor, UpstreamBound } from "../../scheduler/executor.ts";
@@ -18,11 +10,12 @@ import {
   type SendHooks,
   signingExecutor,
 } from "../../scheduler/sent-transactions.ts";
-import type { SwapApi, SwapBuild } from "../../token/jupiter-swap-api.ts";
+import type { SwapApi } from "../../token/jupiter-swap-api.ts";
 import type { PriceSource } from "../../token/token-source.ts";
 import type { TransferCaps } from "../spend-checks.ts";
 import { askRoute, quoteVerdict, referencePrices, valueWithinCaps } from "./swap-quote.ts";
-import { failedOnChain, noOutputAccount, settled, stoppedBeforeSigning } from "./swap-result.ts";
+import { failedOnChain, settled, stoppedBeforeSigning } from "./swap-result.ts";
+import { readBeforeSigning, vettedRoute } from "./swap-route-vetting.ts";
 import {
   final,
   getAccountsBatched,
@@ -30,7 +23,6 @@ import {
   type LatestLifetime,
   loadBuilders,
   minBig,
-  ownerInputProblem,
   refusals,
   retry,
   type Swap,
@@ -66,8 +58,6 @@ export interface SwapExecutorOptions {
 const MAX_ACCOUNTS_STEPS: readonly (number | undefined)[] = [undefined, 32, 20];
 /** The CU limit is this much over what the simulation used. */
 const CU_MARGIN = 1.2;
-/** Lookup tables a route may name. */
-const MAX_LOOKUP_TABLES = 8;
 /** A trial's lifetime before any simulation answered one: the simulation replaces its blockhash. */
 const PLACEHOLDER_LIFETIME = { blockhash: "11111111111111111111111111111111", lastValidBlockHeight: 0n };
 
@@ -178,39 +168,11 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
       if ("ends" in route) return route.ends;
       const verdict = quoteVerdict(stages, route, reference.outPerIn);
       if (verdict !== undefined) return verdict;
-      const vetted = builders.vetRoute(namedInstructions(route), keys, allowed);
-      if (!vetted.ok) {
-        return refused.retry(vetted.reason, `the swap route was refused before signing: ${vetted.text}`);
-      }
-
-      // The tables as the chain holds them: what the transaction will load, whatever the route says.
-      const tableAddresses = Object.keys(route.lookupTables);
-      if (tableAddresses.length > MAX_LOOKUP_TABLES) {
-        return refused.final(
-          "lookup_table",
-          `the swap route was refused before signing: it names ${tableAddresses.length} lookup tables, more than ${MAX_LOOKUP_TABLES}`,
-        );
-      }
-      // One read of every account the run needs before signing: the route's lookup tables, and
-      // every account the transaction may write (the owner's input among them), whose state
-      // before is what the simulation's end state is compared with.
-      const writableAsked = writableOf(vetted.instructions, executor.address, accounts);
-      const read = await getAccountsBatched(transfers, [...tableAddresses, ...writableAsked], signal);
-      const tables = builders.lookupTablesOnChain(tableAddresses, read.slice(0, tableAddresses.length));
-      if (!tables.ok) {
-        return refused.final("lookup_table", `the swap route was refused before signing: ${tables.text}`);
-      }
-      const readBefore = new Map(writableAsked.map((a, i) => [a, read[tableAddresses.length + i]]));
-
-      // The owner's input account: reasons no retry can mend fail the slot now.
-      const problem = ownerInputProblem(
-        stages,
-        tokenAccountState(accounts.ownerInput, readBefore.get(accounts.ownerInput), builders.tokenFieldsOf),
-      );
-      if (problem !== undefined) return final(problem);
-      // The owner's output account is the wallet's to create (PrepareApproval's transaction does):
-      // the executor never pays rent on the owner's side, which an owner could farm by closing it.
-      if (readBefore.get(accounts.ownerOutput) === undefined) return noOutputAccount(swap);
+      const instructions = vettedRoute(stages, route);
+      if ("ends" in instructions) return instructions.ends;
+      const read = await readBeforeSigning(stages, route, instructions);
+      if ("ends" in read) return read.ends;
+      const readBefore = read.accounts;
 
       // The trial is simulated with the cluster's latest blockhash in place of its own, and the
       // simulation answers it: the signed build's lifetime without a getLatestBlockhash. Until
@@ -230,8 +192,8 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
           route.computeUnitPrice ?? 0n,
           builders.unitPriceCap(options.maxFeeLamports, builders.MAX_COMPUTE_UNITS),
         ),
-        route: vetted.instructions,
-        lookupTables: tables.tables,
+        route: instructions,
+        lookupTables: read.tables,
         lifetime: latest.lifetime ?? PLACEHOLDER_LIFETIME,
         memo: `token-agent-service run ${execution.idempotencyKey}`,
         // Simulated, never sent: resignedSwap signs the one that is.
@@ -359,31 +321,6 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
 /** The name under which swap runs share the Swap API's bound in the scheduler. */
 const SWAP_API_UPSTREAM = "swap_api";
 
-/** The route's instructions, each with the name a refusal gives it. */
-function namedInstructions(route: SwapBuild): [string, PlainInstruction][] {
-  return [
-    ...route.setupInstructions.map((ix, i): [string, PlainInstruction] => [`setup instruction ${i}`, ix]),
-    ["the swap instruction", route.swapInstruction],
-    ...(route.cleanupInstruction === undefined
-      ? []
-      : [["the cleanup instruction", route.cleanupInstruction] as [string, PlainInstruction]]),
-    ...route.otherInstructions.map((ix, i): [string, PlainInstruction] => [`other instruction ${i}`, ix]),
-  ];
-}
-
-/**
- * Every account the swap's instructions write, as the transaction compiles them: the fee payer,
- * the service's own (the owner's output, the taker's input, the owner's input), then each the route marks
- * writable. The compiled message is checked against it after the trial build.
- */
-function writableOf(route: readonly PlainInstruction[], feePayer: string, accounts: SwapAccounts): string[] {
-  const out = new Set<string>([feePayer, accounts.ownerOutput, accounts.takerInput, accounts.ownerInput]);
-  for (const ix of route) {
-    for (const account of ix.accounts) if (account.writable) out.add(account.address);
-  }
-  return [...out];
-}
-
 /**
  * The state before that the end-state check holds the simulation to, with the executor's lamports
  * as they were on the very state the cluster simulated on (its preBalances[0]: the executor is the
@@ -405,24 +342,4 @@ function executorAsSimulated(
     return before;
   }
   return before.map((state, i) => (i === at ? { ...read, lamports: lamports.before } : state));
-}
-
-/** A token account in the shape the spend check takes, from its stored bytes (undefined: none). */
-function tokenAccountState(
-  address: string,
-  raw: RawAccountState | undefined,
-  fieldsOf: (raw: RawAccountState | undefined) => TokenFields | undefined,
-): TokenAccountState | undefined {
-  const fields = fieldsOf(raw);
-  if (fields === undefined) return undefined;
-  return {
-    address,
-    mint: fields.mint,
-    owner: fields.owner,
-    amount: fields.amount,
-    delegate: fields.delegate,
-    delegatedAmount: fields.delegatedAmount,
-    // SPL Token's AccountState: 1 initialized, 2 frozen.
-    frozen: fields.state === 2,
-  };
 }
