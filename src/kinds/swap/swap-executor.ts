@@ -1,4 +1,4 @@
-import type { Chain, RawAccountState, Simulated, TransferChain } from "../../chain/chain.ts";
+import type { Chain, TransferChain } from "../../chain/chain.ts";
 import type { DelegateKeys } from "../../chain/delegate-keys.ts";
 import type { SigningKey } from "../../chain/ed25519-key.ts";
 import type { SwapRefusal } from "../../chain/swap-refusals.ts";
@@ -13,22 +13,22 @@ import {
 import type { SwapApi } from "../../token/jupiter-swap-api.ts";
 import type { PriceSource } from "../../token/token-source.ts";
 import type { TransferCaps } from "../spend-checks.ts";
+import { simulateAndCheckEndState } from "./swap-end-state.ts";
 import { askRoute, quoteVerdict, referencePrices, valueWithinCaps } from "./swap-quote.ts";
-import { failedOnChain, settled, stoppedBeforeSigning } from "./swap-result.ts";
+import { settled } from "./swap-result.ts";
 import { readBeforeSigning, vettedRoute } from "./swap-route-vetting.ts";
 import {
   final,
-  getAccountsBatched,
-  LAMPORTS_PER_SIGNATURE,
   type LatestLifetime,
   loadBuilders,
-  minBig,
   refusals,
   retry,
   type Swap,
   type SwapConfig,
   type SwapRun,
 } from "./swap-run.ts";
+import { signAndSend } from "./swap-send.ts";
+import { buildTrial } from "./swap-trial.ts";
 
 export interface SwapExecutorOptions {
   readonly chain: Chain;
@@ -56,10 +56,6 @@ export interface SwapExecutorOptions {
 
 /** maxAccounts asked for, in turn, while the transaction is over 1,232 bytes (undefined: Jupiter's own). */
 const MAX_ACCOUNTS_STEPS: readonly (number | undefined)[] = [undefined, 32, 20];
-/** The CU limit is this much over what the simulation used. */
-const CU_MARGIN = 1.2;
-/** A trial's lifetime before any simulation answered one: the simulation replaces its blockhash. */
-const PLACEHOLDER_LIFETIME = { blockhash: "11111111111111111111111111111111", lastValidBlockHeight: 0n };
 
 /**
  * Swap agents' runs on the chain, one atomic v0 transaction each (see swap-transaction.ts). Each
@@ -73,34 +69,38 @@ const PLACEHOLDER_LIFETIME = { blockhash: "11111111111111111111111111111111", la
  * minimum out. Before signing:
  * - the quote is the run's amount, its minimum within it, and its price within
  *   SWAP_MAX_PRICE_DEVIATION_BPS of the service's own price source; the run's value within the
- *   transfer caps per run and per day;
- * - the route is vetted (swap-route.ts): it may name neither the executor nor the delegate, nor
- *   call the System program, hand authority away, or close anything but the taker's account;
+ *   transfer caps per run and per day (swap-quote.ts);
+ * - the route is vetted (swap-route.ts, through swap-route-vetting.ts): it may name neither the
+ *   executor nor the delegate, nor call the System program, hand authority away, or close
+ *   anything but the taker's account;
  * - its lookup tables are read from the chain (one that is not there refuses the route);
  * - the compute budget is the service's: the unit price is the route's, clamped so that price ×
- *   limit stays within SWAP_MAX_FEE_LAMPORTS;
+ *   limit stays within SWAP_MAX_FEE_LAMPORTS (swap-trial.ts, and swap-send.ts for the final limit);
  * - the transaction is simulated with every account it may write named, and each that the
  *   executor, the delegate or the owner's wallet owns, is delegate of or is close authority of
  *   must end as it began, except the owner's input (exactly `amount` less), the owner's output (at
  *   least the minimum more) and the executor (at most one bounded fee: the rent of the taker's
- *   account comes back when the transaction closes it);
+ *   account comes back when the transaction closes it) (swap-end-state.ts);
  * - the owner's output account exists: the wallet creates it (PrepareApproval's transaction), and
  *   a run that finds it missing skips its slot rather than pay its rent;
  * - the agent is read again, fenced by the run's lease: paused or deleted since the run began,
- *   the slot is dropped.
+ *   the slot is dropped (swap-send.ts).
  *
  * A quote outside the agent's price band (minPrice, maxPrice: the output token's price in units of
  * the input token) skips the slot; a minimum out that implies a price below minPrice is refused.
  *
- * Exactly once, through the slot's journal as transfers (sent-transactions.ts).
+ * Exactly once, through the slot's journal as transfers (sent-transactions.ts). The run below
+ * reads as these steps, each a stage that either hands the next what it needs or ends the run
+ * with its result (swap-run.ts: what the stages share); a transaction over Solana's size asks
+ * the Swap API again for a route of fewer accounts.
  */
 export function createSwapExecutor(options: SwapExecutorOptions): Executor {
   const { chain, transfers, executor, delegates, swaps, prices, caps } = options;
   const allowed = new Set(options.allowedPrograms);
   const sent = createSentTransactions({ transfers, pollMs: options.pollMs, hooks: options.hooks });
+  const refused = refusals(options.onRefused);
   let accountOf: AssociatedAccountOf | undefined;
   const latest: LatestLifetime = { lifetime: undefined };
-  const refused = refusals(options.onRefused);
 
   // Runs wait on the Swap API for their routes: the scheduler runs at most as many swaps as it
   // takes builds at once (none is refused for want of room), out of its count while they wait.
@@ -143,13 +143,6 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
     const usdValue = await valueWithinCaps(swap, caps, journal, reference.inputUsd);
     if (typeof usdValue !== "number") return usdValue;
     swap.usdValue = usdValue;
-    const keys = {
-      executor: executor.address,
-      delegate: delegate.address,
-      wallet,
-      taker: taker.address,
-      takerInput: accounts.takerInput,
-    };
     const stages: SwapRun = {
       options,
       allowed,
@@ -157,7 +150,13 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
       execution,
       swap,
       signers: { executor, delegate, taker },
-      keys,
+      keys: {
+        executor: executor.address,
+        delegate: delegate.address,
+        wallet,
+        taker: taker.address,
+        takerInput: accounts.takerInput,
+      },
       refusals: refused,
       sent,
       latest,
@@ -172,135 +171,15 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
       if ("ends" in instructions) return instructions.ends;
       const read = await readBeforeSigning(stages, route, instructions);
       if ("ends" in read) return read.ends;
-      const readBefore = read.accounts;
-
-      // The trial is simulated with the cluster's latest blockhash in place of its own, and the
-      // simulation answers it: the signed build's lifetime without a getLatestBlockhash. Until
-      // then, any blockhash does (the last one seen, or a placeholder).
-      const trial = await builders.swapTransaction({
-        feePayer: executor,
-        delegate,
-        taker,
-        owner: wallet,
-        input,
-        output,
-        amount: units,
-        accounts,
-        computeUnitLimit: builders.MAX_COMPUTE_UNITS,
-        // The route's price, clamped so that price × limit stays within the fee cap.
-        computeUnitPrice: minBig(
-          route.computeUnitPrice ?? 0n,
-          builders.unitPriceCap(options.maxFeeLamports, builders.MAX_COMPUTE_UNITS),
-        ),
-        route: instructions,
-        lookupTables: read.tables,
-        lifetime: latest.lifetime ?? PLACEHOLDER_LIFETIME,
-        memo: `token-agent-service run ${execution.idempotencyKey}`,
-        // Simulated, never sent: resignedSwap signs the one that is.
-        sign: false,
-      });
-      if (trial.size > builders.MAX_TRANSACTION_BYTES) {
-        if (step < MAX_ACCOUNTS_STEPS.length - 1) continue;
-        return final(
-          `the swap transaction is ${trial.size} bytes, over Solana's ${builders.MAX_TRANSACTION_BYTES}, even with a route of at most ${maxAccounts} accounts`,
-        );
-      }
-      const ours = new Set<string>([executor.address, delegate.address, taker.address]);
-      const extra = trial.signers.filter((s) => !ours.has(s));
-      if (extra.length > 0) {
-        return refused.retry(
-          "signer",
-          `the swap route was refused before signing: it needs signers besides the executor, the delegate and the run's taker (${extra.join(", ")})`,
-        );
-      }
-
-      // Every account the transaction may write, before and (simulated) after: the chain's own
-      // answer. The owner's output account too, whether or not the route writes it: the check
-      // holds it to the route's minimum out, and a route that pays elsewhere must fail it.
-      const writable = [...new Set([...trial.writable, accounts.ownerOutput])];
-      // Read above; an account the compiled message writes that the instructions did not name
-      // (none known) is read now rather than left out of the check.
-      const unread = writable.filter((a) => !readBefore.has(a));
-      if (unread.length > 0) {
-        const more = await getAccountsBatched(transfers, unread, signal);
-        for (const [i, a] of unread.entries()) readBefore.set(a, more[i]);
-      }
-      const before = writable.map((a) => readBefore.get(a));
-      const simulation = await transfers.simulateTransaction(trial.transaction, signal, {
-        accounts: writable,
-        replaceRecentBlockhash: true,
-      });
-      if (simulation.err !== null && simulation.err !== undefined) {
-        return failedOnChain(simulation.err, executor.address, "in its simulation");
-      }
-      const moved = builders.endStateProblem(
-        writable,
-        executorAsSimulated(executor.address, writable, before, simulation),
-        simulation.raw,
-        {
-          keys,
-          ownerInput: accounts.ownerInput,
-          ownerOutput: accounts.ownerOutput,
-          amount: units,
-          minimumOut: route.minimumOut,
-          outputMint: output.mint,
-          // The taker's account's rent comes back in the same transaction: only the fee is spent.
-          executorSpendBound: options.maxFeeLamports + LAMPORTS_PER_SIGNATURE * BigInt(trial.signers.length),
-        },
-      );
-      if (moved !== undefined) {
-        return refused.retry("simulation", `the swap was refused before signing: its simulation ${moved}`);
-      }
-
-      const used = simulation.unitsConsumed ?? BigInt(builders.MAX_COMPUTE_UNITS);
-      const limit = Math.min(builders.MAX_COMPUTE_UNITS, Math.ceil(Number(used) * CU_MARGIN));
-      // Stop means stop: the agent as it is now, read under this run's lease, just before signing.
-      if (journal.stillWanted !== undefined && !(await journal.stillWanted())) {
-        return stoppedBeforeSigning(config);
-      }
-      // A cluster that gives no replacement blockhash: the shared one (see shared-transfer-chain).
-      const lifetime = simulation.replacementBlockhash ?? (await transfers.getLatestBlockhash(signal));
-      latest.lifetime = lifetime;
-      // The trial's own compiled message, its budget and lifetime changed in place: what is
-      // signed is what was simulated and checked, but for those three fields.
-      const signed = builders.resignedSwap(
-        trial.compiled,
-        {
-          computeUnitLimit: limit,
-          computeUnitPrice: minBig(
-            route.computeUnitPrice ?? 0n,
-            builders.unitPriceCap(options.maxFeeLamports, limit),
-          ),
-          lifetime,
-        },
-        [executor, delegate, taker],
-      );
-      const outcome = await sent.send(
-        journal,
-        {
-          signature: signed.signature,
-          lastValidBlockHeight: lifetime.lastValidBlockHeight,
-          transaction: signed.transaction,
-        },
-        signal,
-      );
-      if (outcome === "lease_lost") return retry("the run lost its hold on this slot before sending");
-      // What moved, proven before signing: the end-state check held the owner's input to exactly
-      // `units` less; the output is what the simulation paid, at least the route's minimum out.
-      const outIndex = writable.indexOf(accounts.ownerOutput);
-      const outBefore = builders.tokenFieldsOf(before[outIndex])?.amount ?? 0n;
-      const outAfter = builders.tokenFieldsOf(simulation.raw[outIndex])?.amount ?? 0n;
-      const price = minBig(
-        route.computeUnitPrice ?? 0n,
-        builders.unitPriceCap(options.maxFeeLamports, limit),
-      );
-      return settled(chain, executor.address, outcome, swap, route, {
-        inUnits: units,
-        outUnits: outAfter - outBefore,
-        fee:
-          LAMPORTS_PER_SIGNATURE * BigInt(trial.signers.length) +
-          (price * BigInt(limit) + 999_999n) / 1_000_000n,
-      });
+      const lastStep = step === MAX_ACCOUNTS_STEPS.length - 1;
+      const trial = await buildTrial(stages, route, instructions, read, { maxAccounts, lastStep });
+      if ("fewerAccounts" in trial) continue;
+      if ("ends" in trial) return trial.ends;
+      const checked = await simulateAndCheckEndState(stages, route, trial, read);
+      if ("ends" in checked) return checked.ends;
+      const signed = await signAndSend(stages, route, trial, checked);
+      if ("ends" in signed) return signed.ends;
+      return settled(chain, executor.address, signed.outcome, swap, route, signed.proven);
     }
     return retry("no swap route could be built");
   }
@@ -320,26 +199,3 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
 
 /** The name under which swap runs share the Swap API's bound in the scheduler. */
 const SWAP_API_UPSTREAM = "swap_api";
-
-/**
- * The state before that the end-state check holds the simulation to, with the executor's lamports
- * as they were on the very state the cluster simulated on (its preBalances[0]: the executor is the
- * fee payer, the message's first account). The executor pays every run's fees and rent, so the
- * read made before the simulation is stale by whatever other runs landed in between: compared with
- * it, a run seemed to take their fees too and was refused. The cluster's figure is used only when
- * its after agrees with the simulated account's; otherwise (or with no figure) the read stands.
- */
-function executorAsSimulated(
-  feePayer: string,
-  writable: readonly string[],
-  before: readonly (RawAccountState | undefined)[],
-  simulation: Simulated,
-): readonly (RawAccountState | undefined)[] {
-  const lamports = simulation.feePayerLamports;
-  const at = writable.indexOf(feePayer);
-  const read = before[at];
-  if (lamports === undefined || read === undefined || simulation.raw[at]?.lamports !== lamports.after) {
-    return before;
-  }
-  return before.map((state, i) => (i === at ? { ...read, lamports: lamports.before } : state));
-}
