@@ -21,6 +21,7 @@ import {
   final,
   type LatestLifetime,
   loadBuilders,
+  RunEnds,
   refusals,
   retry,
   type Swap,
@@ -28,7 +29,7 @@ import {
   type SwapRun,
 } from "./swap-run.ts";
 import { signAndSend } from "./swap-send.ts";
-import { buildTrial } from "./swap-trial.ts";
+import { buildTrial, FEWER_ACCOUNTS } from "./swap-trial.ts";
 
 export interface SwapExecutorOptions {
   readonly chain: Chain;
@@ -164,21 +165,21 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
 
     for (const [step, maxAccounts] of MAX_ACCOUNTS_STEPS.entries()) {
       const route = await askRoute(stages, maxAccounts);
-      if ("ends" in route) return route.ends;
+      if (route instanceof RunEnds) return route.result;
       const verdict = quoteVerdict(stages, route, reference.outPerIn);
       if (verdict !== undefined) return verdict;
       const instructions = vettedRoute(stages, route);
-      if ("ends" in instructions) return instructions.ends;
+      if (instructions instanceof RunEnds) return instructions.result;
       const read = await readBeforeSigning(stages, route, instructions);
-      if ("ends" in read) return read.ends;
+      if (read instanceof RunEnds) return read.result;
       const lastStep = step === MAX_ACCOUNTS_STEPS.length - 1;
       const trial = await buildTrial(stages, route, instructions, read, { maxAccounts, lastStep });
-      if ("fewerAccounts" in trial) continue;
-      if ("ends" in trial) return trial.ends;
+      if (trial === FEWER_ACCOUNTS) continue;
+      if (trial instanceof RunEnds) return trial.result;
       const checked = await simulateAndCheckEndState(stages, route, trial, read);
-      if ("ends" in checked) return checked.ends;
+      if (checked instanceof RunEnds) return checked.result;
       const signed = await signAndSend(stages, route, trial, checked);
-      if ("ends" in signed) return signed.ends;
+      if (signed instanceof RunEnds) return signed.result;
       return settled(chain, executor.address, signed.outcome, swap, route, signed.proven);
     }
     return retry("no swap route could be built");

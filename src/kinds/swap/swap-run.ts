@@ -109,12 +109,19 @@ export function refusals(onRefused: ((reason: SwapRefusal) => void) | undefined)
   };
 }
 
-/** A stage that ends the run: its result. Any other answer of a stage goes on to the next. */
-export interface RunEnds {
-  readonly ends: ExecutionResult;
+/**
+ * A stage that ends the run: its result. Any other answer of a stage goes on to the next. A class,
+ * told apart with instanceof: a stage's other answers hold what the Swap API said, and no answer
+ * of its can pass for one.
+ */
+export class RunEnds {
+  readonly result: ExecutionResult;
+  constructor(result: ExecutionResult) {
+    this.result = result;
+  }
 }
 
-export const ends = (result: ExecutionResult): RunEnds => ({ ends: result });
+export const ends = (result: ExecutionResult): RunEnds => new RunEnds(result);
 
 /** The base fee of one signature, in lamports. */
 export const LAMPORTS_PER_SIGNATURE = 5_000n;

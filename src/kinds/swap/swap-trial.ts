@@ -11,7 +11,7 @@ import { type Builders, clampedUnitPrice, ends, final, type RunEnds, type SwapRu
 export type Trial = Awaited<ReturnType<Builders["swapTransaction"]>>;
 
 /** A trial over Solana's size that a route of fewer accounts may bring within it. */
-export const FEWER_ACCOUNTS = { fewerAccounts: true } as const;
+export const FEWER_ACCOUNTS: unique symbol = Symbol("fewer accounts");
 
 /** A trial's lifetime before any simulation answered one: the simulation replaces its blockhash. */
 const PLACEHOLDER_LIFETIME = { blockhash: "11111111111111111111111111111111", lastValidBlockHeight: 0n };
