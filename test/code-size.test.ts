@@ -21,11 +21,9 @@ const MAX_FILES_PER_FOLDER = 20;
 /** Functions over the limit today, by `file:name`, with their lines. */
 const FUNCTIONS_OVER: Readonly<Record<string, number>> = {
   "src/local-chain/local-chain.ts:createLocalChain": 711,
-  "src/kinds/swap/swap-executor.ts:createSwapExecutor": 530,
   "src/lean/lean-unary.ts:createLeanUnary": 427,
   "src/local-chain/pubsub-subscriptions.ts:createPubSubSubscriptions": 370,
   "src/scheduler/pending-account-watch.ts:createPendingAccountWatch": 298,
-  "src/kinds/swap/swap-executor.ts:run": 280,
   "src/local-chain/validator-methods.ts:validatorMethods": 262,
   "src/local-chain/transaction-methods.ts:transactionMethods": 248,
   "src/local-chain/local-chain-worker-host.ts:startLocalChainWorker": 245,
@@ -43,7 +41,6 @@ const FUNCTIONS_OVER: Readonly<Record<string, number>> = {
 /** Source files over the limit today, with their lines. */
 const FILES_OVER: Readonly<Record<string, number>> = {
   "src/lean/lean-unary.ts": 577,
-  "src/kinds/swap/swap-executor.ts": 785,
   "src/local-chain/local-chain.ts": 972,
 };
 

@@ -1,43 +1,35 @@
-import type { JsonObject } from "../../agent/agent-store.ts";
-import type {
-  Chain,
-  RawAccountState,
-  Simulated,
-  TokenAccountState,
-  TransferChain,
-} from "../../chain/chain.ts";
+import type { Chain, TransferChain } from "../../chain/chain.ts";
 import type { DelegateKeys } from "../../chain/delegate-keys.ts";
 import type { SigningKey } from "../../chain/ed25519-key.ts";
 import type { SwapRefusal } from "../../chain/swap-refusals.ts";
-import type { TokenFields } from "../../chain/swap-route.ts";
-import type { PlainInstruction, SwapAccounts } from "../../chain/swap-transaction.ts";
 import type { AssociatedAccountOf, TokenRef } from "../../chain/token-transactions.ts";
 import { baseUnits } from "../../domain/base-units.ts";
-import { UnavailableError } from "../../domain/errors.ts";
 import type { Execution, ExecutionResult, Executor, UpstreamBound } from "../../scheduler/executor.ts";
 import {
   createSentTransactions,
-  EXPIRED,
   type SendHooks,
-  type SentOutcome,
   signingExecutor,
 } from "../../scheduler/sent-transactions.ts";
-import {
-  NoRouteError,
-  type SwapApi,
-  SwapApiUnavailableError,
-  type SwapBuild,
-} from "../../token/jupiter-swap-api.ts";
+import type { SwapApi } from "../../token/jupiter-swap-api.ts";
 import type { PriceSource } from "../../token/token-source.ts";
-import { uiAmount } from "../../token/token-transaction-from-chain.ts";
-import { describe, spendableAccount, TOKEN_ERRORS, type TransferCaps } from "../spend-checks.ts";
-
-/** The builders, loaded on the first swap: they bring @solana/kit whole (see transfer-executor). */
-const loadBuilders = async () => ({
-  ...(await import("../../chain/swap-transaction.ts")),
-  ...(await import("../../chain/swap-route.ts")),
-  ...(await import("../../chain/token-transactions.ts")),
-});
+import type { TransferCaps } from "../spend-checks.ts";
+import { simulateAndCheckEndState } from "./swap-end-state.ts";
+import { askRoute, quoteVerdict, referencePrices, valueWithinCaps } from "./swap-quote.ts";
+import { settled } from "./swap-result.ts";
+import { readBeforeSigning, vettedRoute } from "./swap-route-vetting.ts";
+import {
+  final,
+  type LatestLifetime,
+  loadBuilders,
+  RunEnds,
+  refusals,
+  retry,
+  type Swap,
+  type SwapConfig,
+  type SwapRun,
+} from "./swap-run.ts";
+import { signAndSend } from "./swap-send.ts";
+import { buildTrial, FEWER_ACCOUNTS } from "./swap-trial.ts";
 
 export interface SwapExecutorOptions {
   readonly chain: Chain;
@@ -63,26 +55,8 @@ export interface SwapExecutorOptions {
   readonly onRefused?: (reason: SwapRefusal) => void;
 }
 
-type Failure = Extract<ExecutionResult, { ok: false }>;
-const retry = (error: string): Failure => ({ ok: false, error });
-const final = (error: string): Failure => ({ ok: false, error, retryable: false });
-
-/** Jupiter's custom error for slippage exceeded on chain: a fresh quote may do. */
-const SLIPPAGE_EXCEEDED = 6001;
 /** maxAccounts asked for, in turn, while the transaction is over 1,232 bytes (undefined: Jupiter's own). */
 const MAX_ACCOUNTS_STEPS: readonly (number | undefined)[] = [undefined, 32, 20];
-/** The CU limit is this much over what the simulation used. */
-const CU_MARGIN = 1.2;
-/** Lookup tables a route may name. */
-const MAX_LOOKUP_TABLES = 8;
-/** Index of the run's own transferChecked out of the owner's account (see swap-transaction.ts). */
-const OWN_TRANSFER_INDEX = 3;
-/** A trial's lifetime before any simulation answered one: the simulation replaces its blockhash. */
-const PLACEHOLDER_LIFETIME = { blockhash: "11111111111111111111111111111111", lastValidBlockHeight: 0n };
-/** Accounts one getMultipleAccounts may ask for. */
-const MAX_ACCOUNTS_PER_READ = 100;
-/** The base fee of one signature, in lamports. */
-const LAMPORTS_PER_SIGNATURE = 5_000n;
 
 /**
  * Swap agents' runs on the chain, one atomic v0 transaction each (see swap-transaction.ts). Each
@@ -96,42 +70,38 @@ const LAMPORTS_PER_SIGNATURE = 5_000n;
  * minimum out. Before signing:
  * - the quote is the run's amount, its minimum within it, and its price within
  *   SWAP_MAX_PRICE_DEVIATION_BPS of the service's own price source; the run's value within the
- *   transfer caps per run and per day;
- * - the route is vetted (swap-route.ts): it may name neither the executor nor the delegate, nor
- *   call the System program, hand authority away, or close anything but the taker's account;
+ *   transfer caps per run and per day (swap-quote.ts);
+ * - the route is vetted (swap-route.ts, through swap-route-vetting.ts): it may name neither the
+ *   executor nor the delegate, nor call the System program, hand authority away, or close
+ *   anything but the taker's account;
  * - its lookup tables are read from the chain (one that is not there refuses the route);
  * - the compute budget is the service's: the unit price is the route's, clamped so that price ×
- *   limit stays within SWAP_MAX_FEE_LAMPORTS;
+ *   limit stays within SWAP_MAX_FEE_LAMPORTS (swap-trial.ts, and swap-send.ts for the final limit);
  * - the transaction is simulated with every account it may write named, and each that the
  *   executor, the delegate or the owner's wallet owns, is delegate of or is close authority of
  *   must end as it began, except the owner's input (exactly `amount` less), the owner's output (at
  *   least the minimum more) and the executor (at most one bounded fee: the rent of the taker's
- *   account comes back when the transaction closes it);
+ *   account comes back when the transaction closes it) (swap-end-state.ts);
  * - the owner's output account exists: the wallet creates it (PrepareApproval's transaction), and
  *   a run that finds it missing skips its slot rather than pay its rent;
  * - the agent is read again, fenced by the run's lease: paused or deleted since the run began,
- *   the slot is dropped.
+ *   the slot is dropped (swap-send.ts).
  *
  * A quote outside the agent's price band (minPrice, maxPrice: the output token's price in units of
  * the input token) skips the slot; a minimum out that implies a price below minPrice is refused.
  *
- * Exactly once, through the slot's journal as transfers (sent-transactions.ts).
+ * Exactly once, through the slot's journal as transfers (sent-transactions.ts). The run below
+ * reads as these steps, each a stage that either hands the next what it needs or ends the run
+ * with its result (swap-run.ts: what the stages share); a transaction over Solana's size asks
+ * the Swap API again for a route of fewer accounts.
  */
 export function createSwapExecutor(options: SwapExecutorOptions): Executor {
   const { chain, transfers, executor, delegates, swaps, prices, caps } = options;
   const allowed = new Set(options.allowedPrograms);
   const sent = createSentTransactions({ transfers, pollMs: options.pollMs, hooks: options.hooks });
+  const refused = refusals(options.onRefused);
   let accountOf: AssociatedAccountOf | undefined;
-  /** The newest lifetime a simulation answered: a trial's blockhash (the simulation replaces it). */
-  let lastLifetime: { blockhash: string; lastValidBlockHeight: bigint } | undefined;
-  const refuse = (reason: SwapRefusal, error: string): Failure => {
-    options.onRefused?.(reason);
-    return retry(error);
-  };
-  const refuseFinal = (reason: SwapRefusal, error: string): Failure => {
-    options.onRefused?.(reason);
-    return final(error);
-  };
+  const latest: LatestLifetime = { lifetime: undefined };
 
   // Runs wait on the Swap API for their routes: the scheduler runs at most as many swaps as it
   // takes builds at once (none is refused for want of room), out of its count while they wait.
@@ -156,7 +126,6 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
       );
     }
     const units = baseUnits(config.amount, input.decimals);
-    const showIn = (value: bigint) => `${uiAmount(value, input.decimals)} ${config.inputToken}`;
     const builders = await loadBuilders();
     accountOf ??= builders.createAssociatedAccountCache();
     const delegate = delegates.keyOf(agent.owner, wallet);
@@ -167,308 +136,53 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
 
     // What earlier attempts sent decides whether this one may sign at all.
     const earlier = await sent.resume(journal, signal);
-    if (earlier !== undefined) return settled(earlier, swap);
+    if (earlier !== undefined) return settled(chain, executor.address, earlier, swap);
 
     // The service's own prices: the caps in dollars, and the reference a quote is held to.
-    const reference = await referencePrices(input, output, config, signal);
+    const reference = await referencePrices(prices, input, output, config, signal);
     if (typeof reference === "string") return retry(reference);
-    const usd = config.amount * reference.inputUsd;
-    if (usd > caps.perRunUsd) {
-      return final(
-        `${showIn(units)} (${usd.toFixed(2)} USD) is over the cap of ${caps.perRunUsd} USD per run`,
-      );
-    }
-    const movedToday = (await journal.succeededToday()).reduce(
-      (sum, r) => sum + (typeof r.result?.usdValue === "number" ? r.result.usdValue : 0),
-      0,
-    );
-    if (movedToday + usd > caps.perDayUsd) {
-      return final(
-        `swapping ${usd.toFixed(2)} USD more would pass the cap of ${caps.perDayUsd} USD per day (${movedToday.toFixed(2)} USD swapped today)`,
-      );
-    }
-    swap.usdValue = Math.round(usd * 100) / 100;
-    /** Why the owner's input account cannot pay this run (no retry mends it), or undefined. */
-    const spendProblem = (state: TokenAccountState | undefined): string | undefined => {
-      const spendable = spendableAccount(
-        state,
-        {
-          delegate: delegate.address,
-          sharedExecutor: executor.address,
-          symbol: config.inputToken,
-          units,
-          show: showIn,
-        },
-        { holder: "the wallet", wallet: "the wallet", action: "swap" },
-      );
-      return "problem" in spendable ? spendable.problem : undefined;
-    };
-    const keys = {
-      executor: executor.address,
-      delegate: delegate.address,
-      wallet,
-      taker: taker.address,
-      takerInput: accounts.takerInput,
+    const usdValue = await valueWithinCaps(swap, caps, journal, reference.inputUsd);
+    if (typeof usdValue !== "number") return usdValue;
+    swap.usdValue = usdValue;
+    const stages: SwapRun = {
+      options,
+      allowed,
+      builders,
+      execution,
+      swap,
+      signers: { executor, delegate, taker },
+      keys: {
+        executor: executor.address,
+        delegate: delegate.address,
+        wallet,
+        taker: taker.address,
+        takerInput: accounts.takerInput,
+      },
+      refusals: refused,
+      sent,
+      latest,
     };
 
     for (const [step, maxAccounts] of MAX_ACCOUNTS_STEPS.entries()) {
-      let route: SwapBuild;
-      try {
-        const ask = () =>
-          swaps.build({
-            inputMint: input.mint,
-            outputMint: output.mint,
-            amount: units,
-            taker: taker.address,
-            // The taker as payer too (Jupiter: "no effect when equal to taker"): the executor's
-            // address is never given to the Swap API, and a route instruction that would have
-            // the payer fund something names the taker, which holds no lamports, and fails in
-            // simulation instead.
-            payer: taker.address,
-            destinationTokenAccount: accounts.ownerOutput,
-            slippageBps: config.slippageBps,
-            ...(maxAccounts === undefined ? {} : { maxAccounts }),
-            signal,
-          });
-        // Waiting for its turn at the Swap API, the run holds no scheduler slot (see upstreamOf).
-        route = await (execution.awaitingUpstream?.(ask) ?? ask());
-      } catch (error) {
-        if (error instanceof NoRouteError) {
-          return final(
-            `no route: the Swap API found no route from ${showIn(units)} to ${config.outputToken}`,
-          );
-        }
-        if (error instanceof SwapApiUnavailableError) {
-          // The owner's account is read with the route's accounts, after the route: with no
-          // route, it is read alone, so that what no retry mends still fails the slot at once.
-          const problem = spendProblem(await transfers.getTokenAccount(accounts.ownerInput, signal));
-          if (problem !== undefined) return final(problem);
-          return retry(`no swap route could be had: ${error.message}`);
-        }
-        throw error;
-      }
-      const verdict = quoteVerdict(route, swap, reference.outPerIn);
+      const route = await askRoute(stages, maxAccounts);
+      if (route instanceof RunEnds) return route.result;
+      const verdict = quoteVerdict(stages, route, reference.outPerIn);
       if (verdict !== undefined) return verdict;
-      const vetted = builders.vetRoute(namedInstructions(route), keys, allowed);
-      if (!vetted.ok) {
-        return refuse(vetted.reason, `the swap route was refused before signing: ${vetted.text}`);
-      }
-
-      // The tables as the chain holds them: what the transaction will load, whatever the route says.
-      const tableAddresses = Object.keys(route.lookupTables);
-      if (tableAddresses.length > MAX_LOOKUP_TABLES) {
-        return refuseFinal(
-          "lookup_table",
-          `the swap route was refused before signing: it names ${tableAddresses.length} lookup tables, more than ${MAX_LOOKUP_TABLES}`,
-        );
-      }
-      // One read of every account the run needs before signing: the route's lookup tables, and
-      // every account the transaction may write (the owner's input among them), whose state
-      // before is what the simulation's end state is compared with.
-      const writableAsked = writableOf(vetted.instructions, executor.address, accounts);
-      const read = await getAccountsBatched([...tableAddresses, ...writableAsked], signal);
-      const tables = builders.lookupTablesOnChain(tableAddresses, read.slice(0, tableAddresses.length));
-      if (!tables.ok) {
-        return refuseFinal("lookup_table", `the swap route was refused before signing: ${tables.text}`);
-      }
-      const readBefore = new Map(writableAsked.map((a, i) => [a, read[tableAddresses.length + i]]));
-
-      // The owner's input account: reasons no retry can mend fail the slot now.
-      const problem = spendProblem(
-        tokenAccountState(accounts.ownerInput, readBefore.get(accounts.ownerInput), builders.tokenFieldsOf),
-      );
-      if (problem !== undefined) return final(problem);
-      // The owner's output account is the wallet's to create (PrepareApproval's transaction does):
-      // the executor never pays rent on the owner's side, which an owner could farm by closing it.
-      if (readBefore.get(accounts.ownerOutput) === undefined) return noOutputAccount(swap);
-
-      // The trial is simulated with the cluster's latest blockhash in place of its own, and the
-      // simulation answers it: the signed build's lifetime without a getLatestBlockhash. Until
-      // then, any blockhash does (the last one seen, or a placeholder).
-      const trial = await builders.swapTransaction({
-        feePayer: executor,
-        delegate,
-        taker,
-        owner: wallet,
-        input,
-        output,
-        amount: units,
-        accounts,
-        computeUnitLimit: builders.MAX_COMPUTE_UNITS,
-        // The route's price, clamped so that price × limit stays within the fee cap.
-        computeUnitPrice: minBig(
-          route.computeUnitPrice ?? 0n,
-          builders.unitPriceCap(options.maxFeeLamports, builders.MAX_COMPUTE_UNITS),
-        ),
-        route: vetted.instructions,
-        lookupTables: tables.tables,
-        lifetime: lastLifetime ?? PLACEHOLDER_LIFETIME,
-        memo: `token-agent-service run ${execution.idempotencyKey}`,
-        // Simulated, never sent: resignedSwap signs the one that is.
-        sign: false,
-      });
-      if (trial.size > builders.MAX_TRANSACTION_BYTES) {
-        if (step < MAX_ACCOUNTS_STEPS.length - 1) continue;
-        return final(
-          `the swap transaction is ${trial.size} bytes, over Solana's ${builders.MAX_TRANSACTION_BYTES}, even with a route of at most ${maxAccounts} accounts`,
-        );
-      }
-      const ours = new Set<string>([executor.address, delegate.address, taker.address]);
-      const extra = trial.signers.filter((s) => !ours.has(s));
-      if (extra.length > 0) {
-        return refuse(
-          "signer",
-          `the swap route was refused before signing: it needs signers besides the executor, the delegate and the run's taker (${extra.join(", ")})`,
-        );
-      }
-
-      // Every account the transaction may write, before and (simulated) after: the chain's own
-      // answer. The owner's output account too, whether or not the route writes it: the check
-      // holds it to the route's minimum out, and a route that pays elsewhere must fail it.
-      const writable = [...new Set([...trial.writable, accounts.ownerOutput])];
-      // Read above; an account the compiled message writes that the instructions did not name
-      // (none known) is read now rather than left out of the check.
-      const unread = writable.filter((a) => !readBefore.has(a));
-      if (unread.length > 0) {
-        const more = await getAccountsBatched(unread, signal);
-        for (const [i, a] of unread.entries()) readBefore.set(a, more[i]);
-      }
-      const before = writable.map((a) => readBefore.get(a));
-      const simulation = await transfers.simulateTransaction(trial.transaction, signal, {
-        accounts: writable,
-        replaceRecentBlockhash: true,
-      });
-      if (simulation.err !== null && simulation.err !== undefined) {
-        return failedOnChain(simulation.err, route, "in its simulation");
-      }
-      const moved = builders.endStateProblem(
-        writable,
-        executorAsSimulated(executor.address, writable, before, simulation),
-        simulation.raw,
-        {
-          keys,
-          ownerInput: accounts.ownerInput,
-          ownerOutput: accounts.ownerOutput,
-          amount: units,
-          minimumOut: route.minimumOut,
-          outputMint: output.mint,
-          // The taker's account's rent comes back in the same transaction: only the fee is spent.
-          executorSpendBound: options.maxFeeLamports + LAMPORTS_PER_SIGNATURE * BigInt(trial.signers.length),
-        },
-      );
-      if (moved !== undefined) {
-        return refuse("simulation", `the swap was refused before signing: its simulation ${moved}`);
-      }
-
-      const used = simulation.unitsConsumed ?? BigInt(builders.MAX_COMPUTE_UNITS);
-      const limit = Math.min(builders.MAX_COMPUTE_UNITS, Math.ceil(Number(used) * CU_MARGIN));
-      // Stop means stop: the agent as it is now, read under this run's lease, just before signing.
-      if (journal.stillWanted !== undefined && !(await journal.stillWanted())) {
-        return {
-          ok: true,
-          skipped: true,
-          result: {
-            kind: "swap",
-            skipped: true,
-            reason: "the agent was paused or deleted while this run was under way: nothing was signed",
-            inputToken: config.inputToken,
-            outputToken: config.outputToken,
-          },
-        };
-      }
-      // A cluster that gives no replacement blockhash: the shared one (see shared-transfer-chain).
-      const lifetime = simulation.replacementBlockhash ?? (await transfers.getLatestBlockhash(signal));
-      lastLifetime = lifetime;
-      // The trial's own compiled message, its budget and lifetime changed in place: what is
-      // signed is what was simulated and checked, but for those three fields.
-      const signed = builders.resignedSwap(
-        trial.compiled,
-        {
-          computeUnitLimit: limit,
-          computeUnitPrice: minBig(
-            route.computeUnitPrice ?? 0n,
-            builders.unitPriceCap(options.maxFeeLamports, limit),
-          ),
-          lifetime,
-        },
-        [executor, delegate, taker],
-      );
-      const outcome = await sent.send(
-        journal,
-        {
-          signature: signed.signature,
-          lastValidBlockHeight: lifetime.lastValidBlockHeight,
-          transaction: signed.transaction,
-        },
-        signal,
-      );
-      if (outcome === "lease_lost") return retry("the run lost its hold on this slot before sending");
-      // What moved, proven before signing: the end-state check held the owner's input to exactly
-      // `units` less; the output is what the simulation paid, at least the route's minimum out.
-      const outIndex = writable.indexOf(accounts.ownerOutput);
-      const outBefore = builders.tokenFieldsOf(before[outIndex])?.amount ?? 0n;
-      const outAfter = builders.tokenFieldsOf(simulation.raw[outIndex])?.amount ?? 0n;
-      const price = minBig(
-        route.computeUnitPrice ?? 0n,
-        builders.unitPriceCap(options.maxFeeLamports, limit),
-      );
-      return settled(outcome, swap, route, {
-        inUnits: units,
-        outUnits: outAfter - outBefore,
-        fee:
-          LAMPORTS_PER_SIGNATURE * BigInt(trial.signers.length) +
-          (price * BigInt(limit) + 999_999n) / 1_000_000n,
-      });
+      const instructions = vettedRoute(stages, route);
+      if (instructions instanceof RunEnds) return instructions.result;
+      const read = await readBeforeSigning(stages, route, instructions);
+      if (read instanceof RunEnds) return read.result;
+      const lastStep = step === MAX_ACCOUNTS_STEPS.length - 1;
+      const trial = await buildTrial(stages, route, instructions, read, { maxAccounts, lastStep });
+      if (trial === FEWER_ACCOUNTS) continue;
+      if (trial instanceof RunEnds) return trial.result;
+      const checked = await simulateAndCheckEndState(stages, route, trial, read);
+      if (checked instanceof RunEnds) return checked.result;
+      const signed = await signAndSend(stages, route, trial, checked);
+      if (signed instanceof RunEnds) return signed.result;
+      return settled(chain, executor.address, signed.outcome, swap, route, signed.proven);
     }
     return retry("no swap route could be built");
-  }
-
-  /** Accounts as stored, in calls of at most 100 (getMultipleAccounts' own limit), side by side. */
-  async function getAccountsBatched(
-    addresses: readonly string[],
-    signal: AbortSignal,
-  ): Promise<readonly (RawAccountState | undefined)[]> {
-    if (addresses.length <= MAX_ACCOUNTS_PER_READ) return transfers.getAccounts(addresses, signal);
-    const parts: Promise<readonly (RawAccountState | undefined)[]>[] = [];
-    for (let at = 0; at < addresses.length; at += MAX_ACCOUNTS_PER_READ) {
-      parts.push(transfers.getAccounts(addresses.slice(at, at + MAX_ACCOUNTS_PER_READ), signal));
-    }
-    return (await Promise.all(parts)).flat();
-  }
-
-  /**
-   * The input token's price in dollars, and the output token's price in input tokens (the
-   * reference a quote is held to), from the service's own price source; or why there is none.
-   * Fresh prices only (PRICE_TTL_MS): a stale one, served while the source is down, may be
-   * anything the source last said, and a route is held to it; with none fresh the attempt is
-   * retried, as with any upstream down.
-   */
-  async function referencePrices(
-    input: TokenRef,
-    output: TokenRef,
-    config: SwapConfig,
-    signal: AbortSignal,
-  ): Promise<{ inputUsd: number; outPerIn: number } | string> {
-    signal.throwIfAborted();
-    try {
-      const [inPrice, outPrice] = await prices.pricesOf([input.mint, output.mint], { fresh: true });
-      const missing = [
-        [config.inputToken, inPrice],
-        [config.outputToken, outPrice],
-      ].find(
-        ([, p]) =>
-          p === undefined || (p as { unpriced: boolean }).unpriced || !((p as { price: number }).price > 0),
-      );
-      if (missing !== undefined || inPrice === undefined || outPrice === undefined) {
-        return `no price for ${missing?.[0] ?? config.inputToken} to check the swap's caps and quote against`;
-      }
-      return { inputUsd: inPrice.price, outPerIn: inPrice.price / outPrice.price };
-    } catch (error) {
-      if (error instanceof UnavailableError) {
-        return `no fresh price to check the swap's caps and quote against: ${error.message}`;
-      }
-      throw error;
-    }
   }
 
   /** A catalog token as the chain has it, or why it cannot be swapped. */
@@ -482,304 +196,7 @@ export function createSwapExecutor(options: SwapExecutorOptions): Executor {
     }
     return { mint, program: account.program, decimals: account.decimals };
   }
-
-  /** Skipped out of the band, refused below it, or undefined when the quote may be swapped. */
-  function quoteVerdict(route: SwapBuild, swap: Swap, reference: number): ExecutionResult | undefined {
-    const { config, input, output, units } = swap;
-    if (route.inAmount !== units) {
-      return refuse(
-        "quote",
-        `the swap route was refused: it quotes ${route.inAmount} base units in, not the run's ${units}`,
-      );
-    }
-    if (route.minimumOut <= 0n || route.minimumOut > route.outAmount) {
-      return refuse(
-        "quote",
-        `the swap route was refused: its minimum out (${route.minimumOut}) is not within its quote (${route.outAmount})`,
-      );
-    }
-    const priceOf = (out: bigint) =>
-      shownPrice(uiAmount(out, output.decimals) / uiAmount(units, input.decimals));
-    const quoted = priceOf(route.outAmount);
-    const band = { minPrice: config.minPrice ?? null, maxPrice: config.maxPrice ?? null };
-    const below = config.minPrice !== undefined && quoted < config.minPrice;
-    const above = config.maxPrice !== undefined && quoted > config.maxPrice;
-    if (below || above) {
-      return {
-        ok: true,
-        skipped: true,
-        result: {
-          kind: "swap",
-          skipped: true,
-          reason: `the quoted price ${quoted} ${config.outputToken} per ${config.inputToken} is ${below ? `below minPrice ${config.minPrice}` : `above maxPrice ${config.maxPrice}`}`,
-          quotedPrice: quoted,
-          ...band,
-          inputToken: config.inputToken,
-          outputToken: config.outputToken,
-          inAmountUnits: route.inAmount.toString(),
-          quotedOutAmountUnits: route.outAmount.toString(),
-          minimumOutUnits: route.minimumOut.toString(),
-          priceImpactPct: route.priceImpactPct,
-          routeLabels: [...route.routeLabels],
-        },
-      };
-    }
-    const floor = priceOf(route.minimumOut);
-    if (config.minPrice !== undefined && floor < config.minPrice) {
-      return refuse(
-        "minimum_out",
-        `the swap route was refused: its minimum out (${uiAmount(route.minimumOut, output.decimals)} ${config.outputToken}) implies a price of ${floor}, below minPrice ${config.minPrice}`,
-      );
-    }
-    // Held to the service's own price: a quote (or a minimum out, the agent's slippage aside)
-    // much worse than it is a route that would give the owner's tokens away.
-    const deviation = options.maxPriceDeviationBps / 10_000;
-    const unit = `${config.outputToken} per ${config.inputToken}`;
-    if (quoted < reference * (1 - deviation)) {
-      return refuseFinal(
-        "price",
-        `the swap route was refused: its quoted price ${quoted} ${unit} is more than ${options.maxPriceDeviationBps} bps worse than the reference price ${reference} ${unit}`,
-      );
-    }
-    if (floor < reference * (1 - deviation - config.slippageBps / 10_000)) {
-      return refuseFinal(
-        "price",
-        `the swap route was refused: its minimum out implies a price of ${floor} ${unit}, more than ${options.maxPriceDeviationBps} bps and the agent's slippage worse than the reference price ${reference} ${unit}`,
-      );
-    }
-    return undefined;
-  }
-
-  /** The run's result from where its transaction ended up. */
-  async function settled(
-    outcome: SentOutcome,
-    swap: Swap,
-    route?: SwapBuild,
-    proven?: Proven,
-  ): Promise<ExecutionResult> {
-    if (outcome.kind === "expired") return retry(EXPIRED);
-    if (outcome.kind === "failed") return failedOnChain(outcome.err, route, "on chain");
-    const { config, input, output, accounts, signal } = swap;
-    let facts: { inUnits: bigint; outUnits: bigint; slot: bigint; fee: bigint };
-    if (proven !== undefined) {
-      // This attempt simulated and sent it: the status gave the slot, the simulation the amounts.
-      facts = { ...proven, slot: outcome.slot };
-    } else {
-      // An earlier attempt's transaction, found landed: only the chain knows what it moved.
-      const landed = await chain.getTransaction(outcome.tx.signature, signal);
-      if (landed === undefined) throw new UnavailableError("the swap landed but cannot be read back yet");
-      const delta = (account: string) => {
-        const index = landed.accountKeys.indexOf(account);
-        const of = (balances: typeof landed.preTokenBalances) =>
-          balances.find((b) => b.accountIndex === index)?.amount ?? 0n;
-        return of(landed.postTokenBalances) - of(landed.preTokenBalances);
-      };
-      facts = {
-        inUnits: -delta(accounts.ownerInput),
-        outUnits: delta(accounts.ownerOutput),
-        slot: landed.slot,
-        fee: landed.fee,
-      };
-    }
-    const { inUnits, outUnits } = facts;
-    const inAmount = uiAmount(inUnits, input.decimals);
-    const outAmount = uiAmount(outUnits, output.decimals);
-    const result: JsonObject = {
-      kind: "swap",
-      simulated: false,
-      signature: outcome.tx.signature,
-      slot: Number(facts.slot),
-      fee: Number(facts.fee),
-      inputToken: config.inputToken,
-      outputToken: config.outputToken,
-      inputMint: input.mint,
-      outputMint: output.mint,
-      inAmount,
-      inAmountUnits: inUnits.toString(),
-      outAmount,
-      outAmountUnits: outUnits.toString(),
-      // "simulation": the output as simulated just before signing (the chain guarantees at
-      // least minimumOutUnits); "chain": read back from the landed transaction.
-      amountsFrom: proven === undefined ? "chain" : "simulation",
-      price: inAmount === 0 ? 0 : shownPrice(outAmount / inAmount),
-      slippageBps: config.slippageBps,
-      ...(swap.usdValue === undefined ? {} : { usdValue: swap.usdValue }),
-      taker: swap.taker,
-      // Known to the attempt that asked for the route; one that found its transaction landed
-      // after a crash has only what the chain says.
-      ...(route === undefined
-        ? {}
-        : {
-            quotedOutAmountUnits: route.outAmount.toString(),
-            minimumOutUnits: route.minimumOut.toString(),
-            priceImpactPct: route.priceImpactPct,
-            routeLabels: [...route.routeLabels],
-          }),
-    };
-    return { ok: true, result };
-  }
-
-  /** A transaction error (simulated or on chain), as a reason for the run's owner. */
-  function failedOnChain(err: unknown, _route: SwapBuild | undefined, where: string): Failure {
-    const instruction = (err as { InstructionError?: [unknown, unknown] } | null)?.InstructionError;
-    const custom = (instruction?.[1] as { Custom?: unknown } | undefined)?.Custom;
-    const code =
-      typeof custom === "bigint" ? Number(custom) : typeof custom === "number" ? custom : undefined;
-    if (code === SLIPPAGE_EXCEEDED) {
-      return retry(
-        `slippage exceeded ${where} (the route's error 6001); the next attempt asks for a fresh quote`,
-      );
-    }
-    // The run's own transfer out of the owner's account: its token errors are the owner's to mend.
-    if (
-      instruction !== undefined &&
-      Number(instruction[0]) === OWN_TRANSFER_INDEX &&
-      code !== undefined &&
-      TOKEN_ERRORS[code] !== undefined
-    ) {
-      return final(TOKEN_ERRORS[code] as string);
-    }
-    if (err === "AccountNotFound" || err === "InsufficientFundsForFee") {
-      return retry(
-        `the executor cannot pay fees: fund ${executor.address} (the swap failed ${where}: ${err})`,
-      );
-    }
-    return retry(`the swap failed ${where} (${describe(err)})`);
-  }
 }
-
-/**
- * A swap agent's config, as CreateAgent checked it: read by the run, and carried in its Swap. A
- * type, not an interface: the agent's JsonObject converts to it only so.
- */
-type SwapConfig = {
-  readonly wallet: string;
-  readonly inputToken: string;
-  readonly outputToken: string;
-  readonly amount: number;
-  readonly slippageBps: number;
-  readonly minPrice?: number;
-  readonly maxPrice?: number;
-};
 
 /** The name under which swap runs share the Swap API's bound in the scheduler. */
 const SWAP_API_UPSTREAM = "swap_api";
-
-/** What one run swaps, and where. */
-interface Swap {
-  readonly config: SwapConfig;
-  readonly input: TokenRef;
-  readonly output: TokenRef;
-  readonly units: bigint;
-  readonly accounts: SwapAccounts;
-  /** The run's taker: the one key the route was built for and signed by. */
-  readonly taker: string;
-  readonly signal: AbortSignal;
-  /** The run's value in dollars at the price source's price (counted toward the cap per day). */
-  usdValue?: number;
-}
-
-/** The route's instructions, each with the name a refusal gives it. */
-function namedInstructions(route: SwapBuild): [string, PlainInstruction][] {
-  return [
-    ...route.setupInstructions.map((ix, i): [string, PlainInstruction] => [`setup instruction ${i}`, ix]),
-    ["the swap instruction", route.swapInstruction],
-    ...(route.cleanupInstruction === undefined
-      ? []
-      : [["the cleanup instruction", route.cleanupInstruction] as [string, PlainInstruction]]),
-    ...route.otherInstructions.map((ix, i): [string, PlainInstruction] => [`other instruction ${i}`, ix]),
-  ];
-}
-
-const minBig = (a: bigint, b: bigint) => (a < b ? a : b);
-
-/** What a run that simulated and sent its transaction knows of it without reading it back. */
-interface Proven {
-  /** Base units out of the owner's input account: exactly the run's amount (the end-state check). */
-  readonly inUnits: bigint;
-  /** Base units into the owner's output account, as simulated (at least the route's minimum out). */
-  readonly outUnits: bigint;
-  /** Lamports: the base fee of each signature and the unit price × limit, rounded up. */
-  readonly fee: bigint;
-}
-
-/**
- * Every account the swap's instructions write, as the transaction compiles them: the fee payer,
- * the service's own (the owner's output, the taker's input, the owner's input), then each the route marks
- * writable. The compiled message is checked against it after the trial build.
- */
-function writableOf(route: readonly PlainInstruction[], feePayer: string, accounts: SwapAccounts): string[] {
-  const out = new Set<string>([feePayer, accounts.ownerOutput, accounts.takerInput, accounts.ownerInput]);
-  for (const ix of route) {
-    for (const account of ix.accounts) if (account.writable) out.add(account.address);
-  }
-  return [...out];
-}
-
-/**
- * The state before that the end-state check holds the simulation to, with the executor's lamports
- * as they were on the very state the cluster simulated on (its preBalances[0]: the executor is the
- * fee payer, the message's first account). The executor pays every run's fees and rent, so the
- * read made before the simulation is stale by whatever other runs landed in between: compared with
- * it, a run seemed to take their fees too and was refused. The cluster's figure is used only when
- * its after agrees with the simulated account's; otherwise (or with no figure) the read stands.
- */
-function executorAsSimulated(
-  feePayer: string,
-  writable: readonly string[],
-  before: readonly (RawAccountState | undefined)[],
-  simulation: Simulated,
-): readonly (RawAccountState | undefined)[] {
-  const lamports = simulation.feePayerLamports;
-  const at = writable.indexOf(feePayer);
-  const read = before[at];
-  if (lamports === undefined || read === undefined || simulation.raw[at]?.lamports !== lamports.after) {
-    return before;
-  }
-  return before.map((state, i) => (i === at ? { ...read, lamports: lamports.before } : state));
-}
-
-/** A token account in the shape the spend check takes, from its stored bytes (undefined: none). */
-function tokenAccountState(
-  address: string,
-  raw: RawAccountState | undefined,
-  fieldsOf: (raw: RawAccountState | undefined) => TokenFields | undefined,
-): TokenAccountState | undefined {
-  const fields = fieldsOf(raw);
-  if (fields === undefined) return undefined;
-  return {
-    address,
-    mint: fields.mint,
-    owner: fields.owner,
-    amount: fields.amount,
-    delegate: fields.delegate,
-    delegatedAmount: fields.delegatedAmount,
-    // SPL Token's AccountState: 1 initialized, 2 frozen.
-    frozen: fields.state === 2,
-  };
-}
-
-/** A slot skipped because the wallet has no account to receive the swap's output. */
-function noOutputAccount(swap: Swap): ExecutionResult {
-  const { config, accounts } = swap;
-  return {
-    ok: true,
-    skipped: true,
-    result: {
-      kind: "swap",
-      skipped: true,
-      reason: `the wallet has no ${config.outputToken} account to receive the swap (its associated token account ${accounts.ownerOutput}): the service does not pay for the owner's accounts; sign the transaction PrepareApproval gives, which creates it, or create it from the wallet`,
-      inputToken: config.inputToken,
-      outputToken: config.outputToken,
-      outputAccount: accounts.ownerOutput,
-    },
-  };
-}
-
-/**
- * A price as runs show it: 12 significant digits, so a quotient of two decimals reads as one
- * (1.99399, not 1.9939900000000002). A double holds 15-17; the 12 kept are far past any quote's.
- */
-function shownPrice(price: number): number {
-  return Number(price.toPrecision(12));
-}
