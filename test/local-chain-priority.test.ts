@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import {
   type EmbeddedLocalChain,
   startLocalChainWorker,
-} from "../src/local-chain/local-chain-worker-host.ts";
+} from "../src/local-chain/worker/local-chain-worker-host.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
 
 const USDC = loadCatalog().tokens.find((t) => t.symbol === "USDC")?.mint as Address;

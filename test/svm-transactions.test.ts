@@ -19,8 +19,8 @@ import {
 import { getTransferSolInstruction } from "@solana-program/system";
 import { FailedTransactionMetadata, LiteSVM } from "litesvm";
 import { describe, expect, it } from "vitest";
-import { svmTransactions } from "../src/local-chain/svm-transactions.ts";
-import { decodeWireTransaction } from "../src/local-chain/wire-transaction.ts";
+import { svmTransactions } from "../src/local-chain/runtime/svm-transactions.ts";
+import { decodeWireTransaction } from "../src/local-chain/runtime/wire-transaction.ts";
 
 const MEMO = "MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr" as Address;
 

@@ -9,7 +9,7 @@ import { createResilientTransport } from "../chain/resilient-transport.ts";
 import { createSharedTransferChain } from "../chain/shared-transfer-chain.ts";
 import { type Config, redactRpcUrl } from "../config.ts";
 import { chainOptionsOf } from "../local-chain/chain-options.ts";
-import type { EmbeddedLocalChain } from "../local-chain/local-chain-worker-host.ts";
+import type { EmbeddedLocalChain } from "../local-chain/worker/local-chain-worker-host.ts";
 import type { Logger } from "../logger.ts";
 import { registerChainMetrics, registerLocalChainMetrics } from "../observability/chain-metrics.ts";
 
@@ -79,8 +79,8 @@ async function startEmbeddedChain(
   registry: Registry,
 ): Promise<EmbeddedLocalChain> {
   const [{ startLocalChainWorker }, { LOCAL_CHAIN_METHODS }] = await Promise.all([
-    import("../local-chain/local-chain-worker-host.ts"),
-    import("../local-chain/rpc-methods.ts"),
+    import("../local-chain/worker/local-chain-worker-host.ts"),
+    import("../local-chain/rpc/methods/rpc-methods.ts"),
   ]);
   const local = config.solana.local;
   const metrics = registerLocalChainMetrics(registry, LOCAL_CHAIN_METHODS);

@@ -1,5 +1,5 @@
 import { type Config, redactRpcUrl } from "../config.ts";
-import type { EmbeddedLocalChain } from "../local-chain/local-chain-worker-host.ts";
+import type { EmbeddedLocalChain } from "../local-chain/worker/local-chain-worker-host.ts";
 import type { Logger } from "../logger.ts";
 import { createRateLimitedLog } from "../observability/rate-limited-log.ts";
 import type { UpstreamMetrics } from "../observability/upstream-metrics.ts";
@@ -28,8 +28,8 @@ export async function createSwapRoutes(
 ): Promise<SwapRouteNotice> {
   if (config.swaps.localRoutes === true && localChain !== undefined) {
     const [{ createLocalSwapApi }, { localPools }] = await Promise.all([
-      import("../local-chain/local-swap-api.ts"),
-      import("../local-chain/local-pools.ts"),
+      import("../local-chain/pools/local-swap-api.ts"),
+      import("../local-chain/pools/local-pools.ts"),
     ]);
     const pools = await localPools(catalog, localChain.keys);
     logger.info(
