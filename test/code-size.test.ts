@@ -44,7 +44,7 @@ const FUNCTIONS_OVER: Readonly<Record<string, number>> = {
 const FILES_OVER: Readonly<Record<string, number>> = {
   "src/lean/lean-unary.ts": 577,
   "src/scheduler/swap-executor.ts": 781,
-  "src/local-chain/runtime/local-chain.ts": 972,
+  "src/local-chain/runtime/local-chain.ts": 969,
 };
 
 /** Folders over the limit today, with their source files. */

@@ -3,7 +3,7 @@ import { getAddressDecoder, getBase58Decoder } from "@solana/kit";
 import type { AnswerBudget } from "../rpc/answer-budget.ts";
 import { invalidParams, JsonRpcError } from "../rpc/json-rpc-error.ts";
 import { invalidType, u64Param, usizeParam } from "../rpc/rpc-params.ts";
-import type { ChainAccount } from "../runtime/local-chain.ts";
+import { type ChainAccount, RENT_EXEMPT_EPOCH } from "../runtime/chain-account.ts";
 import {
   type MintState,
   type RawAccount,
@@ -17,8 +17,6 @@ import { parsedAccountData } from "./parse-account.ts";
 
 export type AccountEncoding = "binary" | "base58" | "base64" | "base64+zstd" | "jsonParsed";
 
-/** rentEpoch of every rent-exempt account, as validators report it since rent collection ended. */
-export const RENT_EXEMPT_EPOCH = (1n << 64n) - 1n;
 /** base58 is slow: Agave refuses it for data longer than this. */
 const MAX_BASE58_BYTES = 128;
 /** About what an account's JSON holds besides its data (lamports, owner, rentEpoch, ...). */

@@ -10,7 +10,6 @@ import {
 import { Clock, EpochSchedule, FailedTransactionMetadata, LiteSVM, type TransactionMetadata } from "litesvm";
 import { base58AddressBytes, base58Text } from "../../chain/base58-address.ts";
 import { stringifyJsonBigInts } from "../../chain/json-bigints.ts";
-import { RENT_EXEMPT_EPOCH } from "../encoding/account-encoding.ts";
 import type { SavedAccount } from "../state/chain-state.ts";
 import {
   AccountBytesExceededError,
@@ -25,6 +24,7 @@ import {
   FINALIZATION_SLOTS,
 } from "./block-clock.ts";
 import { createBoundedMemo } from "./bounded-memo.ts";
+import { type ChainAccount, RENT_EXEMPT_EPOCH } from "./chain-account.ts";
 import type { ChainEvents } from "./chain-events.ts";
 import type { Ledger, LedgerEntry, SignatureRange } from "./ledger.ts";
 import { svmAccounts } from "./svm-accounts.ts";
@@ -94,9 +94,6 @@ export interface SignatureStatus {
   readonly err: unknown;
   readonly confirmationStatus: "processed" | "confirmed" | "finalized";
 }
-
-/** An account as the chain reads it: `rentEpoch` only where a cheatcode set one (else u64::MAX). */
-export type ChainAccount = RawAccount & { readonly rentEpoch?: bigint };
 
 /**
  * An account LiteSVM refuses to hold as given (an executable one it cannot load as a program);
