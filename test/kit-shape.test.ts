@@ -30,9 +30,12 @@ import {
 } from "@solana-program/token";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createChainRpc, KitShapedAnswer } from "../src/chain/chain-rpc.ts";
-import { type RunningLocalChain, startLocalChain } from "../src/local-chain/start-local-chain.ts";
-import { createKitShapes } from "../src/local-chain/worker/kit-shape.ts";
-import { answerShaped } from "../src/local-chain/worker/local-transport.ts";
+import {
+  answerShaped,
+  createKitShapes,
+  type RunningLocalChain,
+  startLocalChain,
+} from "../src/local-chain/index.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
 import { type ChainClient, createChainClient } from "./support/chain-client.ts";
 

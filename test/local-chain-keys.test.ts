@@ -30,14 +30,16 @@ import {
   TOKEN_PROGRAM_ADDRESS,
 } from "@solana-program/token";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type LocalPool, localPools } from "../src/local-chain/pools/local-pools.ts";
-import { createEmbeddedSwapRoutes } from "../src/local-chain/pools/local-swap-api.ts";
 import {
+  createEmbeddedSwapRoutes,
   defaultCacheDir,
+  type LocalPool,
+  localPools,
   type RunningLocalChain,
+  readChainState,
   startLocalChain,
-} from "../src/local-chain/start-local-chain.ts";
-import { readChainState, writeChainState } from "../src/local-chain/state/chain-state.ts";
+  writeChainState,
+} from "../src/local-chain/index.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
 import { type ChainClient, createChainClient } from "./support/chain-client.ts";
 import { useCleanups } from "./support/cleanups.ts";

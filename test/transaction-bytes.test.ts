@@ -38,13 +38,14 @@ import {
 } from "@solana-program/token-2022";
 import { describe, expect, it } from "vitest";
 import { base58Bytes, base58Text } from "../src/chain/base58-address.ts";
-import { readTokenAccount, tokenAccountBytes } from "../src/local-chain/runtime/token-accounts.ts";
-import { decodeTransactionBytes } from "../src/local-chain/runtime/transaction-bytes.ts";
 import {
+  decodeTransactionBytes,
   decodeWireTransaction,
   MAX_TRANSACTION_BYTES,
+  readTokenAccount,
+  tokenAccountBytes,
   WireTransactionError,
-} from "../src/local-chain/runtime/wire-transaction.ts";
+} from "../src/local-chain/index.ts";
 import { int, key, randomMessage } from "./support/random-messages.ts";
 
 const COMPUTE_BUDGET = "ComputeBudget111111111111111111111111111111" as Address;

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { mkdir } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import type { RpcTransport } from "@solana/kit";
 import {
   CONFIG_VARIABLES,
@@ -31,6 +31,7 @@ import { type ChainKeys, createChainKeys, newChainKeySeed } from "./state/chain-
 import { type ChainDelta, withDelta } from "./state/chain-mirror.ts";
 import {
   type ChainState,
+  defaultCacheDir,
   readChainState,
   readCheckedChainState,
   removeStaleTemporaries,
@@ -384,15 +385,6 @@ function genesisKey(catalog: Catalog): string {
     .update(JSON.stringify([GENESIS_VERSION, litesvm, tokens]))
     .digest("hex")
     .slice(0, 16);
-}
-
-/**
- * node_modules/.cache/token-agent-service of the install that holds LiteSVM: the same directory
- * whether this runs from the sources or from the compiled dist/.
- */
-export function defaultCacheDir(): string {
-  const litesvm = createRequire(import.meta.url).resolve("litesvm/package.json");
-  return join(dirname(dirname(litesvm)), ".cache", "token-agent-service");
 }
 
 /** Whether `state` holds an account at an address: what a chain that starts from it started with. */

@@ -16,7 +16,7 @@ import {
   type Instruction,
 } from "@solana/kit";
 import { getCreateAccountInstruction } from "@solana-program/system";
-import type { LocalKey } from "../../src/local-chain/state/local-keys.ts";
+import type { LocalKey } from "../../src/local-chain/index.ts";
 import { createChainClient } from "./chain-client.ts";
 
 const LOADER = address("BPFLoaderUpgradeab1e11111111111111111111111");

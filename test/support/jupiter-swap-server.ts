@@ -19,6 +19,7 @@ import { associatedTokenAddress } from "../../src/chain/program-address.ts";
 import {
   createLocalSwapRoutes,
   LOCAL_ROUTE_COMPUTE_UNIT_PRICE,
+  localKeyFromSeed,
   meta,
   noRoute,
   type RoutePool,
@@ -26,8 +27,7 @@ import {
   transferCheckedWire,
   type WireInstruction,
   wire,
-} from "../../src/local-chain/pools/local-swap-routes.ts";
-import { localKeyFromSeed } from "../../src/local-chain/state/local-keys.ts";
+} from "../../src/local-chain/index.ts";
 import { deployProgram } from "./deploy-program.ts";
 import type { AnswerMutator, BuildAnswer } from "./hostile-swap-routes.ts";
 

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { createWriteStream } from "node:fs";
 import { mkdir, open, readdir, rename, rm } from "node:fs/promises";
+import { createRequire } from "node:module";
 import { basename, dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 import { Readable, Transform } from "node:stream";
@@ -275,4 +276,14 @@ async function syncDirectory(directory: string): Promise<void> {
   } finally {
     await handle?.close();
   }
+}
+
+/**
+ * Where a chain's genesis is cached as a state file (../start-local-chain.ts loads it from here):
+ * node_modules/.cache/token-agent-service of the install that holds LiteSVM, the same directory
+ * whether this runs from the sources or from the compiled dist/.
+ */
+export function defaultCacheDir(): string {
+  const litesvm = createRequire(import.meta.url).resolve("litesvm/package.json");
+  return join(dirname(dirname(litesvm)), ".cache", "token-agent-service");
 }
