@@ -88,8 +88,8 @@ await build({
   entryPoints: {
     main: "src/main.ts",
     "local-chain": "src/local-chain/main.ts",
-    // The embedded chain's worker thread (src/local-chain/local-chain-worker-host.ts starts it).
-    "local-chain-worker": "src/local-chain/local-chain-worker.ts",
+    // The embedded chain's worker thread (src/local-chain/worker/local-chain-worker-host.ts starts it).
+    "local-chain-worker": "src/local-chain/worker/local-chain-worker.ts",
     "prepare-genesis": "src/local-chain/prepare-genesis.ts",
   },
   outdir: out,

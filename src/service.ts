@@ -3,7 +3,7 @@ import { Registry } from "prom-client";
 import { type AppContext, type AppContextOverrides, createAppContext } from "./app-context.ts";
 import type { Chain } from "./chain/chain.ts";
 import type { Config } from "./config.ts";
-import type { EmbeddedLocalChain } from "./local-chain/local-chain-worker-host.ts";
+import type { EmbeddedLocalChain } from "./local-chain/index.ts";
 import type { Logger } from "./logger.ts";
 import { registerAgentCapMetrics } from "./observability/agent-cap-metrics.ts";
 import { registerExecutorMetrics, registerExecutorRentMetrics } from "./observability/executor-metrics.ts";

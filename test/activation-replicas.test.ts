@@ -16,7 +16,7 @@ import { createDelegateKeys } from "../src/chain/delegate-keys.ts";
 import { createKitChain } from "../src/chain/kit-chain.ts";
 import { createKitTransferChain } from "../src/chain/kit-transfer-chain.ts";
 import { builtInKinds } from "../src/kinds/built-in-kinds.ts";
-import { type RunningLocalChain, startLocalChain } from "../src/local-chain/start-local-chain.ts";
+import { type RunningLocalChain, startLocalChain } from "../src/local-chain/index.ts";
 import { createApprovalCheck } from "../src/scheduler/approval-check.ts";
 import { type CheckClaims, createMemoryCheckClaims } from "../src/scheduler/check-claims.ts";
 import { createMemoryRunStore } from "../src/scheduler/memory-run-store.ts";

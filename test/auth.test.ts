@@ -18,7 +18,7 @@ import { ApiKeyService } from "../gen/auth/v1/auth_pb.ts";
 import { ServerReflection } from "../gen/grpc/reflection/v1/reflection_pb.ts";
 import { Health } from "../gen/health/v1/health_pb.ts";
 import { TokenService } from "../gen/token/v1/token_pb.ts";
-import { localKey } from "../src/local-chain/local-keys.ts";
+import { localKey } from "../src/local-chain/index.ts";
 import { transfer } from "./support/agent-fixtures.ts";
 import { createProtocols, type Outcome, type Protocol, withStructConfig } from "./support/callers.ts";
 import { type RunningServer, startServer } from "./support/start-server.ts";

@@ -5,8 +5,8 @@
  * thousands of swaps a day.
  */
 import { describe, expect, it } from "vitest";
-import { createChainMirror, withDelta } from "../src/local-chain/chain-mirror.ts";
-import type { ChainState, SavedAccount } from "../src/local-chain/chain-state.ts";
+import type { ChainState, SavedAccount } from "../src/local-chain/index.ts";
+import { createChainMirror, withDelta } from "../src/local-chain/index.ts";
 
 const clock = { slot: 10, slotMs: 400, genesisMs: 0 } as unknown as ChainState["clock"];
 const account = (lamports: number) =>

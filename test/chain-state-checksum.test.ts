@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { generateKeyPairSigner } from "@solana/kit";
 import { beforeAll, describe, expect, it } from "vitest";
-import { startLocalChain } from "../src/local-chain/start-local-chain.ts";
+import { startLocalChain } from "../src/local-chain/index.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
 import { useCleanups } from "./support/cleanups.ts";
 

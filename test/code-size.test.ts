@@ -20,20 +20,20 @@ const MAX_FILES_PER_FOLDER = 20;
 
 /** Functions over the limit today, by `file:name`, with their lines. */
 const FUNCTIONS_OVER: Readonly<Record<string, number>> = {
-  "src/local-chain/local-chain.ts:createLocalChain": 711,
+  "src/local-chain/runtime/local-chain.ts:createLocalChain": 711,
   "src/lean/lean-unary.ts:createLeanUnary": 427,
-  "src/local-chain/pubsub-subscriptions.ts:createPubSubSubscriptions": 370,
+  "src/local-chain/pubsub/pubsub-subscriptions.ts:createPubSubSubscriptions": 370,
   "src/scheduler/pending-account-watch.ts:createPendingAccountWatch": 298,
-  "src/local-chain/validator-methods.ts:validatorMethods": 262,
-  "src/local-chain/transaction-methods.ts:transactionMethods": 248,
-  "src/local-chain/local-chain-worker-host.ts:startLocalChainWorker": 245,
-  "src/local-chain/json-rpc-handler.ts:createJsonRpcHandler": 223,
-  "src/local-chain/genesis.ts:createGenesis": 222,
+  "src/local-chain/rpc/methods/validator-methods.ts:validatorMethods": 262,
+  "src/local-chain/rpc/methods/transaction-methods.ts:transactionMethods": 248,
+  "src/local-chain/worker/local-chain-worker-host.ts:startLocalChainWorker": 245,
+  "src/local-chain/rpc/json-rpc-handler.ts:createJsonRpcHandler": 223,
+  "src/local-chain/state/genesis.ts:createGenesis": 222,
+  "src/local-chain/encoding/parse-token.ts:parseToken": 185,
   "src/kinds/transfer/transfer-executor.ts:createTransferExecutor": 218,
-  "src/local-chain/parse-token.ts:parseToken": 185,
   "src/local-chain/start-local-chain.ts:startLocalChain": 182,
-  "src/local-chain/local-chain-server.ts:startLocalChainServer": 175,
-  "src/local-chain/pubsub-server.ts:startPubSubServer": 162,
+  "src/local-chain/server/local-chain-server.ts:startLocalChainServer": 175,
+  "src/local-chain/pubsub/pubsub-server.ts:startPubSubServer": 162,
   "src/chain/compiled-message.ts:compile": 153,
   "src/chain/kit-transfer-chain.ts:createKitTransferChain": 153,
 };
@@ -41,12 +41,11 @@ const FUNCTIONS_OVER: Readonly<Record<string, number>> = {
 /** Source files over the limit today, with their lines. */
 const FILES_OVER: Readonly<Record<string, number>> = {
   "src/lean/lean-unary.ts": 577,
-  "src/local-chain/local-chain.ts": 972,
+  "src/local-chain/runtime/local-chain.ts": 969,
 };
 
 /** Folders over the limit today, with their source files. */
 const FOLDERS_OVER: Readonly<Record<string, number>> = {
-  "src/local-chain": 69,
   "src/rpc": 21,
   "src/chain": 29,
 };

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { type Address, generateKeyPairSigner } from "@solana/kit";
 import { findAssociatedTokenPda, TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { localKey } from "../src/local-chain/local-keys.ts";
+import { localKey } from "../src/local-chain/index.ts";
 import type { ExecutionJournal } from "../src/scheduler/executor.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
 import { type ChainClient, createChainClient } from "./support/chain-client.ts";

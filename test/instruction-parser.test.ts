@@ -25,7 +25,7 @@ import {
   TOKEN_PROGRAM_ADDRESS,
 } from "@solana-program/token";
 import { beforeAll, describe, expect, it } from "vitest";
-import { parsedInstruction } from "../src/local-chain/instruction-parser.ts";
+import { parsedInstruction } from "../src/local-chain/index.ts";
 
 const SYSTEM = "11111111111111111111111111111111";
 const TOKEN_2022 = "TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb";

@@ -1,6 +1,6 @@
 /**
  * The embedded chain's thread answers the service's kit RPC in kit's final shape
- * (src/local-chain/kit-shape.ts), and the service's RPC takes that result as it is
+ * (src/local-chain/worker/kit-shape.ts), and the service's RPC takes that result as it is
  * (src/chain/chain-rpc.ts). Both are held to kit's own reading of the same answer: the handler's
  * JSON text as kit's HTTP transport parses it, then kit's Solana RPC API's response transformer,
  * for every method the shapes know, on real answers (token balances, inner instructions, parsed
@@ -30,9 +30,12 @@ import {
 } from "@solana-program/token";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createChainRpc, KitShapedAnswer } from "../src/chain/chain-rpc.ts";
-import { createKitShapes } from "../src/local-chain/kit-shape.ts";
-import { answerShaped } from "../src/local-chain/local-transport.ts";
-import { type RunningLocalChain, startLocalChain } from "../src/local-chain/start-local-chain.ts";
+import {
+  answerShaped,
+  createKitShapes,
+  type RunningLocalChain,
+  startLocalChain,
+} from "../src/local-chain/index.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
 import { type ChainClient, createChainClient } from "./support/chain-client.ts";
 

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PreflightFailure, type TransferChain } from "../src/chain/chain.ts";
 import { createHttpTransport } from "../src/chain/http-transport.ts";
 import { createKitTransferChain } from "../src/chain/kit-transfer-chain.ts";
-import { type RunningLocalChain, startLocalChain } from "../src/local-chain/start-local-chain.ts";
+import { type RunningLocalChain, startLocalChain } from "../src/local-chain/index.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
 import { type ChainClient, createChainClient, signedTransaction } from "./support/chain-client.ts";
 

@@ -23,8 +23,7 @@ import {
   TOKEN_PROGRAM_ADDRESS,
 } from "@solana-program/token";
 import { describe, expect, it, vi } from "vitest";
-import { localKey } from "../src/local-chain/local-keys.ts";
-import { startLocalChain } from "../src/local-chain/start-local-chain.ts";
+import { localKey, startLocalChain } from "../src/local-chain/index.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
 import { createChainClient } from "./support/chain-client.ts";
 import { useCleanups } from "./support/cleanups.ts";

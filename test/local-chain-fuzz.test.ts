@@ -6,8 +6,7 @@
  * chain must still serve afterwards. FUZZ_SEED reproduces a run; the seed is printed.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { LOCAL_CHAIN_METHODS } from "../src/local-chain/rpc-methods.ts";
-import { type RunningLocalChain, startLocalChain } from "../src/local-chain/start-local-chain.ts";
+import { LOCAL_CHAIN_METHODS, type RunningLocalChain, startLocalChain } from "../src/local-chain/index.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
 import { prng } from "./support/prng.ts";
 

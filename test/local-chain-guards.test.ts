@@ -9,7 +9,7 @@ import { connect } from "node:net";
 import { type Address, generateKeyPairSigner } from "@solana/kit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../src/config.ts";
-import { type RunningLocalChain, startLocalChain } from "../src/local-chain/start-local-chain.ts";
+import { type RunningLocalChain, startLocalChain } from "../src/local-chain/index.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
 import { createChainClient } from "./support/chain-client.ts";
 import { useCleanups } from "./support/cleanups.ts";

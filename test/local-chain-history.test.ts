@@ -24,9 +24,12 @@ import {
 import { getTransferSolInstruction } from "@solana-program/system";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../src/config.ts";
-import { readChainState } from "../src/local-chain/chain-state.ts";
-import { localKey } from "../src/local-chain/local-keys.ts";
-import { type RunningLocalChain, startLocalChain } from "../src/local-chain/start-local-chain.ts";
+import {
+  localKey,
+  type RunningLocalChain,
+  readChainState,
+  startLocalChain,
+} from "../src/local-chain/index.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
 import { type ChainClient, createChainClient } from "./support/chain-client.ts";
 import { useCleanups } from "./support/cleanups.ts";

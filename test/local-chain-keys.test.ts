@@ -30,14 +30,16 @@ import {
   TOKEN_PROGRAM_ADDRESS,
 } from "@solana-program/token";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { readChainState, writeChainState } from "../src/local-chain/chain-state.ts";
-import { type LocalPool, localPools } from "../src/local-chain/local-pools.ts";
-import { createEmbeddedSwapRoutes } from "../src/local-chain/local-swap-api.ts";
 import {
+  createEmbeddedSwapRoutes,
   defaultCacheDir,
+  type LocalPool,
+  localPools,
   type RunningLocalChain,
+  readChainState,
   startLocalChain,
-} from "../src/local-chain/start-local-chain.ts";
+  writeChainState,
+} from "../src/local-chain/index.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
 import { type ChainClient, createChainClient } from "./support/chain-client.ts";
 import { useCleanups } from "./support/cleanups.ts";

@@ -19,9 +19,13 @@ import {
 import { getTransferSolInstruction } from "@solana-program/system";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { DEFAULT_LOCAL_CHAIN_PORT_LIMITS } from "../src/config.ts";
-import { createJsonRpcHandler, type JsonRpcHandler } from "../src/local-chain/json-rpc-handler.ts";
-import { startLocalChainServer } from "../src/local-chain/local-chain-server.ts";
-import { type RunningLocalChain, startLocalChain } from "../src/local-chain/start-local-chain.ts";
+import {
+  createJsonRpcHandler,
+  type JsonRpcHandler,
+  type RunningLocalChain,
+  startLocalChain,
+  startLocalChainServer,
+} from "../src/local-chain/index.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
 import { useCleanups } from "./support/cleanups.ts";
 

@@ -13,10 +13,7 @@ import { Worker } from "node:worker_threads";
 import { type Address, createSolanaRpcFromTransport, getBase58Decoder } from "@solana/kit";
 import { TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import {
-  type EmbeddedLocalChain,
-  startLocalChainWorker,
-} from "../src/local-chain/local-chain-worker-host.ts";
+import { type EmbeddedLocalChain, startLocalChainWorker } from "../src/local-chain/index.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
 
 const USDC = loadCatalog().tokens.find((t) => t.symbol === "USDC")?.mint as Address;

@@ -16,8 +16,8 @@ import { getTransferSolInstruction } from "@solana-program/system";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import type { LocalChainPubSubLimits } from "../src/config.ts";
-import { type RunningLocalChain, startLocalChain } from "../src/local-chain/start-local-chain.ts";
-import type { RawAccount } from "../src/local-chain/token-accounts.ts";
+import type { RawAccount } from "../src/local-chain/index.ts";
+import { type RunningLocalChain, startLocalChain } from "../src/local-chain/index.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
 import { createChainClient, signedTransaction } from "./support/chain-client.ts";
 

@@ -22,7 +22,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
 import { ConfigError, loadConfig } from "../src/config.ts";
-import { type RunningLocalChain, startLocalChain } from "../src/local-chain/start-local-chain.ts";
+import { type RunningLocalChain, startLocalChain } from "../src/local-chain/index.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
 import { type ChainClient, createChainClient } from "./support/chain-client.ts";
 

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Address, getBase58Decoder } from "@solana/kit";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { type RunningLocalChain, startLocalChain } from "../src/local-chain/start-local-chain.ts";
+import { type RunningLocalChain, startLocalChain } from "../src/local-chain/index.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
 import { createChainClient } from "./support/chain-client.ts";
 import { startServer } from "./support/start-server.ts";

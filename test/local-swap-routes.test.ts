@@ -11,9 +11,7 @@ import { type Address, getAddressDecoder } from "@solana/kit";
 import { findAssociatedTokenPda, TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../src/config.ts";
-import { localPools } from "../src/local-chain/local-pools.ts";
-import { createEmbeddedSwapRoutes } from "../src/local-chain/local-swap-api.ts";
-import { LOCAL_ROUTE_LABEL } from "../src/local-chain/local-swap-routes.ts";
+import { createEmbeddedSwapRoutes, LOCAL_ROUTE_LABEL, localPools } from "../src/local-chain/index.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
 import {
   type AgentOnChain,

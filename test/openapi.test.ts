@@ -10,7 +10,7 @@ import { http } from "../gen/google/api/annotations_pb.ts";
 import { TokenService } from "../gen/token/v1/token_pb.ts";
 import { WebhookService } from "../gen/webhook/v1/webhook_pb.ts";
 import { ADMIN_OWNER } from "../src/auth/api-keys.ts";
-import { localKey } from "../src/local-chain/local-keys.ts";
+import { localKey } from "../src/local-chain/index.ts";
 import { restBindingsOf } from "../src/rest/rest-bindings.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
 import { type RunningServer, startServer } from "./support/start-server.ts";

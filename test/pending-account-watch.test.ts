@@ -14,7 +14,7 @@ import { type Address, generateKeyPairSigner, type KeyPairSigner } from "@solana
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import type { AgentRecord } from "../src/agent/agent-store.ts";
-import { type RunningLocalChain, startLocalChain } from "../src/local-chain/start-local-chain.ts";
+import { type RunningLocalChain, startLocalChain } from "../src/local-chain/index.ts";
 import { createPendingAccountWatch, fairShares } from "../src/scheduler/pending-account-watch.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
 import {

@@ -7,7 +7,7 @@
 import { randomBytes } from "node:crypto";
 import { type Address, generateKeyPairSigner } from "@solana/kit";
 import { describe, expect, inject, it } from "vitest";
-import { localKey } from "../src/local-chain/local-keys.ts";
+import { localKey } from "../src/local-chain/index.ts";
 import type { ExecutionJournal } from "../src/scheduler/executor.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
 import { createChainClient } from "./support/chain-client.ts";

@@ -5,7 +5,7 @@
  */
 import { address } from "@solana/kit";
 import { afterAll, beforeAll } from "vitest";
-import { type RunningLocalChain, startLocalChain } from "../src/local-chain/start-local-chain.ts";
+import { type RunningLocalChain, startLocalChain } from "../src/local-chain/index.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
 import { describeSolanaRpc } from "./solana-rpc.contract.ts";
 import { describeAgaveAnswers } from "./solana-rpc-agave.contract.ts";

@@ -17,7 +17,7 @@ import { getTransferSolInstruction } from "@solana-program/system";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKitTransferChain } from "../src/chain/kit-transfer-chain.ts";
 import { createSharedTransferChain } from "../src/chain/shared-transfer-chain.ts";
-import { type RunningLocalChain, startLocalChain } from "../src/local-chain/start-local-chain.ts";
+import { type RunningLocalChain, startLocalChain } from "../src/local-chain/index.ts";
 import { createSentTransactions, type SentOutcome } from "../src/scheduler/sent-transactions.ts";
 import { loadCatalog } from "../src/token/catalog.ts";
 import { type ChainClient, createChainClient } from "./support/chain-client.ts";

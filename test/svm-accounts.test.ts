@@ -7,7 +7,7 @@ import { randomBytes } from "node:crypto";
 import { type Address, getAddressDecoder, lamports } from "@solana/kit";
 import { LiteSVM } from "litesvm";
 import { describe, expect, it } from "vitest";
-import { svmAccounts } from "../src/local-chain/svm-accounts.ts";
+import { svmAccounts } from "../src/local-chain/index.ts";
 
 const decoder = getAddressDecoder();
 const key = (zeros = 0) => {

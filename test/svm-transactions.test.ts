@@ -19,8 +19,7 @@ import {
 import { getTransferSolInstruction } from "@solana-program/system";
 import { FailedTransactionMetadata, LiteSVM } from "litesvm";
 import { describe, expect, it } from "vitest";
-import { svmTransactions } from "../src/local-chain/svm-transactions.ts";
-import { decodeWireTransaction } from "../src/local-chain/wire-transaction.ts";
+import { decodeWireTransaction, svmTransactions } from "../src/local-chain/index.ts";
 
 const MEMO = "MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr" as Address;
 

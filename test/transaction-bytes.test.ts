@@ -1,5 +1,5 @@
 /**
- * The embedded chain's hand-written decoders (src/local-chain/transaction-bytes.ts, the base
+ * The embedded chain's hand-written decoders (src/local-chain/runtime/transaction-bytes.ts, the base
  * layout in token-accounts.ts, base58Text) against kit's codecs they stand in for, over random and
  * real transactions and accounts, malformed bytes included: where the hand-written decoder answers,
  * it must answer exactly as kit does, and it must answer for every plain transaction (else the
@@ -38,13 +38,14 @@ import {
 } from "@solana-program/token-2022";
 import { describe, expect, it } from "vitest";
 import { base58Bytes, base58Text } from "../src/chain/base58-address.ts";
-import { readTokenAccount, tokenAccountBytes } from "../src/local-chain/token-accounts.ts";
-import { decodeTransactionBytes } from "../src/local-chain/transaction-bytes.ts";
 import {
+  decodeTransactionBytes,
   decodeWireTransaction,
   MAX_TRANSACTION_BYTES,
+  readTokenAccount,
+  tokenAccountBytes,
   WireTransactionError,
-} from "../src/local-chain/wire-transaction.ts";
+} from "../src/local-chain/index.ts";
 import { int, key, randomMessage } from "./support/random-messages.ts";
 
 const COMPUTE_BUDGET = "ComputeBudget111111111111111111111111111111" as Address;

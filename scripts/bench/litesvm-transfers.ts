@@ -14,7 +14,7 @@ import { FailedTransactionMetadata } from "litesvm";
 import { createDelegateKeys } from "../../src/chain/delegate-keys.ts";
 import { generateExecutorKey } from "../../src/chain/executor-key.ts";
 import { delegatedTransferTransaction } from "../../src/chain/token-transactions.ts";
-import { startLocalChain } from "../../src/local-chain/start-local-chain.ts";
+import { startLocalChain } from "../../src/local-chain/index.ts";
 import { loadCatalog } from "../../src/token/catalog.ts";
 
 const COUNT = Number(process.argv[2] ?? 2000);

@@ -6,7 +6,7 @@
  *   node scripts/bench/local-chain-methods.ts      (BENCH_CALLS=200 per method)
  */
 import { performance } from "node:perf_hooks";
-import { startLocalChain } from "../../src/local-chain/start-local-chain.ts";
+import { startLocalChain } from "../../src/local-chain/index.ts";
 import { loadCatalog } from "../../src/token/catalog.ts";
 
 const calls = Number(process.env.BENCH_CALLS ?? 200);

@@ -11,7 +11,7 @@
 import { randomBytes } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import { getBase58Decoder } from "@solana/kit";
-import { startLocalChain } from "../../src/local-chain/start-local-chain.ts";
+import { startLocalChain } from "../../src/local-chain/index.ts";
 import { loadCatalog } from "../../src/token/catalog.ts";
 
 const sizes = (process.env.BENCH_ACCOUNTS ?? "3000,30000").split(",").map(Number);

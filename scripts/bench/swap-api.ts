@@ -25,7 +25,7 @@ import {
   type KeyPairSigner,
 } from "@solana/kit";
 import { findAssociatedTokenPda, TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
-import { startLocalChain } from "../../src/local-chain/start-local-chain.ts";
+import { startLocalChain } from "../../src/local-chain/index.ts";
 import { loadCatalog } from "../../src/token/catalog.ts";
 import { createJupiterSwapApi, type SwapBuild } from "../../src/token/jupiter-swap-api.ts";
 import { createChainClient } from "../../test/support/chain-client.ts";

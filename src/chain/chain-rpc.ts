@@ -12,9 +12,9 @@ import {
 /**
  * A JSON-RPC answer whose result is already what kit's RPC makes of it (each integer a bigint,
  * but those kit keeps as numbers). The embedded chain's thread answers the service so (see
- * local-chain/kit-shape.ts), having walked the answer once anyway. A class, not a field: no answer
- * read from a socket can claim to be one. Kit's own RPC reads it as any answer (its walk gives
- * back the same value), so every consumer of the transport stays correct.
+ * local-chain/worker/kit-shape.ts), having walked the answer once anyway. A class, not a field:
+ * no answer read from a socket can claim to be one. Kit's own RPC reads it as any answer (its walk
+ * gives back the same value), so every consumer of the transport stays correct.
  */
 export class KitShapedAnswer {
   readonly jsonrpc = "2.0";

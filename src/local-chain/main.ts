@@ -2,8 +2,8 @@ import { createLogger } from "../logger.ts";
 import { keepServingOnUnhandledRejection, loadConfigOrExit, stopOnSignals } from "../process-lifecycle.ts";
 import { loadCatalog } from "../token/catalog.ts";
 import { chainOptionsOf } from "./chain-options.ts";
-import { LOCAL_KEYS } from "./genesis.ts";
 import { startLocalChain } from "./start-local-chain.ts";
+import { LOCAL_KEYS } from "./state/genesis.ts";
 
 /**
  * `npm run local-chain`: the embedded local chain alone, serving Solana JSON-RPC on

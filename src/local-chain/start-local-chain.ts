@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { mkdir } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import type { RpcTransport } from "@solana/kit";
 import {
   CONFIG_VARIABLES,
@@ -14,32 +14,33 @@ import {
   type RateLimitConfig,
 } from "../config.ts";
 import type { Catalog } from "../token/catalog.ts";
-import { BLOCKHASH_VALID_BLOCKS, createBlockClock } from "./block-clock.ts";
-import { createChainDeltaFeed } from "./chain-delta-feed.ts";
-import { createChainEvents } from "./chain-events.ts";
-import { type ChainKeys, createChainKeys, newChainKeySeed } from "./chain-keys.ts";
-import { type ChainDelta, withDelta } from "./chain-mirror.ts";
+import { PUBSUB_PARAM_COUNTS, pubsubMethods } from "./pubsub/pubsub-methods.ts";
+import type { PubSubServer } from "./pubsub/pubsub-server.ts";
+import { createPubSubSubscriptions } from "./pubsub/pubsub-subscriptions.ts";
+import { createJsonRpcHandler, type JsonRpcHandler } from "./rpc/json-rpc-handler.ts";
+import { createRpcMethods, LOCAL_CHAIN_PARAM_COUNTS } from "./rpc/methods/rpc-methods.ts";
+import { createPublicTurns } from "./rpc/public-turns.ts";
+import { BLOCKHASH_VALID_BLOCKS, createBlockClock } from "./runtime/block-clock.ts";
+import { createChainEvents } from "./runtime/chain-events.ts";
+import { createLedger } from "./runtime/ledger.ts";
+import { createLocalChain, createSvm, type LocalChain } from "./runtime/local-chain.ts";
+import { createTokenAccountIndex } from "./runtime/token-account-index.ts";
+import { startLocalChainPorts } from "./server/local-chain-ports.ts";
+import { createChainDeltaFeed } from "./state/chain-delta-feed.ts";
+import { type ChainKeys, createChainKeys, newChainKeySeed } from "./state/chain-keys.ts";
+import { type ChainDelta, withDelta } from "./state/chain-mirror.ts";
 import {
   type ChainState,
+  defaultCacheDir,
   readChainState,
   readCheckedChainState,
   removeStaleTemporaries,
   writeChainState,
-} from "./chain-state.ts";
-import { createGenesis, GENESIS_VERSION, LOCAL_KEYS } from "./genesis.ts";
-import { installChainKeys } from "./install-chain-keys.ts";
-import { createJsonRpcHandler, type JsonRpcHandler } from "./json-rpc-handler.ts";
-import { createLedger } from "./ledger.ts";
-import { createLocalChain, createSvm, type LocalChain } from "./local-chain.ts";
-import { startLocalChainPorts } from "./local-chain-ports.ts";
-import { createLocalTransport } from "./local-transport.ts";
-import { createPublicTurns } from "./public-turns.ts";
-import { PUBSUB_PARAM_COUNTS, pubsubMethods } from "./pubsub-methods.ts";
-import type { PubSubServer } from "./pubsub-server.ts";
-import { createPubSubSubscriptions } from "./pubsub-subscriptions.ts";
-import { createRpcMethods, LOCAL_CHAIN_PARAM_COUNTS } from "./rpc-methods.ts";
-import { createStateSaver, type SaveOutcome } from "./state-saver.ts";
-import { createTokenAccountIndex } from "./token-account-index.ts";
+} from "./state/chain-state.ts";
+import { createGenesis, GENESIS_VERSION, LOCAL_KEYS } from "./state/genesis.ts";
+import { installChainKeys } from "./state/install-chain-keys.ts";
+import { createStateSaver, type SaveOutcome } from "./state/state-saver.ts";
+import { createLocalTransport } from "./worker/local-transport.ts";
 
 export interface StartLocalChainOptions {
   readonly catalog: Catalog;
@@ -48,7 +49,7 @@ export interface StartLocalChainOptions {
   /** File the chain is kept in across restarts; undefined: a fresh chain from the genesis. */
   readonly statePath: string | undefined;
   /**
-   * The seed of a fresh chain's own keys (chain-keys.ts), when its state holds none: the embedded
+   * The seed of a fresh chain's own keys (state/chain-keys.ts), when its state holds none: the embedded
    * chain's host passes the one its last start made, so a restart without a state file keeps its
    * pools. Default: a new random one. A state file's own seed always wins.
    */
@@ -61,15 +62,15 @@ export interface StartLocalChainOptions {
   /** Bounds of the PubSub port (the RPC port + 1); default: the configuration's defaults. */
   readonly pubsubLimits?: Partial<LocalChainPubSubLimits>;
   /**
-   * A secret for the service's own PubSub path (see pubsub-server.ts): the embedded chain's host
+   * A secret for the service's own PubSub path (see pubsub/pubsub-server.ts): the embedded chain's host
    * makes one; undefined (`npm run local-chain`): every connection is a client's.
    */
   readonly pubsubServiceToken?: string;
   /** Serve surfpool's cheatcodes (surfnet_*); default true. */
   readonly cheatcodes?: boolean;
-  /** Host header names the port answers besides the loopback ones (see host-check.ts). */
+  /** Host header names the port answers besides the loopback ones (see server/host-check.ts). */
   readonly allowedHosts?: readonly string[];
-  /** Web origins that may call the ports besides pages on this machine (see cors.ts). */
+  /** Web origins that may call the ports besides pages on this machine (see server/cors.ts). */
   readonly allowedOrigins?: readonly string[];
   /**
    * Transactions the ledger keeps (those of the last 150 slots are always kept); older ones go,
@@ -85,10 +86,10 @@ export interface StartLocalChainOptions {
   readonly maxAccountBytes?: number;
   /**
    * Without `statePath`: the changes a worker that died had made since its genesis (the service's
-   * mirror of them, see chain-mirror.ts), put back over the genesis, its clock included.
+   * mirror of them, see state/chain-mirror.ts), put back over the genesis, its clock included.
    */
   readonly restore?: ChainDelta;
-  /** Told of what changes, a burst at a time (see chain-delta-feed.ts): the service mirrors it. */
+  /** Told of what changes, a burst at a time (see state/chain-delta-feed.ts): the service mirrors it. */
   readonly onDelta?: (delta: ChainDelta) => void;
   /** Told how each save of the state went. */
   readonly onSaved?: (outcome: SaveOutcome) => void;
@@ -384,15 +385,6 @@ function genesisKey(catalog: Catalog): string {
     .update(JSON.stringify([GENESIS_VERSION, litesvm, tokens]))
     .digest("hex")
     .slice(0, 16);
-}
-
-/**
- * node_modules/.cache/token-agent-service of the install that holds LiteSVM: the same directory
- * whether this runs from the sources or from the compiled dist/.
- */
-export function defaultCacheDir(): string {
-  const litesvm = createRequire(import.meta.url).resolve("litesvm/package.json");
-  return join(dirname(dirname(litesvm)), ".cache", "token-agent-service");
 }
 
 /** Whether `state` holds an account at an address: what a chain that starts from it started with. */

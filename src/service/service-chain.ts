@@ -8,8 +8,7 @@ import { createLazyTransferChain } from "../chain/lazy-transfer-chain.ts";
 import { createResilientTransport } from "../chain/resilient-transport.ts";
 import { createSharedTransferChain } from "../chain/shared-transfer-chain.ts";
 import { type Config, redactRpcUrl } from "../config.ts";
-import { chainOptionsOf } from "../local-chain/chain-options.ts";
-import type { EmbeddedLocalChain } from "../local-chain/local-chain-worker-host.ts";
+import type { EmbeddedLocalChain } from "../local-chain/index.ts";
 import type { Logger } from "../logger.ts";
 import { registerChainMetrics, registerLocalChainMetrics } from "../observability/chain-metrics.ts";
 
@@ -78,10 +77,10 @@ async function startEmbeddedChain(
   logger: Logger,
   registry: Registry,
 ): Promise<EmbeddedLocalChain> {
-  const [{ startLocalChainWorker }, { LOCAL_CHAIN_METHODS }] = await Promise.all([
-    import("../local-chain/local-chain-worker-host.ts"),
-    import("../local-chain/rpc-methods.ts"),
-  ]);
+  // Loaded only here: the chain's code stays out of a service that reads SOLANA_RPC_URL.
+  const { chainOptionsOf, LOCAL_CHAIN_METHODS, startLocalChainWorker } = await import(
+    "../local-chain/index.ts"
+  );
   const local = config.solana.local;
   const metrics = registerLocalChainMetrics(registry, LOCAL_CHAIN_METHODS);
   let running: EmbeddedLocalChain;

@@ -3,7 +3,7 @@ import { generateDelegateSeed, loadDelegateSeed } from "../chain/delegate-seed.t
 import type { SigningKey } from "../chain/ed25519-key.ts";
 import { generateExecutorKey, loadExecutorKey } from "../chain/executor-key.ts";
 import type { Config } from "../config.ts";
-import type { EmbeddedLocalChain } from "../local-chain/local-chain-worker-host.ts";
+import type { EmbeddedLocalChain } from "../local-chain/index.ts";
 import type { Logger } from "../logger.ts";
 
 /** What the embedded chain's faucet gives a key it made: fees and rent for a long while. */

@@ -1,7 +1,7 @@
 import type { Registry } from "prom-client";
 import type { AppContext } from "../app-context.ts";
 import { type Config, redactRpcUrl } from "../config.ts";
-import type { EmbeddedLocalChain } from "../local-chain/local-chain-worker-host.ts";
+import type { EmbeddedLocalChain } from "../local-chain/index.ts";
 import type { Logger } from "../logger.ts";
 import { registerPendingWatchMetrics } from "../observability/pending-watch-metrics.ts";
 import { createRateLimitedLog } from "../observability/rate-limited-log.ts";

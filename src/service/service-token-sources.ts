@@ -1,5 +1,5 @@
 import { type Config, redactRpcUrl } from "../config.ts";
-import type { EmbeddedLocalChain } from "../local-chain/local-chain-worker-host.ts";
+import type { EmbeddedLocalChain } from "../local-chain/index.ts";
 import type { Logger } from "../logger.ts";
 import { createRateLimitedLog } from "../observability/rate-limited-log.ts";
 import type { UpstreamMetrics } from "../observability/upstream-metrics.ts";
@@ -27,10 +27,7 @@ export async function createSwapRoutes(
   upstreamMetrics: UpstreamMetrics,
 ): Promise<SwapRouteNotice> {
   if (config.swaps.localRoutes === true && localChain !== undefined) {
-    const [{ createLocalSwapApi }, { localPools }] = await Promise.all([
-      import("../local-chain/local-swap-api.ts"),
-      import("../local-chain/local-pools.ts"),
-    ]);
+    const { createLocalSwapApi, localPools } = await import("../local-chain/index.ts");
     const pools = await localPools(catalog, localChain.keys);
     logger.info(
       { pools: pools.length },

@@ -1,7 +1,7 @@
 /**
  * Deploys a program on a chain as a cluster does, through the upgradeable loader's own
  * transactions (a buffer written, then DeployWithMaxDataLen): the local chain's cheatcodes make no
- * programs (src/local-chain/cheatcode-refusal.ts). The program's address is its key's, so a test
+ * programs (src/local-chain/cheatcodes/cheatcode-refusal.ts). The program's address is its key's, so a test
  * that must name it before the chain starts (SWAP_ALLOWED_PROGRAMS) derives the key from a fixed
  * seed. Deploying twice to one chain deploys once.
  */
@@ -16,7 +16,7 @@ import {
   type Instruction,
 } from "@solana/kit";
 import { getCreateAccountInstruction } from "@solana-program/system";
-import type { LocalKey } from "../../src/local-chain/local-keys.ts";
+import type { LocalKey } from "../../src/local-chain/index.ts";
 import { createChainClient } from "./chain-client.ts";
 
 const LOADER = address("BPFLoaderUpgradeab1e11111111111111111111111");

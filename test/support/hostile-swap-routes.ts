@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { type Address, createSolanaRpc, getAddressDecoder, getAddressEncoder } from "@solana/kit";
 import { findAssociatedTokenPda } from "@solana-program/token";
-import { meta, transferCheckedWire, wire } from "../../src/local-chain/local-swap-routes.ts";
+import { meta, transferCheckedWire, wire } from "../../src/local-chain/index.ts";
 
 /**
  * Hostile Swap API answers, as an attacker who controls them would write them (a compromised

@@ -16,10 +16,10 @@ import {
 } from "@solana-program/token";
 import { getMintDecoder } from "@solana-program/token-2022";
 import { associatedTokenAddress } from "../../src/chain/program-address.ts";
-import { localKeyFromSeed } from "../../src/local-chain/local-keys.ts";
 import {
   createLocalSwapRoutes,
   LOCAL_ROUTE_COMPUTE_UNIT_PRICE,
+  localKeyFromSeed,
   meta,
   noRoute,
   type RoutePool,
@@ -27,14 +27,14 @@ import {
   transferCheckedWire,
   type WireInstruction,
   wire,
-} from "../../src/local-chain/local-swap-routes.ts";
+} from "../../src/local-chain/index.ts";
 import { deployProgram } from "./deploy-program.ts";
 import type { AnswerMutator, BuildAnswer } from "./hostile-swap-routes.ts";
 
 /**
  * A local stand-in for Jupiter's Swap API v2 `GET /build` (dev.jup.ag/docs/swap/build) that swaps
  * for real on the embedded local chain: an HTTP wrapper over the product's local route source
- * (src/local-chain/local-swap-routes.ts), on pools of its own made with cheatcodes. Each pool is a constant-product pool whose two vaults are
+ * (src/local-chain/pools/local-swap-routes.ts), on pools of its own made with cheatcodes. Each pool is a constant-product pool whose two vaults are
  * real token accounts (associated token accounts of the pool's own address, made and funded with
  * the `surfnet_setTokenAccount` cheatcode); every quote reads the vaults' balances from the chain,
  * so a quote after a swap reflects the new reserves.
@@ -215,7 +215,7 @@ export async function startJupiterSwapServer(options: JupiterSwapServerOptions):
     options.lookupTable === true ? await createLookupTable(options.rpcUrl, pools, cheat) : undefined;
   const tables = lookupTable === undefined ? null : { [lookupTable.address]: lookupTable.addresses };
 
-  // The honest answer is the product's local route source (src/local-chain/local-swap-routes.ts)
+  // The honest answer is the product's local route source (src/local-chain/pools/local-swap-routes.ts)
   // over these pools; the server authorizes the payout with a cheatcode instead of a pool key.
   const destinations = new Map<string, RoutePool>();
   const routes = createLocalSwapRoutes({

@@ -3,7 +3,7 @@
  * start servers in parallel (`npm ci` builds it already; this covers a tree installed without
  * scripts), so no two workers build it at once.
  */
-import { prepareGenesis } from "../../src/local-chain/start-local-chain.ts";
+import { prepareGenesis } from "../../src/local-chain/index.ts";
 import { loadCatalog } from "../../src/token/catalog.ts";
 
 export default async function setup(): Promise<void> {

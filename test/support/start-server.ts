@@ -2,7 +2,7 @@ import type { Server as NetServer } from "node:net";
 import { Writable } from "node:stream";
 import type { AppContext } from "../../src/app-context.ts";
 import { loadConfig } from "../../src/config.ts";
-import type { EmbeddedLocalChain } from "../../src/local-chain/local-chain-worker-host.ts";
+import type { EmbeddedLocalChain } from "../../src/local-chain/index.ts";
 import { createLogger } from "../../src/logger.ts";
 import type { Server } from "../../src/server.ts";
 import { createService, type Service, type ServiceOverrides } from "../../src/service.ts";

@@ -5,7 +5,7 @@
  * TEST_FIRST_AIRDROPS how many airdrops come before the first save (a larger state, longer writes).
  */
 import { getAddressDecoder } from "@solana/kit";
-import { startLocalChain } from "../../src/local-chain/start-local-chain.ts";
+import { startLocalChain } from "../../src/local-chain/index.ts";
 import { loadCatalog } from "../../src/token/catalog.ts";
 
 const statePath = process.env.TEST_STATE_PATH as string;
