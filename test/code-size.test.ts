@@ -36,7 +36,6 @@ const FUNCTIONS_OVER: Readonly<Record<string, number>> = {
   "src/local-chain/start-local-chain.ts:startLocalChain": 182,
   "src/local-chain/local-chain-server.ts:startLocalChainServer": 175,
   "src/local-chain/pubsub-server.ts:startPubSubServer": 162,
-  "src/chain/compiled-message.ts:compile": 153,
   "src/chain/kit-transfer-chain.ts:createKitTransferChain": 153,
 };
 
@@ -51,7 +50,7 @@ const FILES_OVER: Readonly<Record<string, number>> = {
 const FOLDERS_OVER: Readonly<Record<string, number>> = {
   "src/local-chain": 69,
   "src/rpc": 21,
-  "src/chain": 29,
+  "src/chain": 27,
 };
 
 const sources = readdirSync(join(ROOT, "src"), { recursive: true, encoding: "utf8" })
