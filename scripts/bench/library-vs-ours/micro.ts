@@ -522,6 +522,15 @@ const cases: AnyCase[] = [
     library: stringifyJsonWithBigInts,
   },
   {
+    name: "RPC answer text, the embedded chain's getBlocks of 50,000 slots (bigints): stringifyJsonBigInts vs kit",
+    path: "embedded chain (development): answers dense in u64s (getBlocks, slots, lamports)",
+    inputs: [
+      { jsonrpc: "2.0", result: Array.from({ length: 50_000 }, (_, i) => 341_000_000n + BigInt(i)), id: 9 },
+    ],
+    ours: stringifyJsonBigInts,
+    library: stringifyJsonWithBigInts,
+  },
+  {
     name: "RPC answer text, the embedded chain's getMultipleAccounts answer: stringifyJsonBigInts vs kit",
     path: "embedded chain (development): every answer with a u64 in it",
     inputs: [parseJsonBigInts(swapReadAnswer)],
