@@ -34,7 +34,6 @@ const FUNCTIONS_OVER: Readonly<Record<string, number>> = {
   "src/local-chain/start-local-chain.ts:startLocalChain": 182,
   "src/local-chain/server/local-chain-server.ts:startLocalChainServer": 175,
   "src/local-chain/pubsub/pubsub-server.ts:startPubSubServer": 162,
-  "src/chain/compiled-message.ts:compile": 153,
   "src/chain/kit-transfer-chain.ts:createKitTransferChain": 153,
 };
 
@@ -47,7 +46,7 @@ const FILES_OVER: Readonly<Record<string, number>> = {
 /** Folders over the limit today, with their source files. */
 const FOLDERS_OVER: Readonly<Record<string, number>> = {
   "src/rpc": 21,
-  "src/chain": 29,
+  "src/chain": 27,
 };
 
 const sources = readdirSync(join(ROOT, "src"), { recursive: true, encoding: "utf8" })

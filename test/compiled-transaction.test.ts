@@ -1,9 +1,8 @@
 /**
  * The service's message encoder (src/chain/compiled-transaction.ts) against kit's: the same bytes
  * for random compiled messages and for transactions as the service builds them (lookup tables,
- * a durable nonce, legacy), compiled by the service's own compile (src/chain/compiled-message.ts,
- * held to kit's compile message by message in test/compiled-message.test.ts), and kit's own
- * refusal where a message cannot be written.
+ * a durable nonce, legacy), compiled by kit's compileTransactionMessage, and kit's own refusal
+ * where a message cannot be written.
  */
 import {
   AccountRole,
