@@ -54,7 +54,7 @@ import { parseV0Message } from "../../../src/chain/v0-message.ts";
 import { createBinaryEncoder } from "../../../src/lean/binary-encoder.ts";
 import { deepFreeze } from "../../../src/lean/deep-freeze.ts";
 import { createJsonEncoder } from "../../../src/lean/json-encoder.ts";
-import { decodeTransactionBytes } from "../../../src/local-chain/transaction-bytes.ts";
+import { decodeTransactionBytes } from "../../../src/local-chain/index.ts";
 import { agentSummary } from "../../../src/rpc/messages/agent-messages.ts";
 import { loadCatalog } from "../../../src/token/catalog.ts";
 import { alternate, type Case, report } from "./alternate.ts";
