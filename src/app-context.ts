@@ -21,6 +21,7 @@ import { createMemoryEventLog } from "./events/memory-event-log.ts";
 import type { EventRepair } from "./events/mongo-event-repair.ts";
 import type { AgentKinds } from "./kinds/agent-kinds.ts";
 import { builtInKinds } from "./kinds/built-in-kinds.ts";
+import { createTriggerSightings, type TriggerSightings } from "./kinds/trigger/trigger-sightings.ts";
 import type { TransferHooks } from "./kinds/transfer/transfer-executor.ts";
 import type { Logger } from "./logger.ts";
 import { type ApprovalCheck, createApprovalCheck } from "./scheduler/approval-check.ts";
@@ -72,6 +73,8 @@ export interface AppContext {
   readonly runStore: RunStore;
   /** The agent kinds this service runs (src/kinds/). */
   readonly kinds: AgentKinds;
+  /** What this replica's trigger watch saw of each token's price (GetAgent, notices). */
+  readonly triggerSightings: TriggerSightings;
   /** Carries out agent runs: transfers and swaps on the chain, or simulated (TRANSFER_EXECUTOR). */
   readonly executor: Executor;
   /**
@@ -190,7 +193,24 @@ export async function createAppContext(
   const scheduleClock = createScheduleClock({ scale: config.scheduler.timeScale });
   const mints = new Map(catalog.tokens.map((t) => [t.symbol, t.mint]));
   const mintOf = (symbol: string) => mints.get(symbol);
-  const kinds = builtInKinds();
+  const triggerSightings = createTriggerSightings();
+  const stablecoins = new Set(catalog.tokens.filter((t) => t.tags.includes("stablecoin")).map((t) => t.symbol));
+  const kinds = builtInKinds({
+    trigger: {
+      maxLifetimeMs: config.triggers.maxLifetimeMs,
+      minUsd: config.triggers.minUsd,
+      now: overrides.now ?? (() => new Date()),
+      isStablecoin: (symbol) => stablecoins.has(symbol),
+      usdPrice: async (symbol) => {
+        const mint = mintOf(symbol);
+        if (mint === undefined) return undefined;
+        const [price] = await prices.pricesOf([mint], { fresh: true });
+        return price === undefined || price.unpriced ? undefined : price.price;
+      },
+      sightings: triggerSightings,
+      mintOf,
+    },
+  });
   const { executor, executorBalance } = createContextExecutor({
     config,
     kinds,
@@ -243,6 +263,7 @@ export async function createAppContext(
     eventRepair,
     runStore: runs,
     kinds,
+    triggerSightings,
     executor,
     awaitReady: realTransfers
       ? createApprovalCheck({ kinds, chain, transfers, delegates, mintOf })

@@ -13,6 +13,7 @@ import { readServer, type ServerConfig } from "./config/server-config.ts";
 import { readSolana, type SolanaConfig } from "./config/solana-config.ts";
 import { readStreams, type StreamsConfig } from "./config/streams-config.ts";
 import { readSwaps, type SwapsConfig } from "./config/swaps-config.ts";
+import { readTriggers, type TriggersConfig } from "./config/triggers-config.ts";
 import { readTransfers, type TransferConfig } from "./config/transfer-config.ts";
 import { readWebhooks, type WebhooksConfig } from "./config/webhooks-config.ts";
 
@@ -50,6 +51,7 @@ export interface Config extends ServerConfig {
   readonly transfers: TransferConfig;
   readonly prices: PricesConfig;
   readonly swaps: SwapsConfig;
+  readonly triggers: TriggersConfig;
   readonly streams: StreamsConfig;
   readonly webhooks: WebhooksConfig;
   /** Caps per owner on CreateAgent (an admin may set others on a key). */
@@ -87,6 +89,7 @@ export function loadConfig(env: Env = process.env): Config {
   }
   const prices = readPrices(reader);
   const swaps = readSwaps(reader);
+  const triggers = readTriggers(reader);
   const streams = readStreams(reader, http);
   const webhooks = readWebhooks(reader);
 
@@ -108,6 +111,7 @@ export function loadConfig(env: Env = process.env): Config {
     transfers,
     prices,
     swaps,
+    triggers,
     streams,
     webhooks,
     agentCaps,

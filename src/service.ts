@@ -14,6 +14,8 @@ import { agentEventJson } from "./rpc/agent-service.ts";
 import type { PendingAccountWatch } from "./scheduler/pending-account-watch.ts";
 import type { Scheduler } from "./scheduler/scheduler.ts";
 import { createServiceScheduler } from "./scheduler/service-scheduler.ts";
+import { createServiceTriggerWatch } from "./service/service-trigger-watch.ts";
+import type { TriggerWatch } from "./kinds/trigger/trigger-watch.ts";
 import { type BuildOptions, build, type Server } from "./server.ts";
 import { createChain } from "./service/service-chain.ts";
 import { createEventUpkeep } from "./service/service-event-upkeep.ts";
@@ -35,6 +37,8 @@ export interface Service {
   /** The embedded local chain, when this process runs it (no SOLANA_RPC_URL). */
   readonly localChain: EmbeddedLocalChain | undefined;
   readonly scheduler: Scheduler | undefined;
+  /** This replica's watch of open trigger orders' prices (with the scheduler). */
+  readonly triggerWatch: TriggerWatch | undefined;
   /** Webhook deliveries from the outbox (WEBHOOKS_ENABLED). */
   readonly webhooks: WebhookLoop | undefined;
   /** The Prometheus registry /metrics serves. */
@@ -131,6 +135,8 @@ export async function createService(
     scheduler === undefined
       ? undefined
       : createServicePendingWatch(config, logger, registry, context, scheduler, localChain);
+  const triggerWatch =
+    scheduler === undefined ? undefined : createServiceTriggerWatch(config, logger, registry, context, scheduler);
   const server = build(context, { ...buildOptions, metricsRegistry: registry });
   const webhooks = config.webhooks.enabled
     ? createWebhookPipeline({
@@ -149,6 +155,7 @@ export async function createService(
     server,
     localChain,
     scheduler,
+    triggerWatch,
     webhooks,
     registry,
     async listen() {
@@ -156,6 +163,7 @@ export async function createService(
       context.executorBalance?.start();
       void swapRoutes.probe();
       scheduler?.start();
+      triggerWatch?.start();
       webhooks?.start();
       upkeep.start();
       return address;
@@ -166,6 +174,7 @@ export async function createService(
       await Promise.all([
         server.close(),
         scheduler?.stop(config.shutdownTimeoutMs),
+        triggerWatch?.stop(),
         webhooks?.stop(config.shutdownTimeoutMs),
         pendingWatch?.close(),
       ]);

@@ -30,7 +30,7 @@ function settling(outcome: RunOutcome, error?: string): RunRecord {
     ...(error === undefined ? {} : { error }),
   };
 }
-const next = () => slot(2);
+const next = () => ({ nextRunAt: slot(2) });
 
 describe("retry policy", () => {
   it("settles a slot on success, on a failure no attempt can mend, and on the last allowed attempt", () => {

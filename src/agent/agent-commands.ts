@@ -5,6 +5,7 @@ import {
   NotFoundError,
 } from "../domain/errors.ts";
 import { pageLimit } from "../domain/page-limit.ts";
+import type { KindWatch } from "../kinds/agent-kind.ts";
 import type { AgentKinds } from "../kinds/agent-kinds.ts";
 import type { RunPage, RunStore } from "../scheduler/run-store.ts";
 import type { ScheduleClock } from "../scheduler/schedule-clock.ts";
@@ -55,7 +56,9 @@ export interface AgentCommands {
   /** What a pending agent waits for, in its owner's words; undefined for any other. */
   pendingReason(agent: AgentRecord): string | undefined;
   /** Where the agent's runs go, when its owner should know (a swap agent's routes); else undefined. */
-  notice?(agent: { readonly type: string }): string | undefined;
+  notice?(agent: AgentRecord): string | undefined;
+  /** What the agent watches (a trigger order's price), for a kind that watches; else undefined. */
+  watch?(agent: AgentRecord): KindWatch | undefined;
 }
 
 export interface AgentCommandsOptions {
@@ -95,8 +98,9 @@ export function createAgentCommands(options: AgentCommandsOptions): AgentCommand
   /** Slot k of an agent created at `createdAt`, in real time. */
   const slot = (createdAt: Date, schedule: Schedule, k: number) =>
     clock.toReal(slotAt(clock.toSchedule(createdAt), schedule, k));
-  /** The first slot of an agent strictly after `after`, in real time. */
+  /** The first slot of an agent strictly after `after`, in real time (or where its kind waits). */
   const firstSlotAfterNow = (agent: AgentRecord, after: Date) =>
+    options.kinds.get(agent.type)?.timing?.nextAfter(agent, after) ??
     clock.toReal(
       firstSlotAfter(
         clock.toSchedule(agent.createdAt),
@@ -110,7 +114,14 @@ export function createAgentCommands(options: AgentCommandsOptions): AgentCommand
       throw new NotFoundError(`agent ${agentId} not found`);
   }
   return {
-    create: createAgentCreate({ ...options, now, slot }),
+    create: createAgentCreate({
+      ...options,
+      now,
+      // A kind with a timing of its own waits where it says (a trigger order: until its expiry).
+      firstSlot: (type, config, createdAt) =>
+        options.kinds.get(type)?.timing?.nextAfter({ config, createdAt }, createdAt) ??
+        slot(createdAt, config.schedule as Schedule, 1),
+    }),
 
     async get(owner, agentId, options) {
       requireAgentId(agentId);
@@ -150,6 +161,11 @@ export function createAgentCommands(options: AgentCommandsOptions): AgentCommand
             `agent ${agentId} is pending and becomes active by itself once checked. Only a paused or failed agent can be resumed`,
           );
         }
+        if (current.status === "completed" || current.status === "expired") {
+          throw new FailedPreconditionError(
+            `agent ${agentId} is ${current.status}: it has ended and cannot be resumed. Only a paused or failed agent can be resumed`,
+          );
+        }
         // Missed slots are skipped: the next run is the first slot after now.
         return {
           status: "active",
@@ -179,8 +195,10 @@ export function createAgentCommands(options: AgentCommandsOptions): AgentCommand
     executor: () => options.approvals.feePayer,
 
     notice(agent) {
-      return options.kinds.get(agent.type)?.notice?.({ swapRoutes: options.swapNotice });
+      return options.kinds.get(agent.type)?.notice?.({ swapRoutes: options.swapNotice }, agent);
     },
+
+    watch: (agent) => options.kinds.get(agent.type)?.watch?.(agent),
 
     pendingReason(agent) {
       if (agent.status !== "pending" || !options.approvals.required) return undefined;

@@ -41,7 +41,8 @@ export interface AgentCreateOptions {
   readonly newId: () => string;
   readonly now: () => Date;
   /** Slot k of an agent created at `createdAt`, in real time. */
-  readonly slot: (createdAt: Date, schedule: Schedule, k: number) => Date;
+  /** The first slot of a new agent of `type`: its pending agent's nextRunAt. */
+  readonly firstSlot: (type: string, config: JsonObject, createdAt: Date) => Date;
 }
 
 /** `caps`: what an admin set on the caller's API key, over the service's caps per owner. */
@@ -52,7 +53,7 @@ export type CreateAgent = (
 ) => Promise<AgentRecord>;
 
 export function createAgentCreate(options: AgentCreateOptions): CreateAgent {
-  const { store, lookupSymbol, newId, now, slot } = options;
+  const { store, lookupSymbol, newId, now, firstSlot } = options;
   return async (owner, input, caps) => {
     const violations: FieldViolation[] = [];
     const type = oneOf(input.type, options.kinds.names, "type", violations, true);
@@ -86,7 +87,7 @@ export function createAgentCreate(options: AgentCreateOptions): CreateAgent {
       status: "pending",
       config: valid.config,
       createdAt,
-      nextRunAt: slot(createdAt, valid.schedule, 1),
+      nextRunAt: firstSlot(type, valid.config, createdAt),
       // Pinned: a run refuses a mint whose decimals changed since, as the amount would mean another value.
       ...(valid.decimals === undefined ? {} : { decimals: valid.decimals }),
     };

@@ -8,8 +8,14 @@
 /** An agent kind's name (src/kinds/): the store keeps it as given, the kinds' registry knows them. */
 export type AgentType = string;
 
-export const AGENT_STATUSES = ["pending", "active", "paused", "failed"] as const;
+export const AGENT_STATUSES = ["pending", "active", "paused", "failed", "completed", "expired"] as const;
 export type AgentStatus = (typeof AGENT_STATUSES)[number];
+
+/**
+ * The statuses an agent never leaves: it failed, it did what it was for (a trigger order filled),
+ * or its time ran out with nothing done. It holds no place under the owner's caps.
+ */
+export const TERMINAL_STATUSES: ReadonlySet<AgentStatus> = new Set(["failed", "completed", "expired"]);
 
 /** A JSON object, as an agent's config is stored and returned. */
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
@@ -32,6 +38,11 @@ export interface AgentRecord {
   /** Failed runs (slots) in a row since the last success; absent means 0. */
   readonly consecutiveFailures?: number;
   /**
+   * What the agent's kind keeps between runs (a trigger order's firing: its leg and reference
+   * price); opaque to the store and the scheduler.
+   */
+  readonly state?: JsonObject;
+  /**
    * The decimals of the token its amount is counted in, as CreateAgent checked the amount with
    * them: a run refuses a mint whose decimals differ since (absent on agents created before).
    */
@@ -48,19 +59,25 @@ export interface AgentPatch {
   readonly lastRunAt?: Date;
   readonly consecutiveFailures?: number;
   readonly failureReason?: string | null;
+  readonly state?: JsonObject | null;
   /**
    * The lifecycle event this change is (set by the announcing store, see src/events/): written
    * with the change itself, so a change whose event was never appended can be found and
    * announced later. Kept in storage only; never part of an AgentRecord.
    */
-  readonly announced?: { readonly type: string; readonly at: Date };
+  readonly announced?: { readonly type: string; readonly at: Date; readonly data?: JsonObject };
+  /**
+   * An event this change is, when it changes no status (a trigger order's `trigger.fired`): the
+   * announcing store turns it into `announced`. Never stored as itself.
+   */
+  readonly announce?: { readonly type: string; readonly data?: JsonObject };
 }
 
 /** Applies a patch to a record (a new record; the input is not changed). */
 export function patchedRecord(record: AgentRecord, patch: AgentPatch): AgentRecord {
   const next: Record<string, unknown> = { ...record };
   for (const [field, value] of Object.entries(patch)) {
-    if (field === "announced") continue;
+    if (field === "announced" || field === "announce") continue;
     if (value === null) delete next[field];
     else if (value !== undefined) next[field] = value;
   }
@@ -156,6 +173,12 @@ export interface AgentStore {
    * and sweeps the whole of it now and then (see pending-agents.ts).
    */
   pending(after: PendingCursor | undefined, limit: number): Promise<readonly AgentRecord[]>;
+  /**
+   * Up to `limit` agents of `type` that are active or paused, by agentId after `after` (a page of
+   * them all, across owners): what a kind that watches something (a trigger order's price) keeps
+   * in view.
+   */
+  watching(type: string, after: string | undefined, limit: number): Promise<readonly AgentRecord[]>;
   /** The `limit` newest pending agents of every owner, newest first: how the scheduler learns of new ones. */
   newestPending(limit: number): Promise<readonly AgentRecord[]>;
   /**
@@ -191,6 +214,7 @@ export function copyAgentRecord(record: AgentRecord): AgentRecord {
     ...(record.nextRunAt === undefined ? {} : { nextRunAt: new Date(record.nextRunAt.getTime()) }),
     ...(record.failureReason === undefined ? {} : { failureReason: record.failureReason }),
     ...(record.consecutiveFailures === undefined ? {} : { consecutiveFailures: record.consecutiveFailures }),
+    ...(record.state === undefined ? {} : { state: copyJson(record.state) as JsonObject }),
     ...(record.decimals === undefined ? {} : { decimals: record.decimals }),
   };
 }

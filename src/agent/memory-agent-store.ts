@@ -18,6 +18,7 @@ import {
   IDEMPOTENCY_TTL_MS,
   type NewAgent,
   patchedRecord,
+  TERMINAL_STATUSES,
 } from "./agent-store.ts";
 import { createDueQueue } from "./due-queue.ts";
 import { createOwnerAgentIndex, type OwnerAgentIndex } from "./owner-agent-index.ts";
@@ -105,7 +106,10 @@ export function createMemoryAgentStore(options: MemoryAgentStoreOptions = {}): A
     countOf: async (owner) => {
       const agents = agentsOf(owner);
       if (agents === undefined) return { held: 0, pending: 0 };
-      return { held: agents.size - agents.countByStatus("failed"), pending: agents.countByStatus("pending") };
+      return {
+        held: agents.size - [...TERMINAL_STATUSES].reduce((n, status) => n + agents.countByStatus(status), 0),
+        pending: agents.countByStatus("pending"),
+      };
     },
     get: async (owner, agentId) => {
       const agent = agentsOf(owner)?.get(agentId);
@@ -121,6 +125,19 @@ export function createMemoryAgentStore(options: MemoryAgentStoreOptions = {}): A
     list: async (owner, query) => list(owner, query),
     due: async (now, limit) => dueQueue.due(now.getTime(), limit).map(copyAgentRecord),
     pending: async (after, limit) => dueQueue.pending(after, limit).map(copyAgentRecord),
+    watching: async (type, after, limit) => {
+      // A scan of every agent: the memory store serves one process, and its watcher pages
+      // through every open agent of the type on each refresh anyway.
+      const open: AgentRecord[] = [];
+      for (const agents of byOwner.values()) {
+        for (const agent of agents.values()) {
+          const live = agent.status === "active" || agent.status === "paused";
+          if (live && agent.type === type && (after === undefined || agent.agentId > after)) open.push(agent);
+        }
+      }
+      open.sort((a, b) => (a.agentId < b.agentId ? -1 : a.agentId > b.agentId ? 1 : 0));
+      return open.slice(0, limit).map(copyAgentRecord);
+    },
     newestPending: async (limit) => dueQueue.newestPending(limit).map(copyAgentRecord),
     update: async (owner, agentId, change) => {
       // Synchronous from read to write, so no other change can come between (single process).

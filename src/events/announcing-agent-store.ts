@@ -1,4 +1,4 @@
-import type { AgentStatus, AgentStore } from "../agent/agent-store.ts";
+import type { AgentStatus, AgentStore, JsonObject } from "../agent/agent-store.ts";
 import type { EventLog, NewEvent } from "./event-log.ts";
 
 /** The lifecycle event a status change is, or undefined for a change that announces nothing. */
@@ -7,6 +7,8 @@ export function agentEventTypeOf(before: AgentStatus, after: AgentStatus): strin
   if (after === "failed") return "agent.failed";
   if (after === "paused") return "agent.paused";
   if (after === "active") return before === "pending" ? "agent.activated" : "agent.resumed";
+  if (after === "completed") return "agent.completed";
+  if (after === "expired") return "agent.expired";
   return undefined;
 }
 
@@ -14,7 +16,7 @@ export function agentEventTypeOf(before: AgentStatus, after: AgentStatus): strin
 export function statusEvent(
   owner: string,
   agentId: string,
-  announced: { readonly type: string; readonly at: Date },
+  announced: { readonly type: string; readonly at: Date; readonly data?: JsonObject },
   failureReason: string | undefined,
 ): NewEvent {
   return {
@@ -24,6 +26,7 @@ export function statusEvent(
     at: announced.at,
     key: `${agentId}:${announced.type}:${announced.at.getTime()}`,
     ...(announced.type === "agent.failed" && failureReason !== undefined ? { data: { failureReason } } : {}),
+    ...(announced.data === undefined ? {} : { data: announced.data }),
   };
 }
 
@@ -83,18 +86,27 @@ export function createAnnouncingAgentStore(options: {
     },
     async update(owner, agentId, change, updateOptions) {
       // `change` runs again when the store loses a race; the last run is the change that landed.
-      let announced: { type: string; at: Date } | undefined;
+      let announced: { type: string; at: Date; data?: JsonObject } | undefined;
       const after = await store.update(
         owner,
         agentId,
         (current) => {
-          const patch = change(current);
+          const changed = change(current);
+          if (changed === undefined) {
+            announced = undefined;
+            return undefined;
+          }
+          const { announce, ...patch } = changed;
           const type =
-            patch?.status === undefined ? undefined : agentEventTypeOf(current.status, patch.status);
-          announced = type === undefined ? undefined : { type, at: now() };
+            (patch.status === undefined ? undefined : agentEventTypeOf(current.status, patch.status)) ??
+            announce?.type;
+          announced =
+            type === undefined
+              ? undefined
+              : { type, at: now(), ...(announce?.data === undefined ? {} : { data: announce.data }) };
           // The event goes into the change itself, so a change whose append never happened can be
           // found and announced later (see mongo-event-repair.ts).
-          return announced === undefined || patch === undefined ? patch : { ...patch, announced };
+          return announced === undefined ? patch : { ...patch, announced };
         },
         updateOptions,
       );
@@ -114,6 +126,7 @@ export function createAnnouncingAgentStore(options: {
     list: (owner, query) => store.list(owner, query),
     due: (at, limit) => store.due(at, limit),
     pending: (after, limit) => store.pending(after, limit),
+    watching: (type, after, limit) => store.watching(type, after, limit),
     countOf: (owner) => store.countOf(owner),
     newestPending: (limit) => store.newestPending(limit),
     ping: () => store.ping(),

@@ -5,13 +5,14 @@
  * (built-in-kinds.ts); docs/architecture.md shows how to add one.
  */
 import type { KindConfigRules } from "../agent/agent-config.ts";
-import type { JsonObject } from "../agent/agent-store.ts";
+import type { AgentRecord, JsonObject } from "../agent/agent-store.ts";
 import type { Receiving, Spending } from "../agent/approvals.ts";
 import type { Chain, TransferChain } from "../chain/chain.ts";
 import type { DelegateKeys } from "../chain/delegate-keys.ts";
 import type { SigningKey } from "../chain/ed25519-key.ts";
 import type { SwapRefusal } from "../chain/swap-refusals.ts";
-import type { ExecutionResult, Executor } from "../scheduler/executor.ts";
+import type { AgentTiming } from "../scheduler/agent-timing.ts";
+import type { ExecutedAgent, ExecutionResult, Executor } from "../scheduler/executor.ts";
 import type { SendHooks } from "../scheduler/sent-transactions.ts";
 import type { SwapApi } from "../token/jupiter-swap-api.ts";
 import type { PriceSource } from "../token/token-source.ts";
@@ -55,6 +56,9 @@ export interface KindLimits {
 /** A run that moves nothing (TRANSFER_EXECUTOR=simulated): its result from the config and prices. */
 export interface SimulatedRun {
   readonly config: JsonObject;
+  /** The agent run, and its slot (a trigger order's run tells its firing from its expiry). */
+  readonly agent: ExecutedAgent;
+  readonly scheduledAt: Date;
   readonly prices: PriceSource;
   readonly mintOf: (symbol: string) => string | undefined;
   /** The simulated signature of this (agent, slot), the same on every attempt and replica. */
@@ -65,6 +69,20 @@ export interface SimulatedRun {
 export interface KindNotices {
   /** Where swap routes come from now. */
   readonly swapRoutes?: (() => string) | undefined;
+}
+
+/** What a kind that watches something (a trigger order, its price) shows of an agent (Agent.trigger). */
+export interface KindWatch {
+  /** The last fresh reference price this replica saw, in USD, and when it was observed. */
+  readonly lastPriceUsd?: number;
+  readonly lastSeenAt?: Date;
+  /** What it fired on, once it fired. */
+  readonly firing?: {
+    readonly leg: string;
+    readonly referencePriceUsd: number;
+    readonly observations: readonly { readonly priceUsd: number; readonly at: string }[];
+    readonly firedAt: string;
+  };
 }
 
 export interface AgentKind {
@@ -80,6 +98,13 @@ export interface AgentKind {
   createExecutor(services: KindServices): Executor;
   /** Its run when nothing moves, with the same result shape (TRANSFER_EXECUTOR=simulated). */
   simulate(run: SimulatedRun): Promise<ExecutionResult>;
-  /** A notice for every agent of this kind, or undefined. */
-  notice?(notices: KindNotices): string | undefined;
+  /** A notice for an agent of this kind, or undefined. */
+  notice?(notices: KindNotices, agent: AgentRecord): string | undefined;
+  /**
+   * When its agents run, for a kind that has no `schedule` (a trigger order waits for its price):
+   * where they wait, and how a settled slot moves them. Absent: slots of the config's schedule.
+   */
+  readonly timing?: AgentTiming;
+  /** What GetAgent shows of what the agent watches (a trigger order's price), for a kind that watches. */
+  watch?(agent: AgentRecord): KindWatch | undefined;
 }

@@ -21,6 +21,8 @@ export interface ExecutedAgent {
   readonly config: JsonObject;
   /** The decimals its amount was checked with at creation (see AgentRecord). */
   readonly decimals?: number;
+  /** What its kind keeps between runs (see AgentRecord): a trigger order's firing. */
+  readonly state?: JsonObject;
 }
 
 /**

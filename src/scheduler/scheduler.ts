@@ -28,6 +28,7 @@ import type { RunAnnouncer } from "../events/run-announcer.ts";
 import type { CheckClaims } from "./check-claims.ts";
 import type { Executor, UpstreamBound } from "./executor.ts";
 import type { Lease, RunRecord, RunStore, SlotRef } from "./run-store.ts";
+import type { TimingOf } from "./agent-timing.ts";
 import type { ScheduleClock } from "./schedule-clock.ts";
 import { createAdvanceAgent } from "./stages/advance-agent.ts";
 import { createAgentSlots } from "./stages/agent-slots.ts";
@@ -70,6 +71,8 @@ export interface SchedulerOptions {
   readonly runs: RunStore;
   readonly executor: Executor;
   readonly clock: ScheduleClock;
+  /** Kinds whose agents wait for something else than a schedule (see AgentTiming). */
+  readonly timingOf?: TimingOf | undefined;
   readonly checkRunnable: RunnabilityCheck;
   /** What a pending agent waits for; absent: nothing, it is activated at once. */
   readonly awaitReady?: ReadinessCheck;
@@ -149,7 +152,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   const renewEveryMs = Math.max(10, Math.floor(leaseMs / 3));
   let stopping = false;
   const isStopping = () => stopping;
-  const slots = createAgentSlots({ clock: options.clock });
+  const slots = createAgentSlots({ clock: options.clock, timingOf: options.timingOf });
 
   const dueSlots = createDueSlots({
     agents,
@@ -163,6 +166,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     agents,
     policy,
     slots,
+    timingOf: options.timingOf,
     onFailed: (agent, reason) => events.onStatus?.(agent, "failed", reason),
   });
   const claims = createSlotClaims({

@@ -50,6 +50,7 @@ export function createServiceScheduler(options: ServiceSchedulerOptions): Schedu
     runs: options.runs,
     executor: options.executor,
     clock: options.clock,
+    timingOf: (type) => options.kinds.get(type)?.timing,
     worker,
     concurrency: settings.concurrency,
     pollIntervalMs: settings.pollIntervalMs,

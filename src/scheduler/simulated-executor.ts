@@ -49,7 +49,14 @@ export function createSimulatedExecutor(options: {
         return { ok: false, error: "simulated failure" };
       }
       const signature = simulatedSignature(idempotencyKey);
-      return options.kinds.of(agent).simulate({ config: agent.config, prices: tokens, mintOf, signature });
+      return options.kinds.of(agent).simulate({
+        config: agent.config,
+        agent,
+        scheduledAt: execution.scheduledAt,
+        prices: tokens,
+        mintOf,
+        signature,
+      });
     },
   };
 }

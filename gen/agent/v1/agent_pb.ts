@@ -13,7 +13,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agent/v1/agent.proto.
  */
 export const file_agent_v1_agent: GenFile = /*@__PURE__*/
-  fileDesc("ChRhZ2VudC92MS9hZ2VudC5wcm90bxIIYWdlbnQudjEi8gIKBUFnZW50EhAKCGFnZW50X2lkGAEgASgJEgwKBHR5cGUYAiABKAkSDgoGc3RhdHVzGAMgASgJEicKBmNvbmZpZxgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLbGFzdF9ydW5fYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC25leHRfcnVuX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIbCg5mYWlsdXJlX3JlYXNvbhgIIAEoCUgAiAEBEhsKDnBlbmRpbmdfcmVhc29uGAkgASgJSAGIAQESEwoGbm90aWNlGAogASgJSAKIAQFCEQoPX2ZhaWx1cmVfcmVhc29uQhEKD19wZW5kaW5nX3JlYXNvbkIJCgdfbm90aWNlIm4KDEFnZW50U3VtbWFyeRIQCghhZ2VudF9pZBgBIAEoCRIMCgR0eXBlGAIgASgJEg4KBnN0YXR1cxgDIAEoCRIuCgpjcmVhdGVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJLChJDcmVhdGVBZ2VudFJlcXVlc3QSDAoEdHlwZRgBIAEoCRInCgZjb25maWcYAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IoABCgxDcmVhdGVkQWdlbnQSEAoIYWdlbnRfaWQYASABKAkSDgoGc3RhdHVzGAIgASgJEi4KCmNyZWF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhMKBm5vdGljZRgEIAEoCUgAiAEBQgkKB19ub3RpY2UiTAoTQ3JlYXRlQWdlbnRSZXNwb25zZRIPCgdzdWNjZXNzGAEgASgIEiQKBGRhdGEYAiABKAsyFi5hZ2VudC52MS5DcmVhdGVkQWdlbnQiIwoPR2V0QWdlbnRSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJIkIKEEdldEFnZW50UmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoCBIdCgRkYXRhGAIgASgLMg8uYWdlbnQudjEuQWdlbnQiJgoSRGVsZXRlQWdlbnRSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJIiQKEURlbGV0ZUFnZW50UmVzdWx0Eg8KB2RlbGV0ZWQYASABKAgiUQoTRGVsZXRlQWdlbnRSZXNwb25zZRIPCgdzdWNjZXNzGAEgASgIEikKBGRhdGEYAiABKAsyGy5hZ2VudC52MS5EZWxldGVBZ2VudFJlc3VsdCJ4ChFMaXN0QWdlbnRzUmVxdWVzdBIMCgR0eXBlGAEgASgJEg4KBnN0YXR1cxgCIAEoCRINCgVsaW1pdBgDIAEoBRIOCgZvZmZzZXQYBCABKAUSFwoKcGFnZV90b2tlbhgFIAEoCUgAiAEBQg0KC19wYWdlX3Rva2VuIpMBCglBZ2VudFBhZ2USJgoGYWdlbnRzGAEgAygLMhYuYWdlbnQudjEuQWdlbnRTdW1tYXJ5Eg0KBXRvdGFsGAIgASgFEg0KBWxpbWl0GAMgASgFEg4KBm9mZnNldBgEIAEoBRIcCg9uZXh0X3BhZ2VfdG9rZW4YBSABKAlIAIgBAUISChBfbmV4dF9wYWdlX3Rva2VuIkgKEkxpc3RBZ2VudHNSZXNwb25zZRIPCgdzdWNjZXNzGAEgASgIEiEKBGRhdGEYAiABKAsyEy5hZ2VudC52MS5BZ2VudFBhZ2UiJQoRUGF1c2VBZ2VudFJlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkiRAoSUGF1c2VBZ2VudFJlc3BvbnNlEg8KB3N1Y2Nlc3MYASABKAgSHQoEZGF0YRgCIAEoCzIPLmFnZW50LnYxLkFnZW50IiYKElJlc3VtZUFnZW50UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCSJFChNSZXN1bWVBZ2VudFJlc3BvbnNlEg8KB3N1Y2Nlc3MYASABKAgSHQoEZGF0YRgCIAEoCzIPLmFnZW50LnYxLkFnZW50IqgCCghBZ2VudFJ1bhIOCgZydW5faWQYASABKAkSEAoIYWdlbnRfaWQYAiABKAkSMAoMc2NoZWR1bGVkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdhdHRlbXB0GAQgASgFEi4KCnN0YXJ0ZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC2ZpbmlzaGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdvdXRjb21lGAcgASgJEicKBnJlc3VsdBgIIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEgoFZXJyb3IYCSABKAlIAIgBAUIICgZfZXJyb3IiRwoUTGlzdEFnZW50UnVuc1JlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSDQoFbGltaXQYAiABKAUSDgoGb2Zmc2V0GAMgASgFIl4KDEFnZW50UnVuUGFnZRIgCgRydW5zGAEgAygLMhIuYWdlbnQudjEuQWdlbnRSdW4SDQoFdG90YWwYAiABKAUSDQoFbGltaXQYAyABKAUSDgoGb2Zmc2V0GAQgASgFIk4KFUxpc3RBZ2VudFJ1bnNSZXNwb25zZRIPCgdzdWNjZXNzGAEgASgIEiQKBGRhdGEYAiABKAsyFi5hZ2VudC52MS5BZ2VudFJ1blBhZ2UiFAoSR2V0RXhlY3V0b3JSZXF1ZXN0Ii8KCEV4ZWN1dG9yEg8KB2FkZHJlc3MYASABKAkSEgoKZGVsZWdhdGlvbhgCIAEoCSJIChNHZXRFeGVjdXRvclJlc3BvbnNlEg8KB3N1Y2Nlc3MYASABKAgSIAoEZGF0YRgCIAEoCzISLmFnZW50LnYxLkV4ZWN1dG9yIj0KFlByZXBhcmVBcHByb3ZhbFJlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSEQoJYWxsb3dhbmNlGAIgASgBIvABCghBcHByb3ZhbBITCgt0cmFuc2FjdGlvbhgBIAEoCRINCgVvd25lchgCIAEoCRIQCghkZWxlZ2F0ZRgDIAEoCRIMCgRtaW50GAQgASgJEhUKDXRva2VuX2FjY291bnQYBSABKAkSEQoJYWxsb3dhbmNlGAYgASgJEhAKCGRlY2ltYWxzGAcgASgNEh8KF2xhc3RfdmFsaWRfYmxvY2tfaGVpZ2h0GAggASgJEhYKDm5lZWRlZF9wZXJfZGF5GAkgASgJEhEKCXNoYXJlZF9ieRgKIAEoDRIYChBjcmVhdGVzX2FjY291bnRzGAsgAygJIkwKF1ByZXBhcmVBcHByb3ZhbFJlc3BvbnNlEg8KB3N1Y2Nlc3MYASABKAgSIAoEZGF0YRgCIAEoCzISLmFnZW50LnYxLkFwcHJvdmFsIjoKF1dhdGNoQWdlbnRFdmVudHNSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEg0KBWFmdGVyGAIgASgJIrUBCgpBZ2VudEV2ZW50Eg4KBmN1cnNvchgBIAEoCRIMCgR0eXBlGAIgASgJEhAKCGFnZW50X2lkGAMgASgJEiYKAmF0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIfCgNydW4YBSABKAsyEi5hZ2VudC52MS5BZ2VudFJ1bhIbCg5mYWlsdXJlX3JlYXNvbhgGIAEoCUgAiAEBQhEKD19mYWlsdXJlX3JlYXNvbiJiChhXYXRjaEFnZW50RXZlbnRzUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoCBIiCgRkYXRhGAIgASgLMhQuYWdlbnQudjEuQWdlbnRFdmVudBIRCgloZWFydGJlYXQYAyABKAgypAkKDEFnZW50U2VydmljZRJhCgtDcmVhdGVBZ2VudBIcLmFnZW50LnYxLkNyZWF0ZUFnZW50UmVxdWVzdBodLmFnZW50LnYxLkNyZWF0ZUFnZW50UmVzcG9uc2UiFYLT5JMCDzoBKiIKL3YxL2FnZW50cxJjCghHZXRBZ2VudBIZLmFnZW50LnYxLkdldEFnZW50UmVxdWVzdBoaLmFnZW50LnYxLkdldEFnZW50UmVzcG9uc2UiIJACAYLT5JMCFxIVL3YxL2FnZW50cy97YWdlbnRfaWR9EmwKC0RlbGV0ZUFnZW50EhwuYWdlbnQudjEuRGVsZXRlQWdlbnRSZXF1ZXN0Gh0uYWdlbnQudjEuRGVsZXRlQWdlbnRSZXNwb25zZSIgkAICgtPkkwIXKhUvdjEvYWdlbnRzL3thZ2VudF9pZH0SXgoKTGlzdEFnZW50cxIbLmFnZW50LnYxLkxpc3RBZ2VudHNSZXF1ZXN0GhwuYWdlbnQudjEuTGlzdEFnZW50c1Jlc3BvbnNlIhWQAgGC0+STAgwSCi92MS9hZ2VudHMScgoKUGF1c2VBZ2VudBIbLmFnZW50LnYxLlBhdXNlQWdlbnRSZXF1ZXN0GhwuYWdlbnQudjEuUGF1c2VBZ2VudFJlc3BvbnNlIimQAgKC0+STAiA6ASoiGy92MS9hZ2VudHMve2FnZW50X2lkfTpwYXVzZRJ2CgtSZXN1bWVBZ2VudBIcLmFnZW50LnYxLlJlc3VtZUFnZW50UmVxdWVzdBodLmFnZW50LnYxLlJlc3VtZUFnZW50UmVzcG9uc2UiKpACAoLT5JMCIToBKiIcL3YxL2FnZW50cy97YWdlbnRfaWR9OnJlc3VtZRJ3Cg1MaXN0QWdlbnRSdW5zEh4uYWdlbnQudjEuTGlzdEFnZW50UnVuc1JlcXVlc3QaHy5hZ2VudC52MS5MaXN0QWdlbnRSdW5zUmVzcG9uc2UiJZACAYLT5JMCHBIaL3YxL2FnZW50cy97YWdlbnRfaWR9L3J1bnMSYwoLR2V0RXhlY3V0b3ISHC5hZ2VudC52MS5HZXRFeGVjdXRvclJlcXVlc3QaHS5hZ2VudC52MS5HZXRFeGVjdXRvclJlc3BvbnNlIheQAgGC0+STAg4SDC92MS9leGVjdXRvchKLAQoPUHJlcGFyZUFwcHJvdmFsEiAuYWdlbnQudjEuUHJlcGFyZUFwcHJvdmFsUmVxdWVzdBohLmFnZW50LnYxLlByZXBhcmVBcHByb3ZhbFJlc3BvbnNlIjOQAgGC0+STAio6ASoiJS92MS9hZ2VudHMve2FnZW50X2lkfTpwcmVwYXJlQXBwcm92YWwSpQEKEFdhdGNoQWdlbnRFdmVudHMSIS5hZ2VudC52MS5XYXRjaEFnZW50RXZlbnRzUmVxdWVzdBoiLmFnZW50LnYxLldhdGNoQWdlbnRFdmVudHNSZXNwb25zZSJIkAIBgtPkkwI/WiQSIi92MS9hZ2VudHMve2FnZW50X2lkfS9ldmVudHM6d2F0Y2gSFy92MS9hZ2VudHMvZXZlbnRzOndhdGNoMAFiBnByb3RvMw", [file_google_api_annotations, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChRhZ2VudC92MS9hZ2VudC5wcm90bxIIYWdlbnQudjEimwMKBUFnZW50EhAKCGFnZW50X2lkGAEgASgJEgwKBHR5cGUYAiABKAkSDgoGc3RhdHVzGAMgASgJEicKBmNvbmZpZxgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLbGFzdF9ydW5fYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC25leHRfcnVuX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIbCg5mYWlsdXJlX3JlYXNvbhgIIAEoCUgAiAEBEhsKDnBlbmRpbmdfcmVhc29uGAkgASgJSAGIAQESEwoGbm90aWNlGAogASgJSAKIAQESJwoHdHJpZ2dlchgLIAEoCzIWLmFnZW50LnYxLlRyaWdnZXJXYXRjaEIRCg9fZmFpbHVyZV9yZWFzb25CEQoPX3BlbmRpbmdfcmVhc29uQgkKB19ub3RpY2UimQEKDFRyaWdnZXJXYXRjaBIbCg5sYXN0X3ByaWNlX3VzZBgBIAEoAUgAiAEBEjAKDGxhc3Rfc2Vlbl9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJwoGZmlyaW5nGAMgASgLMhcuYWdlbnQudjEuVHJpZ2dlckZpcmluZ0IRCg9fbGFzdF9wcmljZV91c2QimQEKDVRyaWdnZXJGaXJpbmcSCwoDbGVnGAEgASgJEhsKE3JlZmVyZW5jZV9wcmljZV91c2QYAiABKAESMAoMb2JzZXJ2YXRpb25zGAMgAygLMhouYWdlbnQudjEuUHJpY2VPYnNlcnZhdGlvbhIsCghmaXJlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiTQoQUHJpY2VPYnNlcnZhdGlvbhIRCglwcmljZV91c2QYASABKAESJgoCYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIm4KDEFnZW50U3VtbWFyeRIQCghhZ2VudF9pZBgBIAEoCRIMCgR0eXBlGAIgASgJEg4KBnN0YXR1cxgDIAEoCRIuCgpjcmVhdGVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJLChJDcmVhdGVBZ2VudFJlcXVlc3QSDAoEdHlwZRgBIAEoCRInCgZjb25maWcYAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IoABCgxDcmVhdGVkQWdlbnQSEAoIYWdlbnRfaWQYASABKAkSDgoGc3RhdHVzGAIgASgJEi4KCmNyZWF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhMKBm5vdGljZRgEIAEoCUgAiAEBQgkKB19ub3RpY2UiTAoTQ3JlYXRlQWdlbnRSZXNwb25zZRIPCgdzdWNjZXNzGAEgASgIEiQKBGRhdGEYAiABKAsyFi5hZ2VudC52MS5DcmVhdGVkQWdlbnQiIwoPR2V0QWdlbnRSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJIkIKEEdldEFnZW50UmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoCBIdCgRkYXRhGAIgASgLMg8uYWdlbnQudjEuQWdlbnQiJgoSRGVsZXRlQWdlbnRSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJIiQKEURlbGV0ZUFnZW50UmVzdWx0Eg8KB2RlbGV0ZWQYASABKAgiUQoTRGVsZXRlQWdlbnRSZXNwb25zZRIPCgdzdWNjZXNzGAEgASgIEikKBGRhdGEYAiABKAsyGy5hZ2VudC52MS5EZWxldGVBZ2VudFJlc3VsdCJ4ChFMaXN0QWdlbnRzUmVxdWVzdBIMCgR0eXBlGAEgASgJEg4KBnN0YXR1cxgCIAEoCRINCgVsaW1pdBgDIAEoBRIOCgZvZmZzZXQYBCABKAUSFwoKcGFnZV90b2tlbhgFIAEoCUgAiAEBQg0KC19wYWdlX3Rva2VuIpMBCglBZ2VudFBhZ2USJgoGYWdlbnRzGAEgAygLMhYuYWdlbnQudjEuQWdlbnRTdW1tYXJ5Eg0KBXRvdGFsGAIgASgFEg0KBWxpbWl0GAMgASgFEg4KBm9mZnNldBgEIAEoBRIcCg9uZXh0X3BhZ2VfdG9rZW4YBSABKAlIAIgBAUISChBfbmV4dF9wYWdlX3Rva2VuIkgKEkxpc3RBZ2VudHNSZXNwb25zZRIPCgdzdWNjZXNzGAEgASgIEiEKBGRhdGEYAiABKAsyEy5hZ2VudC52MS5BZ2VudFBhZ2UiJQoRUGF1c2VBZ2VudFJlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkiRAoSUGF1c2VBZ2VudFJlc3BvbnNlEg8KB3N1Y2Nlc3MYASABKAgSHQoEZGF0YRgCIAEoCzIPLmFnZW50LnYxLkFnZW50IiYKElJlc3VtZUFnZW50UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCSJFChNSZXN1bWVBZ2VudFJlc3BvbnNlEg8KB3N1Y2Nlc3MYASABKAgSHQoEZGF0YRgCIAEoCzIPLmFnZW50LnYxLkFnZW50IqgCCghBZ2VudFJ1bhIOCgZydW5faWQYASABKAkSEAoIYWdlbnRfaWQYAiABKAkSMAoMc2NoZWR1bGVkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdhdHRlbXB0GAQgASgFEi4KCnN0YXJ0ZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC2ZpbmlzaGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdvdXRjb21lGAcgASgJEicKBnJlc3VsdBgIIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEgoFZXJyb3IYCSABKAlIAIgBAUIICgZfZXJyb3IiRwoUTGlzdEFnZW50UnVuc1JlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSDQoFbGltaXQYAiABKAUSDgoGb2Zmc2V0GAMgASgFIl4KDEFnZW50UnVuUGFnZRIgCgRydW5zGAEgAygLMhIuYWdlbnQudjEuQWdlbnRSdW4SDQoFdG90YWwYAiABKAUSDQoFbGltaXQYAyABKAUSDgoGb2Zmc2V0GAQgASgFIk4KFUxpc3RBZ2VudFJ1bnNSZXNwb25zZRIPCgdzdWNjZXNzGAEgASgIEiQKBGRhdGEYAiABKAsyFi5hZ2VudC52MS5BZ2VudFJ1blBhZ2UiFAoSR2V0RXhlY3V0b3JSZXF1ZXN0Ii8KCEV4ZWN1dG9yEg8KB2FkZHJlc3MYASABKAkSEgoKZGVsZWdhdGlvbhgCIAEoCSJIChNHZXRFeGVjdXRvclJlc3BvbnNlEg8KB3N1Y2Nlc3MYASABKAgSIAoEZGF0YRgCIAEoCzISLmFnZW50LnYxLkV4ZWN1dG9yIj0KFlByZXBhcmVBcHByb3ZhbFJlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSEQoJYWxsb3dhbmNlGAIgASgBIvABCghBcHByb3ZhbBITCgt0cmFuc2FjdGlvbhgBIAEoCRINCgVvd25lchgCIAEoCRIQCghkZWxlZ2F0ZRgDIAEoCRIMCgRtaW50GAQgASgJEhUKDXRva2VuX2FjY291bnQYBSABKAkSEQoJYWxsb3dhbmNlGAYgASgJEhAKCGRlY2ltYWxzGAcgASgNEh8KF2xhc3RfdmFsaWRfYmxvY2tfaGVpZ2h0GAggASgJEhYKDm5lZWRlZF9wZXJfZGF5GAkgASgJEhEKCXNoYXJlZF9ieRgKIAEoDRIYChBjcmVhdGVzX2FjY291bnRzGAsgAygJIkwKF1ByZXBhcmVBcHByb3ZhbFJlc3BvbnNlEg8KB3N1Y2Nlc3MYASABKAgSIAoEZGF0YRgCIAEoCzISLmFnZW50LnYxLkFwcHJvdmFsIjoKF1dhdGNoQWdlbnRFdmVudHNSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEg0KBWFmdGVyGAIgASgJIt8BCgpBZ2VudEV2ZW50Eg4KBmN1cnNvchgBIAEoCRIMCgR0eXBlGAIgASgJEhAKCGFnZW50X2lkGAMgASgJEiYKAmF0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIfCgNydW4YBSABKAsyEi5hZ2VudC52MS5BZ2VudFJ1bhIbCg5mYWlsdXJlX3JlYXNvbhgGIAEoCUgAiAEBEigKB3RyaWdnZXIYByABKAsyFy5hZ2VudC52MS5UcmlnZ2VyRmlyaW5nQhEKD19mYWlsdXJlX3JlYXNvbiJiChhXYXRjaEFnZW50RXZlbnRzUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoCBIiCgRkYXRhGAIgASgLMhQuYWdlbnQudjEuQWdlbnRFdmVudBIRCgloZWFydGJlYXQYAyABKAgypAkKDEFnZW50U2VydmljZRJhCgtDcmVhdGVBZ2VudBIcLmFnZW50LnYxLkNyZWF0ZUFnZW50UmVxdWVzdBodLmFnZW50LnYxLkNyZWF0ZUFnZW50UmVzcG9uc2UiFYLT5JMCDzoBKiIKL3YxL2FnZW50cxJjCghHZXRBZ2VudBIZLmFnZW50LnYxLkdldEFnZW50UmVxdWVzdBoaLmFnZW50LnYxLkdldEFnZW50UmVzcG9uc2UiIJACAYLT5JMCFxIVL3YxL2FnZW50cy97YWdlbnRfaWR9EmwKC0RlbGV0ZUFnZW50EhwuYWdlbnQudjEuRGVsZXRlQWdlbnRSZXF1ZXN0Gh0uYWdlbnQudjEuRGVsZXRlQWdlbnRSZXNwb25zZSIgkAICgtPkkwIXKhUvdjEvYWdlbnRzL3thZ2VudF9pZH0SXgoKTGlzdEFnZW50cxIbLmFnZW50LnYxLkxpc3RBZ2VudHNSZXF1ZXN0GhwuYWdlbnQudjEuTGlzdEFnZW50c1Jlc3BvbnNlIhWQAgGC0+STAgwSCi92MS9hZ2VudHMScgoKUGF1c2VBZ2VudBIbLmFnZW50LnYxLlBhdXNlQWdlbnRSZXF1ZXN0GhwuYWdlbnQudjEuUGF1c2VBZ2VudFJlc3BvbnNlIimQAgKC0+STAiA6ASoiGy92MS9hZ2VudHMve2FnZW50X2lkfTpwYXVzZRJ2CgtSZXN1bWVBZ2VudBIcLmFnZW50LnYxLlJlc3VtZUFnZW50UmVxdWVzdBodLmFnZW50LnYxLlJlc3VtZUFnZW50UmVzcG9uc2UiKpACAoLT5JMCIToBKiIcL3YxL2FnZW50cy97YWdlbnRfaWR9OnJlc3VtZRJ3Cg1MaXN0QWdlbnRSdW5zEh4uYWdlbnQudjEuTGlzdEFnZW50UnVuc1JlcXVlc3QaHy5hZ2VudC52MS5MaXN0QWdlbnRSdW5zUmVzcG9uc2UiJZACAYLT5JMCHBIaL3YxL2FnZW50cy97YWdlbnRfaWR9L3J1bnMSYwoLR2V0RXhlY3V0b3ISHC5hZ2VudC52MS5HZXRFeGVjdXRvclJlcXVlc3QaHS5hZ2VudC52MS5HZXRFeGVjdXRvclJlc3BvbnNlIheQAgGC0+STAg4SDC92MS9leGVjdXRvchKLAQoPUHJlcGFyZUFwcHJvdmFsEiAuYWdlbnQudjEuUHJlcGFyZUFwcHJvdmFsUmVxdWVzdBohLmFnZW50LnYxLlByZXBhcmVBcHByb3ZhbFJlc3BvbnNlIjOQAgGC0+STAio6ASoiJS92MS9hZ2VudHMve2FnZW50X2lkfTpwcmVwYXJlQXBwcm92YWwSpQEKEFdhdGNoQWdlbnRFdmVudHMSIS5hZ2VudC52MS5XYXRjaEFnZW50RXZlbnRzUmVxdWVzdBoiLmFnZW50LnYxLldhdGNoQWdlbnRFdmVudHNSZXNwb25zZSJIkAIBgtPkkwI/WiQSIi92MS9hZ2VudHMve2FnZW50X2lkfS9ldmVudHM6d2F0Y2gSFy92MS9hZ2VudHMvZXZlbnRzOndhdGNoMAFiBnByb3RvMw", [file_google_api_annotations, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * Agent is the detail view of an automation agent.
@@ -29,15 +29,17 @@ export type Agent = Message<"agent.v1.Agent"> & {
   agentId: string;
 
   /**
-   * Agent type: "transfer" or "swap".
+   * Agent type: "transfer", "swap" or "trigger".
    *
    * @generated from field: string type = 2;
    */
   type: string;
 
   /**
-   * Agent status: "pending" (just created), "active" (running on its schedule), "paused" (by its
-   * owner) or "failed" (it cannot run, or too many runs in a row failed; see failure_reason).
+   * Agent status: "pending" (just created), "active" (running on its schedule, or a trigger
+   * order watching its price), "paused" (by its owner), "failed" (it cannot run, or too many runs
+   * in a row failed; see failure_reason), "completed" (a trigger order filled) or "expired" (a
+   * trigger order reached its expiresAt with nothing moved).
    *
    * @generated from field: string status = 3;
    */
@@ -94,6 +96,14 @@ export type Agent = Message<"agent.v1.Agent"> & {
    * @generated from field: optional string notice = 10;
    */
   notice?: string | undefined;
+
+  /**
+   * A trigger agent's watch: the last reference price it saw, and once it fired, what it fired on.
+   * Absent for the other kinds.
+   *
+   * @generated from field: agent.v1.TriggerWatch trigger = 11;
+   */
+  trigger?: TriggerWatch | undefined;
 };
 
 /**
@@ -102,6 +112,112 @@ export type Agent = Message<"agent.v1.Agent"> & {
  */
 export const AgentSchema: GenMessage<Agent> = /*@__PURE__*/
   messageDesc(file_agent_v1_agent, 0);
+
+/**
+ * TriggerWatch is what a trigger agent has seen of its trigger token's USD price.
+ *
+ * @generated from message agent.v1.TriggerWatch
+ */
+export type TriggerWatch = Message<"agent.v1.TriggerWatch"> & {
+  /**
+   * The last fresh reference price seen by the replica that answers, in USD; absent before the
+   * first, or while no fresh price can be had (the agent's notice then says why).
+   *
+   * @generated from field: optional double last_price_usd = 1;
+   */
+  lastPriceUsd?: number | undefined;
+
+  /**
+   * When that price was observed (the price's own time, not when it was read).
+   *
+   * @generated from field: google.protobuf.Timestamp last_seen_at = 2;
+   */
+  lastSeenAt?: Timestamp | undefined;
+
+  /**
+   * What the order fired on; absent while it waits.
+   *
+   * @generated from field: agent.v1.TriggerFiring firing = 3;
+   */
+  firing?: TriggerFiring | undefined;
+};
+
+/**
+ * Describes the message agent.v1.TriggerWatch.
+ * Use `create(TriggerWatchSchema)` to create a new message.
+ */
+export const TriggerWatchSchema: GenMessage<TriggerWatch> = /*@__PURE__*/
+  messageDesc(file_agent_v1_agent, 1);
+
+/**
+ * TriggerFiring is the price a trigger order fired on.
+ *
+ * @generated from message agent.v1.TriggerFiring
+ */
+export type TriggerFiring = Message<"agent.v1.TriggerFiring"> & {
+  /**
+   * The leg that fired: "single", "take_profit" or "stop_loss".
+   *
+   * @generated from field: string leg = 1;
+   */
+  leg: string;
+
+  /**
+   * The reference price of the trigger token in USD at firing: the last confirming observation.
+   *
+   * @generated from field: double reference_price_usd = 2;
+   */
+  referencePriceUsd: number;
+
+  /**
+   * The observations that confirmed the condition, oldest first.
+   *
+   * @generated from field: repeated agent.v1.PriceObservation observations = 3;
+   */
+  observations: PriceObservation[];
+
+  /**
+   * When it fired.
+   *
+   * @generated from field: google.protobuf.Timestamp fired_at = 4;
+   */
+  firedAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message agent.v1.TriggerFiring.
+ * Use `create(TriggerFiringSchema)` to create a new message.
+ */
+export const TriggerFiringSchema: GenMessage<TriggerFiring> = /*@__PURE__*/
+  messageDesc(file_agent_v1_agent, 2);
+
+/**
+ * PriceObservation is one fresh observation of a reference price.
+ *
+ * @generated from message agent.v1.PriceObservation
+ */
+export type PriceObservation = Message<"agent.v1.PriceObservation"> & {
+  /**
+   * The price in USD.
+   *
+   * @generated from field: double price_usd = 1;
+   */
+  priceUsd: number;
+
+  /**
+   * When it was observed.
+   *
+   * @generated from field: google.protobuf.Timestamp at = 2;
+   */
+  at?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message agent.v1.PriceObservation.
+ * Use `create(PriceObservationSchema)` to create a new message.
+ */
+export const PriceObservationSchema: GenMessage<PriceObservation> = /*@__PURE__*/
+  messageDesc(file_agent_v1_agent, 3);
 
 /**
  * AgentSummary is the list view of an agent.
@@ -143,7 +259,7 @@ export type AgentSummary = Message<"agent.v1.AgentSummary"> & {
  * Use `create(AgentSummarySchema)` to create a new message.
  */
 export const AgentSummarySchema: GenMessage<AgentSummary> = /*@__PURE__*/
-  messageDesc(file_agent_v1_agent, 1);
+  messageDesc(file_agent_v1_agent, 4);
 
 /**
  * CreateAgentRequest describes the agent to create.
@@ -174,7 +290,7 @@ export type CreateAgentRequest = Message<"agent.v1.CreateAgentRequest"> & {
  * Use `create(CreateAgentRequestSchema)` to create a new message.
  */
 export const CreateAgentRequestSchema: GenMessage<CreateAgentRequest> = /*@__PURE__*/
-  messageDesc(file_agent_v1_agent, 2);
+  messageDesc(file_agent_v1_agent, 5);
 
 /**
  * CreatedAgent is what creating an agent answers.
@@ -216,7 +332,7 @@ export type CreatedAgent = Message<"agent.v1.CreatedAgent"> & {
  * Use `create(CreatedAgentSchema)` to create a new message.
  */
 export const CreatedAgentSchema: GenMessage<CreatedAgent> = /*@__PURE__*/
-  messageDesc(file_agent_v1_agent, 3);
+  messageDesc(file_agent_v1_agent, 6);
 
 /**
  * CreateAgentResponse is the envelope around the created agent.
@@ -244,7 +360,7 @@ export type CreateAgentResponse = Message<"agent.v1.CreateAgentResponse"> & {
  * Use `create(CreateAgentResponseSchema)` to create a new message.
  */
 export const CreateAgentResponseSchema: GenMessage<CreateAgentResponse> = /*@__PURE__*/
-  messageDesc(file_agent_v1_agent, 4);
+  messageDesc(file_agent_v1_agent, 7);
 
 /**
  * GetAgentRequest names the agent.
@@ -265,7 +381,7 @@ export type GetAgentRequest = Message<"agent.v1.GetAgentRequest"> & {
  * Use `create(GetAgentRequestSchema)` to create a new message.
  */
 export const GetAgentRequestSchema: GenMessage<GetAgentRequest> = /*@__PURE__*/
-  messageDesc(file_agent_v1_agent, 5);
+  messageDesc(file_agent_v1_agent, 8);
 
 /**
  * GetAgentResponse is the envelope around one agent.
@@ -293,7 +409,7 @@ export type GetAgentResponse = Message<"agent.v1.GetAgentResponse"> & {
  * Use `create(GetAgentResponseSchema)` to create a new message.
  */
 export const GetAgentResponseSchema: GenMessage<GetAgentResponse> = /*@__PURE__*/
-  messageDesc(file_agent_v1_agent, 6);
+  messageDesc(file_agent_v1_agent, 9);
 
 /**
  * DeleteAgentRequest names the agent.
@@ -314,7 +430,7 @@ export type DeleteAgentRequest = Message<"agent.v1.DeleteAgentRequest"> & {
  * Use `create(DeleteAgentRequestSchema)` to create a new message.
  */
 export const DeleteAgentRequestSchema: GenMessage<DeleteAgentRequest> = /*@__PURE__*/
-  messageDesc(file_agent_v1_agent, 7);
+  messageDesc(file_agent_v1_agent, 10);
 
 /**
  * DeleteAgentResult says whether an agent was deleted.
@@ -335,7 +451,7 @@ export type DeleteAgentResult = Message<"agent.v1.DeleteAgentResult"> & {
  * Use `create(DeleteAgentResultSchema)` to create a new message.
  */
 export const DeleteAgentResultSchema: GenMessage<DeleteAgentResult> = /*@__PURE__*/
-  messageDesc(file_agent_v1_agent, 8);
+  messageDesc(file_agent_v1_agent, 11);
 
 /**
  * DeleteAgentResponse is the envelope around the result.
@@ -363,7 +479,7 @@ export type DeleteAgentResponse = Message<"agent.v1.DeleteAgentResponse"> & {
  * Use `create(DeleteAgentResponseSchema)` to create a new message.
  */
 export const DeleteAgentResponseSchema: GenMessage<DeleteAgentResponse> = /*@__PURE__*/
-  messageDesc(file_agent_v1_agent, 9);
+  messageDesc(file_agent_v1_agent, 12);
 
 /**
  * ListAgentsRequest filters and pages the caller's agents.
@@ -379,7 +495,7 @@ export type ListAgentsRequest = Message<"agent.v1.ListAgentsRequest"> & {
   type: string;
 
   /**
-   * Keep only agents of this status ("pending", "active", "paused" or "failed").
+   * Keep only agents of this status ("pending", "active", "paused", "failed", "completed" or "expired").
    *
    * @generated from field: string status = 2;
    */
@@ -414,7 +530,7 @@ export type ListAgentsRequest = Message<"agent.v1.ListAgentsRequest"> & {
  * Use `create(ListAgentsRequestSchema)` to create a new message.
  */
 export const ListAgentsRequestSchema: GenMessage<ListAgentsRequest> = /*@__PURE__*/
-  messageDesc(file_agent_v1_agent, 10);
+  messageDesc(file_agent_v1_agent, 13);
 
 /**
  * AgentPage is one page of agents.
@@ -463,7 +579,7 @@ export type AgentPage = Message<"agent.v1.AgentPage"> & {
  * Use `create(AgentPageSchema)` to create a new message.
  */
 export const AgentPageSchema: GenMessage<AgentPage> = /*@__PURE__*/
-  messageDesc(file_agent_v1_agent, 11);
+  messageDesc(file_agent_v1_agent, 14);
 
 /**
  * ListAgentsResponse is the envelope around a page of agents.
@@ -491,7 +607,7 @@ export type ListAgentsResponse = Message<"agent.v1.ListAgentsResponse"> & {
  * Use `create(ListAgentsResponseSchema)` to create a new message.
  */
 export const ListAgentsResponseSchema: GenMessage<ListAgentsResponse> = /*@__PURE__*/
-  messageDesc(file_agent_v1_agent, 12);
+  messageDesc(file_agent_v1_agent, 15);
 
 /**
  * PauseAgentRequest names the agent to pause.
@@ -512,7 +628,7 @@ export type PauseAgentRequest = Message<"agent.v1.PauseAgentRequest"> & {
  * Use `create(PauseAgentRequestSchema)` to create a new message.
  */
 export const PauseAgentRequestSchema: GenMessage<PauseAgentRequest> = /*@__PURE__*/
-  messageDesc(file_agent_v1_agent, 13);
+  messageDesc(file_agent_v1_agent, 16);
 
 /**
  * PauseAgentResponse is the envelope around the paused agent.
@@ -540,7 +656,7 @@ export type PauseAgentResponse = Message<"agent.v1.PauseAgentResponse"> & {
  * Use `create(PauseAgentResponseSchema)` to create a new message.
  */
 export const PauseAgentResponseSchema: GenMessage<PauseAgentResponse> = /*@__PURE__*/
-  messageDesc(file_agent_v1_agent, 14);
+  messageDesc(file_agent_v1_agent, 17);
 
 /**
  * ResumeAgentRequest names the agent to resume.
@@ -561,7 +677,7 @@ export type ResumeAgentRequest = Message<"agent.v1.ResumeAgentRequest"> & {
  * Use `create(ResumeAgentRequestSchema)` to create a new message.
  */
 export const ResumeAgentRequestSchema: GenMessage<ResumeAgentRequest> = /*@__PURE__*/
-  messageDesc(file_agent_v1_agent, 15);
+  messageDesc(file_agent_v1_agent, 18);
 
 /**
  * ResumeAgentResponse is the envelope around the resumed agent.
@@ -589,7 +705,7 @@ export type ResumeAgentResponse = Message<"agent.v1.ResumeAgentResponse"> & {
  * Use `create(ResumeAgentResponseSchema)` to create a new message.
  */
 export const ResumeAgentResponseSchema: GenMessage<ResumeAgentResponse> = /*@__PURE__*/
-  messageDesc(file_agent_v1_agent, 16);
+  messageDesc(file_agent_v1_agent, 19);
 
 /**
  * AgentRun is one attempt at running an agent for one of its scheduled slots.
@@ -670,7 +786,7 @@ export type AgentRun = Message<"agent.v1.AgentRun"> & {
  * Use `create(AgentRunSchema)` to create a new message.
  */
 export const AgentRunSchema: GenMessage<AgentRun> = /*@__PURE__*/
-  messageDesc(file_agent_v1_agent, 17);
+  messageDesc(file_agent_v1_agent, 20);
 
 /**
  * ListAgentRunsRequest names the agent and the page.
@@ -705,7 +821,7 @@ export type ListAgentRunsRequest = Message<"agent.v1.ListAgentRunsRequest"> & {
  * Use `create(ListAgentRunsRequestSchema)` to create a new message.
  */
 export const ListAgentRunsRequestSchema: GenMessage<ListAgentRunsRequest> = /*@__PURE__*/
-  messageDesc(file_agent_v1_agent, 18);
+  messageDesc(file_agent_v1_agent, 21);
 
 /**
  * AgentRunPage is one page of an agent's runs.
@@ -747,7 +863,7 @@ export type AgentRunPage = Message<"agent.v1.AgentRunPage"> & {
  * Use `create(AgentRunPageSchema)` to create a new message.
  */
 export const AgentRunPageSchema: GenMessage<AgentRunPage> = /*@__PURE__*/
-  messageDesc(file_agent_v1_agent, 19);
+  messageDesc(file_agent_v1_agent, 22);
 
 /**
  * ListAgentRunsResponse is the envelope around a page of runs.
@@ -775,7 +891,7 @@ export type ListAgentRunsResponse = Message<"agent.v1.ListAgentRunsResponse"> & 
  * Use `create(ListAgentRunsResponseSchema)` to create a new message.
  */
 export const ListAgentRunsResponseSchema: GenMessage<ListAgentRunsResponse> = /*@__PURE__*/
-  messageDesc(file_agent_v1_agent, 20);
+  messageDesc(file_agent_v1_agent, 23);
 
 /**
  * GetExecutorRequest takes nothing.
@@ -790,7 +906,7 @@ export type GetExecutorRequest = Message<"agent.v1.GetExecutorRequest"> & {
  * Use `create(GetExecutorRequestSchema)` to create a new message.
  */
 export const GetExecutorRequestSchema: GenMessage<GetExecutorRequest> = /*@__PURE__*/
-  messageDesc(file_agent_v1_agent, 21);
+  messageDesc(file_agent_v1_agent, 24);
 
 /**
  * Executor is the service's fee payer, as the chain knows it, and how delegation works.
@@ -819,7 +935,7 @@ export type Executor = Message<"agent.v1.Executor"> & {
  * Use `create(ExecutorSchema)` to create a new message.
  */
 export const ExecutorSchema: GenMessage<Executor> = /*@__PURE__*/
-  messageDesc(file_agent_v1_agent, 22);
+  messageDesc(file_agent_v1_agent, 25);
 
 /**
  * GetExecutorResponse is the envelope around the executor.
@@ -847,7 +963,7 @@ export type GetExecutorResponse = Message<"agent.v1.GetExecutorResponse"> & {
  * Use `create(GetExecutorResponseSchema)` to create a new message.
  */
 export const GetExecutorResponseSchema: GenMessage<GetExecutorResponse> = /*@__PURE__*/
-  messageDesc(file_agent_v1_agent, 23);
+  messageDesc(file_agent_v1_agent, 26);
 
 /**
  * PrepareApprovalRequest names the agent and the cap of the approval.
@@ -876,7 +992,7 @@ export type PrepareApprovalRequest = Message<"agent.v1.PrepareApprovalRequest"> 
  * Use `create(PrepareApprovalRequestSchema)` to create a new message.
  */
 export const PrepareApprovalRequestSchema: GenMessage<PrepareApprovalRequest> = /*@__PURE__*/
-  messageDesc(file_agent_v1_agent, 24);
+  messageDesc(file_agent_v1_agent, 27);
 
 /**
  * Approval is an unsigned approval transaction and the facts a wallet shows before signing it.
@@ -977,7 +1093,7 @@ export type Approval = Message<"agent.v1.Approval"> & {
  * Use `create(ApprovalSchema)` to create a new message.
  */
 export const ApprovalSchema: GenMessage<Approval> = /*@__PURE__*/
-  messageDesc(file_agent_v1_agent, 25);
+  messageDesc(file_agent_v1_agent, 28);
 
 /**
  * PrepareApprovalResponse is the envelope around the approval.
@@ -1005,7 +1121,7 @@ export type PrepareApprovalResponse = Message<"agent.v1.PrepareApprovalResponse"
  * Use `create(PrepareApprovalResponseSchema)` to create a new message.
  */
 export const PrepareApprovalResponseSchema: GenMessage<PrepareApprovalResponse> = /*@__PURE__*/
-  messageDesc(file_agent_v1_agent, 26);
+  messageDesc(file_agent_v1_agent, 29);
 
 /**
  * WatchAgentEventsRequest says whose events to watch and where to start.
@@ -1034,7 +1150,7 @@ export type WatchAgentEventsRequest = Message<"agent.v1.WatchAgentEventsRequest"
  * Use `create(WatchAgentEventsRequestSchema)` to create a new message.
  */
 export const WatchAgentEventsRequestSchema: GenMessage<WatchAgentEventsRequest> = /*@__PURE__*/
-  messageDesc(file_agent_v1_agent, 27);
+  messageDesc(file_agent_v1_agent, 30);
 
 /**
  * AgentEvent is one thing that happened to an agent.
@@ -1051,8 +1167,9 @@ export type AgentEvent = Message<"agent.v1.AgentEvent"> & {
   cursor: string;
 
   /**
-   * agent.created, agent.activated, agent.paused, agent.resumed, agent.failed, agent.deleted,
-   * run.started, run.succeeded, run.skipped or run.failed.
+   * agent.created, agent.activated, agent.paused, agent.resumed, agent.failed, agent.completed,
+   * agent.expired, agent.deleted, trigger.fired, run.started, run.succeeded, run.skipped or
+   * run.failed.
    *
    * @generated from field: string type = 2;
    */
@@ -1085,6 +1202,13 @@ export type AgentEvent = Message<"agent.v1.AgentEvent"> & {
    * @generated from field: optional string failure_reason = 6;
    */
   failureReason?: string | undefined;
+
+  /**
+   * What the order fired on, for trigger.fired.
+   *
+   * @generated from field: agent.v1.TriggerFiring trigger = 7;
+   */
+  trigger?: TriggerFiring | undefined;
 };
 
 /**
@@ -1092,7 +1216,7 @@ export type AgentEvent = Message<"agent.v1.AgentEvent"> & {
  * Use `create(AgentEventSchema)` to create a new message.
  */
 export const AgentEventSchema: GenMessage<AgentEvent> = /*@__PURE__*/
-  messageDesc(file_agent_v1_agent, 28);
+  messageDesc(file_agent_v1_agent, 31);
 
 /**
  * WatchAgentEventsResponse is one message of an event stream: one event, or a heartbeat.
@@ -1127,7 +1251,7 @@ export type WatchAgentEventsResponse = Message<"agent.v1.WatchAgentEventsRespons
  * Use `create(WatchAgentEventsResponseSchema)` to create a new message.
  */
 export const WatchAgentEventsResponseSchema: GenMessage<WatchAgentEventsResponse> = /*@__PURE__*/
-  messageDesc(file_agent_v1_agent, 29);
+  messageDesc(file_agent_v1_agent, 32);
 
 /**
  * AgentService manages automation agents: recurring transfers and swaps run on a schedule.

@@ -31,8 +31,8 @@ export type CreateWebhookEndpointRequest = Message<"webhook.v1.CreateWebhookEndp
 
   /**
    * The event types to deliver (agent.created, agent.activated, agent.paused, agent.resumed,
-   * agent.failed, agent.deleted, run.started, run.succeeded, run.skipped, run.failed); empty for
-   * all of them.
+   * agent.failed, agent.completed, agent.expired, agent.deleted, trigger.fired, run.started,
+   * run.succeeded, run.skipped, run.failed); empty for all of them.
    *
    * @generated from field: repeated string event_types = 2;
    */

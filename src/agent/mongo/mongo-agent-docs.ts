@@ -16,6 +16,7 @@ export interface AgentDoc {
   nextRunAt?: Date;
   failureReason?: string;
   consecutiveFailures?: number;
+  state?: JsonObject;
   decimals?: number;
   /** Lifecycle changes so far (see mongo-versioned-update.ts); absent means 0. */
   version?: number;
@@ -69,6 +70,7 @@ export function toDoc(record: AgentRecord): AgentDoc {
   if (record.nextRunAt !== undefined) doc.nextRunAt = record.nextRunAt;
   if (record.failureReason !== undefined) doc.failureReason = record.failureReason;
   if (record.consecutiveFailures !== undefined) doc.consecutiveFailures = record.consecutiveFailures;
+  if (record.state !== undefined) doc.state = record.state;
   if (record.decimals !== undefined) doc.decimals = record.decimals;
   return doc;
 }
@@ -78,6 +80,7 @@ export function fieldChangeOf(patch: AgentPatch): FieldChange {
   const set: Record<string, unknown> = {};
   const unset: string[] = [];
   for (const [field, value] of Object.entries(patch)) {
+    if (field === "announce") continue;
     if (value === null) unset.push(field);
     else if (value !== undefined) set[field] = value;
   }
@@ -97,6 +100,7 @@ export function fromDoc(doc: AgentDoc): AgentRecord {
     ...(doc.nextRunAt == null ? {} : { nextRunAt: doc.nextRunAt }),
     ...(doc.failureReason == null ? {} : { failureReason: doc.failureReason }),
     ...(doc.consecutiveFailures == null ? {} : { consecutiveFailures: doc.consecutiveFailures }),
+    ...(doc.state == null ? {} : { state: doc.state }),
     ...(doc.decimals == null ? {} : { decimals: doc.decimals }),
   };
 }

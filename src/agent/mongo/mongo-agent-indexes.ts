@@ -28,6 +28,8 @@ export async function createAgentIndexes(
   await createIndex(agents, { status: 1, nextRunAt: 1 }, "status_nextRunAt");
   // The scheduler: pending agents, oldest first.
   await createIndex(agents, { status: 1, createdAt: 1, _id: 1 }, "status_createdAt_id");
+  // Kinds that watch: their open agents across owners (AgentStore.watching).
+  await createIndex(agents, { type: 1, status: 1, _id: 1 }, "type_status_id");
   // Version claims of one agent (housekeeping of old ones, and a deleted agent's).
   await createIndex(versions, { agentId: 1, version: 1 }, "agentId_version");
   // createWithKey(): the newest generation of a key.

@@ -21,7 +21,10 @@ export interface MongoAgentReadsOptions {
   readonly run: <T>(op: () => Promise<T>, signal?: AbortSignal) => Promise<T>;
 }
 
-export type MongoAgentReads = Pick<AgentStore, "get" | "due" | "pending" | "newestPending" | "list">;
+export type MongoAgentReads = Pick<
+  AgentStore,
+  "get" | "due" | "pending" | "newestPending" | "list" | "watching"
+>;
 
 export function createMongoAgentReads(options: MongoAgentReadsOptions): MongoAgentReads {
   const { agents, bounded, handOut, run } = options;
@@ -51,6 +54,19 @@ export function createMongoAgentReads(options: MongoAgentReadsOptions): MongoAge
           .limit(limit)
           .toArray();
         return docs.map(handOut);
+      }),
+    watching: (type, after, limit) =>
+      run(async () => {
+        // One index range scan on {type, status, _id}.
+        const docs = await agents
+          .find(
+            { type, status: { $in: ["active", "paused"] }, ...(after === undefined ? {} : { _id: { $gt: after } }) },
+            bounded,
+          )
+          .sort({ _id: 1 })
+          .limit(limit)
+          .toArray();
+        return docs.map(fromDoc);
       }),
     newestPending: (limit) =>
       run(async () => {

@@ -7,7 +7,7 @@
  * limits against floods, not balances.
  */
 import type { Collection } from "mongodb";
-import type { AgentStatus } from "../agent-store.ts";
+import { type AgentStatus, TERMINAL_STATUSES } from "../agent-store.ts";
 import { isDuplicateKey } from "../mongo-errors.ts";
 import type { AgentDoc, TallyDoc } from "./mongo-agent-docs.ts";
 
@@ -28,7 +28,7 @@ export interface MongoAgentTallies {
 export function createMongoAgentTallies(options: MongoAgentTalliesOptions): MongoAgentTallies {
   const { tallies, agents, bounded } = options;
   const weightOf = (status: AgentStatus | undefined) => ({
-    held: status === undefined || status === "failed" ? 0 : 1,
+    held: status === undefined || TERMINAL_STATUSES.has(status) ? 0 : 1,
     pending: status === "pending" ? 1 : 0,
   });
   /**

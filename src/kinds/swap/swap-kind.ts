@@ -1,4 +1,5 @@
-import type { AgentKind } from "../agent-kind.ts";
+import type { Executor } from "../../scheduler/executor.ts";
+import type { AgentKind, KindServices } from "../agent-kind.ts";
 import { createSwapExecutor } from "./swap-executor.ts";
 import { SWAP_SETTINGS } from "./swap-settings.ts";
 import { simulateSwap } from "./swap-simulation.ts";
@@ -19,8 +20,14 @@ export const swapKind: AgentKind = {
   }),
   // The wallet's output account: created by the approval's transaction, the wallet paying.
   receiving: (c) => ({ owner: c.wallet as string, symbol: c.outputToken as string }),
-  createExecutor: (s) =>
-    createSwapExecutor({
+  createExecutor: (s) => createSwapKindExecutor(s),
+  simulate: simulateSwap,
+  notice: (notices) => notices.swapRoutes?.(),
+};
+
+/** A swap's executor on the service's chain, routes and limits (a trigger order's fill is one too). */
+export function createSwapKindExecutor(s: KindServices): Executor {
+  return createSwapExecutor({
       chain: s.chain,
       transfers: s.transfers,
       swaps: s.swaps,
@@ -34,7 +41,5 @@ export const swapKind: AgentKind = {
       caps: s.limits.caps,
       ...(s.onSwapRefused === undefined ? {} : { onRefused: s.onSwapRefused }),
       ...(s.hooks === undefined ? {} : { hooks: s.hooks }),
-    }),
-  simulate: simulateSwap,
-  notice: (notices) => notices.swapRoutes?.(),
-};
+    });
+}

@@ -182,6 +182,28 @@ export function quoteVerdict(run: SwapRun, route: SwapBuild, reference: number):
     };
   }
   const floor = priceOf(route.minimumOut);
+  // Exact, not the shown (rounded) price: a fill a rounding away from the worst price is still worse.
+  const exactFloor = uiAmount(route.minimumOut, output.decimals) / uiAmount(units, input.decimals);
+  if (config.worstPrice !== undefined && exactFloor < config.worstPrice) {
+    return {
+      ok: true,
+      skipped: true,
+      result: {
+        kind: "swap",
+        skipped: true,
+        reason: `the route's minimum out implies ${floor} ${config.outputToken} per ${config.inputToken} (its quote ${quoted}), worse than the order's worst price ${config.worstPrice}: nothing was signed`,
+        quotedPrice: quoted,
+        minimumOutPrice: floor,
+        worstPrice: config.worstPrice,
+        inputToken: config.inputToken,
+        outputToken: config.outputToken,
+        inAmountUnits: route.inAmount.toString(),
+        quotedOutAmountUnits: route.outAmount.toString(),
+        minimumOutUnits: route.minimumOut.toString(),
+        routeLabels: [...route.routeLabels],
+      },
+    };
+  }
   if (config.minPrice !== undefined && floor < config.minPrice) {
     return refusals.retry(
       "minimum_out",

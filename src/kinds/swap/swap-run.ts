@@ -36,6 +36,12 @@ export type SwapConfig = {
   readonly slippageBps: number;
   readonly minPrice?: number;
   readonly maxPrice?: number;
+  /**
+   * The least output per input (whole tokens) the owner accepts, set by a trigger order: a route
+   * whose quote or minimum out is below it is not signed, and the slot is skipped (the order
+   * waits for its next observation).
+   */
+  readonly worstPrice?: number;
 };
 
 /** What one run swaps, and where. */

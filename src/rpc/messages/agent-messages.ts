@@ -6,7 +6,11 @@ import {
   AgentRunSchema,
   AgentSchema,
   AgentSummarySchema,
+  PriceObservationSchema,
+  TriggerFiringSchema,
+  TriggerWatchSchema,
 } from "../../../gen/agent/v1/agent_pb.ts";
+import type { KindWatch } from "../../kinds/agent-kind.ts";
 import type { ApprovalPlan } from "../../agent/agent-commands.ts";
 import type { AgentRecord, JsonObject, JsonValue } from "../../agent/agent-store.ts";
 import { cursorOf } from "../../events/agent-event-watch.ts";
@@ -20,6 +24,7 @@ import type { RunRecord } from "../../scheduler/run-store.ts";
 export function agentEvent(event: LoggedEvent) {
   const run = event.data?.run;
   const failureReason = event.data?.failureReason;
+  const trigger = event.data?.trigger;
   return create(AgentEventSchema, {
     cursor: cursorOf(event),
     type: event.type,
@@ -27,6 +32,7 @@ export function agentEvent(event: LoggedEvent) {
     at: timestampFromDate(event.at),
     ...(isObject(run) ? { run: runMessage(event.agentId, run) } : {}),
     ...(typeof failureReason === "string" ? { failureReason } : {}),
+    ...(isObject(trigger) ? { trigger: triggerFiring(trigger) } : {}),
   });
 }
 
@@ -55,7 +61,35 @@ function isObject(value: JsonValue | undefined): value is JsonObject {
 
 export const noticeOf = (notice: string | undefined) => (notice === undefined ? {} : { notice });
 
-export function agentDetail(agent: AgentRecord, pendingReason?: string, notice?: string) {
+/** A trigger order's firing, as the event and the agent carry it. */
+function triggerFiring(firing: NonNullable<KindWatch["firing"]> | JsonObject) {
+  const observations = Array.isArray(firing.observations) ? firing.observations : [];
+  return create(TriggerFiringSchema, {
+    leg: String(firing.leg),
+    referencePriceUsd: Number(firing.referencePriceUsd),
+    observations: observations.flatMap((o) =>
+      o !== null && typeof o === "object" && !Array.isArray(o)
+        ? [
+            create(PriceObservationSchema, {
+              priceUsd: Number(o.priceUsd),
+              at: timestampFromDate(new Date(String(o.at))),
+            }),
+          ]
+        : [],
+    ),
+    firedAt: timestampFromDate(new Date(String(firing.firedAt))),
+  });
+}
+
+function triggerWatch(watch: KindWatch) {
+  return create(TriggerWatchSchema, {
+    ...(watch.lastPriceUsd === undefined ? {} : { lastPriceUsd: watch.lastPriceUsd }),
+    ...(watch.lastSeenAt === undefined ? {} : { lastSeenAt: timestampFromDate(watch.lastSeenAt) }),
+    ...(watch.firing === undefined ? {} : { firing: triggerFiring(watch.firing) }),
+  });
+}
+
+export function agentDetail(agent: AgentRecord, pendingReason?: string, notice?: string, watch?: KindWatch) {
   return create(AgentSchema, {
     agentId: agent.agentId,
     type: agent.type,
@@ -67,6 +101,7 @@ export function agentDetail(agent: AgentRecord, pendingReason?: string, notice?:
     ...(agent.failureReason === undefined ? {} : { failureReason: agent.failureReason }),
     ...(pendingReason === undefined ? {} : { pendingReason }),
     ...noticeOf(notice),
+    ...(watch === undefined ? {} : { trigger: triggerWatch(watch) }),
   });
 }
 

@@ -4,6 +4,7 @@
  * overwrite each other. Harmless when the agent has moved already.
  */
 import type { AgentRecord, AgentStore } from "../../agent/agent-store.ts";
+import type { TimingOf } from "../agent-timing.ts";
 import type { RunRecord } from "../run-store.ts";
 import type { AgentSlots } from "./agent-slots.ts";
 import type { RetryPolicy } from "./retry-policy.ts";
@@ -12,6 +13,8 @@ export interface AdvanceAgentOptions {
   readonly agents: Pick<AgentStore, "update">;
   readonly policy: Pick<RetryPolicy, "advance">;
   readonly slots: Pick<AgentSlots, "nextAfter">;
+  /** Kinds that move their agents themselves once a slot settled (see AgentTiming). */
+  readonly timingOf?: TimingOf | undefined;
   /** The agent failed after too many failed runs. */
   readonly onFailed?: ((agent: AgentRecord, reason: string) => void) | undefined;
 }
@@ -27,7 +30,12 @@ export function createAdvanceAgent(options: AdvanceAgentOptions): AdvanceAgent {
       agent.owner,
       agent.agentId,
       (current) => {
-        const moved = policy.advance(current, run, (at) => slots.nextAfter(at, run.scheduledAt));
+        const timing = options.timingOf?.(current.type);
+        const moved = policy.advance(
+          current,
+          run,
+          timing === undefined ? (at) => ({ nextRunAt: slots.nextAfter(at, run.scheduledAt) }) : timing.settled,
+        );
         if (moved?.failed !== undefined) failedNow = moved.failed;
         return moved?.patch;
       },

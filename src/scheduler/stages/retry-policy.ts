@@ -30,10 +30,15 @@ export interface RetryPolicy {
   /** How long to wait after failed attempt `attempt` before the next one. */
   delayAfter(attempt: number): number;
   /**
-   * How `current` moves past the slot `run` settled, `next` being the slot after it; undefined
-   * when it has moved already (the change is harmless to repeat).
+   * How `current` moves past the slot `run` settled, `next` saying where it goes (the slot after
+   * it, or a kind's own move: see AgentTiming); undefined when it has moved already (the change is
+   * harmless to repeat).
    */
-  advance(current: AgentRecord, run: RunRecord, next: (agent: AgentRecord) => Date): Advance | undefined;
+  advance(
+    current: AgentRecord,
+    run: RunRecord,
+    next: (agent: AgentRecord, run: RunRecord) => AgentPatch,
+  ): Advance | undefined;
 }
 
 export function createRetryPolicy(options: RetryPolicyOptions): RetryPolicy {
@@ -76,7 +81,11 @@ export function createRetryPolicy(options: RetryPolicyOptions): RetryPolicy {
       }
       const patch: AgentPatch = { lastRunAt: run.finishedAt, consecutiveFailures: failures };
       // Every slot runs, in order, missed ones included: the next slot after this one.
-      return { patch: atThisSlot ? { ...patch, nextRunAt: next(current) } : patch };
+      if (atThisSlot) return { patch: { ...patch, ...next(current, run) } };
+      // Paused while a run went on that ended what the agent was for (a trigger order filled):
+      // it ends so, whatever its status, as the kind says.
+      const moved = run.outcome === "succeeded" ? next(current, run) : undefined;
+      return { patch: moved?.status !== undefined && moved.status !== "active" ? { ...patch, ...moved } : patch };
     },
   };
 }
