@@ -4,6 +4,7 @@ import type { MongoAgentStore } from "./agent/mongo-agent-store.ts";
 import type { AgentCap } from "./agent/owner-caps.ts";
 import { createContextAgents } from "./app-context/context-agents.ts";
 import { createContextExecutor } from "./app-context/context-executor.ts";
+import { createContextKinds } from "./app-context/context-kinds.ts";
 import { createContextStores } from "./app-context/context-stores.ts";
 import { warnOfKeys } from "./app-context/warn-of-keys.ts";
 import type { ApiKeyStore } from "./auth/api-key-store.ts";
@@ -20,9 +21,8 @@ import type { EventLog } from "./events/event-log.ts";
 import { createMemoryEventLog } from "./events/memory-event-log.ts";
 import type { EventRepair } from "./events/mongo-event-repair.ts";
 import type { AgentKinds } from "./kinds/agent-kinds.ts";
-import { builtInKinds } from "./kinds/built-in-kinds.ts";
-import { createTriggerSightings, type TriggerSightings } from "./kinds/trigger/trigger-sightings.ts";
 import type { TransferHooks } from "./kinds/transfer/transfer-executor.ts";
+import type { TriggerSightings } from "./kinds/trigger/trigger-sightings.ts";
 import type { Logger } from "./logger.ts";
 import { type ApprovalCheck, createApprovalCheck } from "./scheduler/approval-check.ts";
 import { type CheckClaims, createMemoryCheckClaims } from "./scheduler/check-claims.ts";
@@ -193,23 +193,12 @@ export async function createAppContext(
   const scheduleClock = createScheduleClock({ scale: config.scheduler.timeScale });
   const mints = new Map(catalog.tokens.map((t) => [t.symbol, t.mint]));
   const mintOf = (symbol: string) => mints.get(symbol);
-  const triggerSightings = createTriggerSightings();
-  const stablecoins = new Set(catalog.tokens.filter((t) => t.tags.includes("stablecoin")).map((t) => t.symbol));
-  const kinds = builtInKinds({
-    trigger: {
-      maxLifetimeMs: config.triggers.maxLifetimeMs,
-      minUsd: config.triggers.minUsd,
-      now: overrides.now ?? (() => new Date()),
-      isStablecoin: (symbol) => stablecoins.has(symbol),
-      usdPrice: async (symbol) => {
-        const mint = mintOf(symbol);
-        if (mint === undefined) return undefined;
-        const [price] = await prices.pricesOf([mint], { fresh: true });
-        return price === undefined || price.unpriced ? undefined : price.price;
-      },
-      sightings: triggerSightings,
-      mintOf,
-    },
+  const { kinds, triggerSightings } = createContextKinds({
+    config,
+    catalog,
+    prices,
+    mintOf,
+    now: overrides.now,
   });
   const { executor, executorBalance } = createContextExecutor({
     config,

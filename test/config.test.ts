@@ -232,6 +232,14 @@ describe("loadConfig", () => {
         maxFeeLamports: 1_000_000n,
         maxPriceDeviationBps: 300,
       },
+      triggers: {
+        maxLifetimeMs: 30 * 86_400_000,
+        minUsd: 5,
+        confirmations: 2,
+        holdMs: 2000,
+        refreshMs: 5000,
+        maxWatched: 100_000,
+      },
       streams: {
         heartbeatMs: 15_000,
         maxPerKey: 100,
@@ -489,6 +497,12 @@ describe("loadConfig", () => {
         SWAP_MAX_PRICE_DEVIATION_BPS: "150",
         CATALOG_PRICE_TICK_MS: "2000",
         PRICE_WATCH_INTERVAL_MS: "500",
+        TRIGGER_MAX_LIFETIME_MS: "86400000",
+        TRIGGER_MIN_USD: "2.5",
+        TRIGGER_CONFIRMATIONS: "3",
+        TRIGGER_HOLD_MS: "1500",
+        TRIGGER_REFRESH_MS: "2000",
+        TRIGGER_MAX_WATCHED: "5000",
         STREAM_HEARTBEAT_MS: "5000",
         STREAM_MAX_PER_KEY: "7",
         STREAM_BUFFER_MESSAGES: "64",
@@ -648,6 +662,14 @@ describe("loadConfig", () => {
         maxFeeLamports: 50_000n,
         maxPriceDeviationBps: 150,
       },
+      triggers: {
+        maxLifetimeMs: 86_400_000,
+        minUsd: 2.5,
+        confirmations: 3,
+        holdMs: 1500,
+        refreshMs: 2000,
+        maxWatched: 5000,
+      },
       streams: {
         heartbeatMs: 5000,
         maxPerKey: 7,
@@ -738,6 +760,8 @@ describe("loadConfig", () => {
     ["SWAP_MAX_FEE_LAMPORTS", "1000000001"],
     ["SWAP_MAX_FEE_LAMPORTS", "-1"],
     ["SWAP_MAX_PRICE_DEVIATION_BPS", "10001"],
+    ["TRIGGER_MIN_USD", "-1"],
+    ["TRIGGER_CONFIRMATIONS", "0"],
   ])("%s=%s is refused, by name", (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(name);

@@ -52,7 +52,11 @@ const only = async (config: JsonObject) => {
 
 describe("a trigger order's config", () => {
   it("stores a valid stop-loss normalised: its watched token, its type, its expiry in UTC", async () => {
-    const { valid, violations } = await check({ ...stopLoss, inputToken: "jup", expiresAt: "2026-12-07T13:00:00+01:00" });
+    const { valid, violations } = await check({
+      ...stopLoss,
+      inputToken: "jup",
+      expiresAt: "2026-12-07T13:00:00+01:00",
+    });
     expect(violations).toEqual([]);
     expect(valid?.config).toMatchObject({
       inputToken: "JUP",
@@ -68,10 +72,18 @@ describe("a trigger order's config", () => {
     expect(await only({ ...stopLoss, inputToken: "SOL", outputToken: "JUP", amount: 1 })).toEqual([
       {
         field: "config.triggerToken",
-        description: expect.stringMatching(/^is required unless exactly one of the order's tokens is a USD stablecoin/),
+        description: expect.stringMatching(
+          /^is required unless exactly one of the order's tokens is a USD stablecoin/,
+        ),
       },
     ]);
-    const named = await check({ ...stopLoss, inputToken: "SOL", outputToken: "JUP", amount: 1, triggerToken: "SOL" });
+    const named = await check({
+      ...stopLoss,
+      inputToken: "SOL",
+      outputToken: "JUP",
+      amount: 1,
+      triggerToken: "SOL",
+    });
     expect(named.violations).toEqual([]);
     expect(await only({ ...stopLoss, triggerToken: "SOL" })).toEqual([
       { field: "config.triggerToken", description: "must be one of the order's two tokens (JUP or USDC)" },
@@ -81,21 +93,86 @@ describe("a trigger order's config", () => {
   it.each([
     ["a missing expiresAt", { expiresAt: undefined }, "config.expiresAt", "is required"],
     ["a past expiresAt", { expiresAt: "2026-12-06T11:59:59Z" }, "config.expiresAt", "must be in the future"],
-    ["an expiresAt that is no timestamp", { expiresAt: "tomorrow" }, "config.expiresAt", /^must be an RFC 3339 timestamp/],
-    ["an expiresAt past the lifetime", { expiresAt: "2027-01-06T12:00:01Z" }, "config.expiresAt", /^must be at most 720 hours ahead/],
-    ["a condition that is neither", { triggerCondition: "crosses" }, "config.triggerCondition", 'must be "above" or "below"'],
-    ["a negative price", { triggerPriceUsd: -1 }, "config.triggerPriceUsd", /^must be a positive decimal number/],
-    ["a price in a string", { triggerPriceUsd: "0.45" }, "config.triggerPriceUsd", /^must be a positive decimal number/],
+    [
+      "an expiresAt that is no timestamp",
+      { expiresAt: "tomorrow" },
+      "config.expiresAt",
+      /^must be an RFC 3339 timestamp/,
+    ],
+    [
+      "an expiresAt past the lifetime",
+      { expiresAt: "2027-01-06T12:00:01Z" },
+      "config.expiresAt",
+      /^must be at most 720 hours ahead/,
+    ],
+    [
+      "a condition that is neither",
+      { triggerCondition: "crosses" },
+      "config.triggerCondition",
+      'must be "above" or "below"',
+    ],
+    [
+      "a negative price",
+      { triggerPriceUsd: -1 },
+      "config.triggerPriceUsd",
+      /^must be a positive decimal number/,
+    ],
+    [
+      "a price in a string",
+      { triggerPriceUsd: "0.45" },
+      "config.triggerPriceUsd",
+      /^must be a positive decimal number/,
+    ],
     ["an unknown order type", { orderType: "bracket" }, "config.orderType", 'must be "single" or "oco"'],
-    ["a slippage past 2,000", { slippageBps: 2001 }, "config.slippageBps", /^must be an integer from 1 to 2000/],
-    ["a fractional slippage", { slippageBps: 1.5 }, "config.slippageBps", /^must be an integer from 1 to 2000/],
-    ["a missing condition", { triggerCondition: undefined }, "config.triggerCondition", 'is required for a "single" order'],
-    ["a missing price", { triggerPriceUsd: undefined }, "config.triggerPriceUsd", 'is required for a "single" order'],
-    ["a take-profit on a single order", { takeProfitPriceUsd: 1 }, "config.takeProfitPriceUsd", /^is for an "oco" order only/],
-    ["an order worth too little", { amount: 9 }, "config.amount", /^must be worth at least 5 USD \(TRIGGER_MIN_USD\), and 9 JUP is worth 4\.5 USD now$/],
-    ["the same token twice", { outputToken: "JUP", triggerToken: "JUP" }, "config.outputToken", "must differ from config.inputToken"],
+    [
+      "a slippage past 2,000",
+      { slippageBps: 2001 },
+      "config.slippageBps",
+      /^must be an integer from 1 to 2000/,
+    ],
+    [
+      "a fractional slippage",
+      { slippageBps: 1.5 },
+      "config.slippageBps",
+      /^must be an integer from 1 to 2000/,
+    ],
+    [
+      "a missing condition",
+      { triggerCondition: undefined },
+      "config.triggerCondition",
+      'is required for a "single" order',
+    ],
+    [
+      "a missing price",
+      { triggerPriceUsd: undefined },
+      "config.triggerPriceUsd",
+      'is required for a "single" order',
+    ],
+    [
+      "a take-profit on a single order",
+      { takeProfitPriceUsd: 1 },
+      "config.takeProfitPriceUsd",
+      /^is for an "oco" order only/,
+    ],
+    [
+      "an order worth too little",
+      { amount: 9 },
+      "config.amount",
+      /^must be worth at least 5 USD \(TRIGGER_MIN_USD\), and 9 JUP is worth 4\.5 USD now$/,
+    ],
+    [
+      "the same token twice",
+      { outputToken: "JUP", triggerToken: "JUP" },
+      "config.outputToken",
+      "must differ from config.inputToken",
+    ],
     ["a wallet that is no address", { wallet: "nope" }, "config.wallet", /address/],
-    ["an unknown token", { outputToken: "NOPE" }, "config.outputToken", /^must be the symbol of a token in the catalog/],
+    [
+      "an unknown token",
+      { outputToken: "NOPE" },
+      "config.outputToken",
+      /^must be the symbol of a token in the catalog/,
+    ],
     ["an unknown setting", { schedule: "hourly" }, "config.schedule", /^is not a trigger agent setting/],
   ])("refuses %s, naming the field", async (_, change, field, description) => {
     const config: JsonObject = { ...stopLoss };
@@ -111,24 +188,41 @@ describe("a trigger order's config", () => {
   });
 
   it("an OCO order takes two legs, take-profit above stop-loss, and no single-order fields", async () => {
-    const oco = { ...stopLoss, orderType: "oco", triggerCondition: undefined, triggerPriceUsd: undefined };
+    const oco: JsonObject = { ...stopLoss, orderType: "oco" };
     delete oco.triggerCondition;
     delete oco.triggerPriceUsd;
     const valid = await check({ ...oco, takeProfitPriceUsd: 0.6, stopLossPriceUsd: 0.4 });
     expect(valid.violations).toEqual([]);
     expect(await only({ ...oco, takeProfitPriceUsd: 0.4, stopLossPriceUsd: 0.4 })).toEqual([
-      { field: "config.takeProfitPriceUsd", description: "must be greater than config.stopLossPriceUsd (0.4)" },
+      {
+        field: "config.takeProfitPriceUsd",
+        description: "must be greater than config.stopLossPriceUsd (0.4)",
+      },
     ]);
     expect(await only({ ...oco, takeProfitPriceUsd: 0.6 })).toEqual([
       { field: "config.stopLossPriceUsd", description: 'is required for an "oco" order' },
     ]);
-    expect(await only({ ...oco, takeProfitPriceUsd: 0.6, stopLossPriceUsd: 0.4, triggerPriceUsd: 0.5 })).toEqual([
-      { field: "config.triggerPriceUsd", description: expect.stringMatching(/^is for a "single" order only/) },
+    expect(
+      await only({ ...oco, takeProfitPriceUsd: 0.6, stopLossPriceUsd: 0.4, triggerPriceUsd: 0.5 }),
+    ).toEqual([
+      {
+        field: "config.triggerPriceUsd",
+        description: expect.stringMatching(/^is for a "single" order only/),
+      },
     ]);
   });
 
   it("lists every mistake of one request at once", async () => {
-    const violations = await only({ ...stopLoss, triggerCondition: "sideways", slippageBps: 0, expiresAt: "2020-01-01T00:00:00Z" });
-    expect(violations.map((v) => v.field)).toEqual(["config.triggerCondition", "config.slippageBps", "config.expiresAt"]);
+    const violations = await only({
+      ...stopLoss,
+      triggerCondition: "sideways",
+      slippageBps: 0,
+      expiresAt: "2020-01-01T00:00:00Z",
+    });
+    expect(violations.map((v) => v.field)).toEqual([
+      "config.triggerCondition",
+      "config.slippageBps",
+      "config.expiresAt",
+    ]);
   });
 });

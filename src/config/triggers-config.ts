@@ -21,7 +21,9 @@ export function readTriggers(reader: ConfigReader): TriggersConfig {
   const minUsdText = read("TRIGGER_MIN_USD");
   const minUsd = Number(minUsdText);
   if (!/^\d+(\.\d+)?$/.test(minUsdText) || minUsd > 1_000_000_000) {
-    problems.push(`TRIGGER_MIN_USD must be a decimal number of dollars from 0 to 1000000000 (got "${minUsdText}")`);
+    problems.push(
+      `TRIGGER_MIN_USD must be a decimal number of dollars from 0 to 1000000000 (got "${minUsdText}")`,
+    );
   }
   return {
     maxLifetimeMs: int("TRIGGER_MAX_LIFETIME_MS", 1000, 365 * 86_400_000),

@@ -27,7 +27,9 @@ export function createServiceTriggerWatch(
   const watch = createTriggerWatch({
     type: "trigger",
     agents: context.agentStore,
-    sources: [{ name: config.prices.jupiterUrl === undefined ? "catalog" : "jupiter", prices: context.prices }],
+    sources: [
+      { name: config.prices.jupiterUrl === undefined ? "catalog" : "jupiter", prices: context.prices },
+    ],
     sightings: context.triggerSightings,
     mintOf: (symbol) => mints.get(symbol),
     intervalMs: config.prices.watchIntervalMs,

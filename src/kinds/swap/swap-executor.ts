@@ -1,18 +1,7 @@
-import type { Chain, TransferChain } from "../../chain/chain.ts";
-import type { DelegateKeys } from "../../chain/delegate-keys.ts";
-import type { SigningKey } from "../../chain/ed25519-key.ts";
-import type { SwapRefusal } from "../../chain/swap-refusals.ts";
 import type { AssociatedAccountOf, TokenRef } from "../../chain/token-transactions.ts";
 import { baseUnits } from "../../domain/base-units.ts";
 import type { Execution, ExecutionResult, Executor, UpstreamBound } from "../../scheduler/executor.ts";
-import {
-  createSentTransactions,
-  type SendHooks,
-  signingExecutor,
-} from "../../scheduler/sent-transactions.ts";
-import type { SwapApi } from "../../token/jupiter-swap-api.ts";
-import type { PriceSource } from "../../token/token-source.ts";
-import type { TransferCaps } from "../spend-checks.ts";
+import { createSentTransactions, signingExecutor } from "../../scheduler/sent-transactions.ts";
 import { simulateAndCheckEndState } from "./swap-end-state.ts";
 import { askRoute, quoteVerdict, referencePrices, valueWithinCaps } from "./swap-quote.ts";
 import { settled } from "./swap-result.ts";
@@ -26,34 +15,13 @@ import {
   retry,
   type Swap,
   type SwapConfig,
+  type SwapExecutorOptions,
   type SwapRun,
 } from "./swap-run.ts";
 import { signAndSend } from "./swap-send.ts";
 import { buildTrial, FEWER_ACCOUNTS } from "./swap-trial.ts";
 
-export interface SwapExecutorOptions {
-  readonly chain: Chain;
-  readonly transfers: TransferChain;
-  readonly swaps: SwapApi;
-  /** The service's key: the fee payer of every run, never a delegate. */
-  readonly executor: SigningKey;
-  readonly delegates: DelegateKeys;
-  readonly mintOf: (symbol: string) => string | undefined;
-  /** Programs a route may call (SWAP_ALLOWED_PROGRAMS). */
-  readonly allowedPrograms: readonly string[];
-  /** SWAP_MAX_FEE_LAMPORTS: the most a run's unit price × unit limit may cost. */
-  readonly maxFeeLamports: bigint;
-  /** SWAP_MAX_PRICE_DEVIATION_BPS: how much worse than the price source's a quote may be. */
-  readonly maxPriceDeviationBps: number;
-  /** The service's own prices: the reference a quote is compared with, and the USD caps' prices. */
-  readonly prices: PriceSource;
-  /** The caps per run and per UTC day that transfers have, in US dollars of the input token. */
-  readonly caps: TransferCaps;
-  readonly pollMs?: number;
-  readonly hooks?: SendHooks;
-  /** Told of every route refused before signing (metrics). */
-  readonly onRefused?: (reason: SwapRefusal) => void;
-}
+export type { SwapExecutorOptions } from "./swap-run.ts";
 
 /** maxAccounts asked for, in turn, while the transaction is over 1,232 bytes (undefined: Jupiter's own). */
 const MAX_ACCOUNTS_STEPS: readonly (number | undefined)[] = [undefined, 32, 20];

@@ -28,18 +28,18 @@ export const swapKind: AgentKind = {
 /** A swap's executor on the service's chain, routes and limits (a trigger order's fill is one too). */
 export function createSwapKindExecutor(s: KindServices): Executor {
   return createSwapExecutor({
-      chain: s.chain,
-      transfers: s.transfers,
-      swaps: s.swaps,
-      executor: s.executorKey,
-      delegates: s.delegates,
-      mintOf: s.mintOf,
-      allowedPrograms: s.limits.swaps.allowedPrograms,
-      maxFeeLamports: s.limits.swaps.maxFeeLamports,
-      maxPriceDeviationBps: s.limits.swaps.maxPriceDeviationBps,
-      prices: s.prices,
-      caps: s.limits.caps,
-      ...(s.onSwapRefused === undefined ? {} : { onRefused: s.onSwapRefused }),
-      ...(s.hooks === undefined ? {} : { hooks: s.hooks }),
-    });
+    chain: s.chain,
+    transfers: s.transfers,
+    swaps: s.swaps,
+    executor: s.executorKey,
+    delegates: s.delegates,
+    mintOf: s.mintOf,
+    allowedPrograms: s.limits.swaps.allowedPrograms,
+    maxFeeLamports: s.limits.swaps.maxFeeLamports,
+    maxPriceDeviationBps: s.limits.swaps.maxPriceDeviationBps,
+    prices: s.prices,
+    caps: s.limits.caps,
+    ...(s.onSwapRefused === undefined ? {} : { onRefused: s.onSwapRefused }),
+    ...(s.hooks === undefined ? {} : { hooks: s.hooks }),
+  });
 }

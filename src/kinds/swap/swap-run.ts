@@ -3,17 +3,19 @@
  * and keys, the executor's settings, and the shapes of a stage's answer. Types only from the
  * builders' modules: they bring @solana/kit whole, and are loaded on the first swap.
  */
-import type { RawAccountState, TokenAccountState, TransferChain } from "../../chain/chain.ts";
+import type { Chain, RawAccountState, TokenAccountState, TransferChain } from "../../chain/chain.ts";
+import type { DelegateKeys } from "../../chain/delegate-keys.ts";
 import type { SigningKey } from "../../chain/ed25519-key.ts";
 import type { SwapRefusal } from "../../chain/swap-refusals.ts";
 import type { RouteKeys } from "../../chain/swap-route.ts";
 import type { SwapAccounts } from "../../chain/swap-transaction.ts";
 import type { Lifetime, TokenRef } from "../../chain/token-transactions.ts";
 import type { Execution, ExecutionResult } from "../../scheduler/executor.ts";
-import type { SentTransactions } from "../../scheduler/sent-transactions.ts";
+import type { SendHooks, SentTransactions } from "../../scheduler/sent-transactions.ts";
+import type { SwapApi } from "../../token/jupiter-swap-api.ts";
+import type { PriceSource } from "../../token/token-source.ts";
 import { uiAmount } from "../../token/token-transaction-from-chain.ts";
-import { spendableAccount } from "../spend-checks.ts";
-import type { SwapExecutorOptions } from "./swap-executor.ts";
+import { spendableAccount, type TransferCaps } from "../spend-checks.ts";
 
 /** The builders, loaded on the first swap: they bring @solana/kit whole (see transfer-executor). */
 export const loadBuilders = async () => ({
@@ -21,6 +23,31 @@ export const loadBuilders = async () => ({
   ...(await import("../../chain/swap-route.ts")),
   ...(await import("../../chain/token-transactions.ts")),
 });
+
+/** The swap executor's options: what every stage of a run may read (swap-executor.ts). */
+export interface SwapExecutorOptions {
+  readonly chain: Chain;
+  readonly transfers: TransferChain;
+  readonly swaps: SwapApi;
+  /** The service's key: the fee payer of every run, never a delegate. */
+  readonly executor: SigningKey;
+  readonly delegates: DelegateKeys;
+  readonly mintOf: (symbol: string) => string | undefined;
+  /** Programs a route may call (SWAP_ALLOWED_PROGRAMS). */
+  readonly allowedPrograms: readonly string[];
+  /** SWAP_MAX_FEE_LAMPORTS: the most a run's unit price × unit limit may cost. */
+  readonly maxFeeLamports: bigint;
+  /** SWAP_MAX_PRICE_DEVIATION_BPS: how much worse than the price source's a quote may be. */
+  readonly maxPriceDeviationBps: number;
+  /** The service's own prices: the reference a quote is compared with, and the USD caps' prices. */
+  readonly prices: PriceSource;
+  /** The caps per run and per UTC day that transfers have, in US dollars of the input token. */
+  readonly caps: TransferCaps;
+  readonly pollMs?: number;
+  readonly hooks?: SendHooks;
+  /** Told of every route refused before signing (metrics). */
+  readonly onRefused?: (reason: SwapRefusal) => void;
+}
 
 export type Builders = Awaited<ReturnType<typeof loadBuilders>>;
 

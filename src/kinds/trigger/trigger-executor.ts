@@ -9,7 +9,14 @@ import { UnavailableError } from "../../domain/errors.ts";
 import type { ExecutedAgent, Execution, ExecutionResult, Executor } from "../../scheduler/executor.ts";
 import type { PriceSource } from "../../token/token-source.ts";
 import { firingOf, type TriggerFiringState } from "./trigger-firing.ts";
-import { orderOf, otherToken, slippageOf, type TriggerOrder, worstOutPerIn, worstPriceUsd } from "./trigger-order.ts";
+import {
+  orderOf,
+  otherToken,
+  slippageOf,
+  type TriggerOrder,
+  worstOutPerIn,
+  worstPriceUsd,
+} from "./trigger-order.ts";
 
 export interface TriggerExecutorOptions {
   /** The swap agents' executor, which a fired order's run is. */
@@ -26,7 +33,11 @@ export function unfiredResult(order: TriggerOrder, now: Date): ExecutionResult {
     ok: true,
     skipped: true,
     result: expired
-      ? { kind: "trigger", expired: true, reason: `the order reached its expiresAt (${order.expiresAt}) without firing: nothing moved` }
+      ? {
+          kind: "trigger",
+          expired: true,
+          reason: `the order reached its expiresAt (${order.expiresAt}) without firing: nothing moved`,
+        }
       : { kind: "trigger", waiting: true, reason: "the order has not fired" },
   };
 }
@@ -65,7 +76,11 @@ export async function firedSwap(
 }
 
 /** The swap's result as the order's: its leg and the price it fired on beside the swap's own figures. */
-export function asTriggerResult(result: ExecutionResult, firing: TriggerFiringState, worstUsd: number): ExecutionResult {
+export function asTriggerResult(
+  result: ExecutionResult,
+  firing: TriggerFiringState,
+  worstUsd: number,
+): ExecutionResult {
   if (!result.ok) return result;
   return {
     ...result,
@@ -94,7 +109,10 @@ export function createTriggerExecutor(options: TriggerExecutorOptions): Executor
       if (firing === undefined) return unfiredResult(order, now());
       const swap = await firedSwap(order, firing, options.prices, options.mintOf);
       if (!("worstUsd" in swap)) return swap;
-      const result = await options.swap.execute({ ...execution, agent: asSwap(execution.agent, swap.config) });
+      const result = await options.swap.execute({
+        ...execution,
+        agent: asSwap(execution.agent, swap.config),
+      });
       return asTriggerResult(result, firing, swap.worstUsd);
     },
     upstreamOf: (agent) => options.swap.upstreamOf?.({ ...agent, type: "swap" }),

@@ -27,17 +27,25 @@ export function createTriggerKind(options: TriggerKindOptions): AgentKind {
   return {
     name: "trigger",
     settings: createTriggerSettings(options),
-    spending: (c) => ({ wallet: c.wallet as string, token: c.inputToken as string, amount: c.amount as number }),
+    spending: (c) => ({
+      wallet: c.wallet as string,
+      token: c.inputToken as string,
+      amount: c.amount as number,
+    }),
     // The wallet's output account: created by the approval's transaction, the wallet paying.
     receiving: (c) => ({ owner: c.wallet as string, symbol: c.outputToken as string }),
-    createExecutor: (s) => createTriggerExecutor({ swap: createSwapKindExecutor(s), prices: s.prices, mintOf: s.mintOf, now }),
+    createExecutor: (s) =>
+      createTriggerExecutor({ swap: createSwapKindExecutor(s), prices: s.prices, mintOf: s.mintOf, now }),
     async simulate(run) {
       const order = orderOf(run.config);
       const firing = firingOf(run.agent.state);
       if (firing === undefined) return unfiredResult(order, now());
       const swap = await firedSwap(order, firing, run.prices, run.mintOf);
       if (!("worstUsd" in swap)) return swap;
-      const result = await simulateSwap({ ...run, config: { ...run.config, slippageBps: swap.config.slippageBps as number } });
+      const result = await simulateSwap({
+        ...run,
+        config: { ...run.config, slippageBps: swap.config.slippageBps as number },
+      });
       return asTriggerResult(result, firing, swap.worstUsd);
     },
     notice(notices, agent) {

@@ -34,7 +34,13 @@ export function legsOf(
 ): { leg: TriggerLegName; condition: TriggerCondition; priceUsd: number; agentId: string; token: string }[] {
   if (order.orderType === "oco") {
     return [
-      { agentId, token, leg: "take_profit", condition: "above", priceUsd: order.takeProfitPriceUsd as number },
+      {
+        agentId,
+        token,
+        leg: "take_profit",
+        condition: "above",
+        priceUsd: order.takeProfitPriceUsd as number,
+      },
       { agentId, token, leg: "stop_loss", condition: "below", priceUsd: order.stopLossPriceUsd as number },
     ];
   }
@@ -69,7 +75,11 @@ export const slippageOf = (order: TriggerOrder, condition: TriggerCondition) =>
  * order that waits for a better price, from the reference it fired on for one that protects,
  * moved by the slippage against the owner.
  */
-export function worstPriceUsd(order: TriggerOrder, leg: Pick<TriggerLeg, "condition" | "priceUsd">, referenceUsd: number) {
+export function worstPriceUsd(
+  order: TriggerOrder,
+  leg: Pick<TriggerLeg, "condition" | "priceUsd">,
+  referenceUsd: number,
+) {
   const base = protects(order, leg.condition) ? referenceUsd : leg.priceUsd;
   const slip = slippageOf(order, leg.condition) / 10_000;
   return buysTrigger(order) ? base * (1 + slip) : base * (1 - slip);

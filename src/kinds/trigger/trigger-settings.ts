@@ -40,7 +40,8 @@ const optionalSymbol = async (v: JsonValue | undefined, context: Parameters<type
 
 /** The instant an RFC 3339 `expiresAt` names, or undefined when it is not one. */
 export function instantOf(value: JsonValue | undefined): Date | undefined {
-  if (typeof value !== "string" || value.length > MAX_TIMESTAMP_LENGTH || !RFC_3339.test(value)) return undefined;
+  if (typeof value !== "string" || value.length > MAX_TIMESTAMP_LENGTH || !RFC_3339.test(value))
+    return undefined;
   const at = new Date(value);
   return Number.isNaN(at.getTime()) ? undefined : at;
 }
@@ -96,64 +97,29 @@ export function createTriggerSettings(options: TriggerSettingsOptions): KindConf
       // The watched token: named, or the side that is not a USD stablecoin when exactly one is.
       if (config.triggerToken !== undefined) {
         const named = await canonical(config.triggerToken, lookupSymbol);
-        if (named !== undefined && input !== undefined && output !== undefined && named !== input && named !== output) {
+        if (
+          named !== undefined &&
+          input !== undefined &&
+          output !== undefined &&
+          named !== input &&
+          named !== output
+        ) {
           violations.push({
             field: "config.triggerToken",
             description: `must be one of the order's two tokens (${input} or ${output})`,
           });
         }
-      } else if (input !== undefined && output !== undefined && isStablecoin(input) === isStablecoin(output)) {
+      } else if (
+        input !== undefined &&
+        output !== undefined &&
+        isStablecoin(input) === isStablecoin(output)
+      ) {
         violations.push({
           field: "config.triggerToken",
           description: `is required unless exactly one of the order's tokens is a USD stablecoin: name ${input} or ${output}, the token whose USD price is watched`,
         });
       }
-      const oco = config.orderType === "oco";
-      const single = config.orderType === undefined || config.orderType === "single";
-      if (single) {
-        for (const field of ["triggerCondition", "triggerPriceUsd"]) {
-          if (config[field] === undefined) {
-            violations.push({ field: `config.${field}`, description: 'is required for a "single" order' });
-          }
-        }
-        for (const field of ["takeProfitPriceUsd", "stopLossPriceUsd"]) {
-          if (config[field] !== undefined) {
-            violations.push({
-              field: `config.${field}`,
-              description: 'is for an "oco" order only; a "single" order takes triggerCondition and triggerPriceUsd',
-            });
-          }
-        }
-      }
-      if (oco) {
-        for (const field of ["takeProfitPriceUsd", "stopLossPriceUsd"]) {
-          if (config[field] === undefined) {
-            violations.push({ field: `config.${field}`, description: 'is required for an "oco" order' });
-          }
-        }
-        for (const field of ["triggerCondition", "triggerPriceUsd"]) {
-          if (config[field] !== undefined) {
-            violations.push({
-              field: `config.${field}`,
-              description:
-                'is for a "single" order only; an "oco" order takes takeProfitPriceUsd and stopLossPriceUsd',
-            });
-          }
-        }
-        const { takeProfitPriceUsd: tp, stopLossPriceUsd: sl } = config;
-        if (
-          (await usdRule(tp)) === undefined &&
-          (await usdRule(sl)) === undefined &&
-          typeof tp === "number" &&
-          typeof sl === "number" &&
-          tp <= sl
-        ) {
-          violations.push({
-            field: "config.takeProfitPriceUsd",
-            description: `must be greater than config.stopLossPriceUsd (${sl})`,
-          });
-        }
-      }
+      violations.push(...(await legViolations(config)));
       // Worth at least TRIGGER_MIN_USD now: asked only of an otherwise valid order (it reads a price).
       const { amount } = config;
       if (
@@ -188,7 +154,8 @@ export function createTriggerSettings(options: TriggerSettingsOptions): KindConf
       const inputToken = (await canonical(config.inputToken, lookupSymbol)) as string;
       const outputToken = (await canonical(config.outputToken, lookupSymbol)) as string;
       const triggerToken =
-        (await canonical(config.triggerToken, lookupSymbol)) ?? (isStablecoin(inputToken) ? outputToken : inputToken);
+        (await canonical(config.triggerToken, lookupSymbol)) ??
+        (isStablecoin(inputToken) ? outputToken : inputToken);
       const normal: JsonObject = {
         ...config,
         inputToken,
@@ -200,4 +167,57 @@ export function createTriggerSettings(options: TriggerSettingsOptions): KindConf
       return normal;
     },
   };
+}
+
+/** The legs' settings: a single order's condition and price, or an OCO's two prices in order. */
+async function legViolations(config: JsonObject): Promise<FieldViolation[]> {
+  const violations: FieldViolation[] = [];
+  const oco = config.orderType === "oco";
+  const single = config.orderType === undefined || config.orderType === "single";
+  if (single) {
+    for (const field of ["triggerCondition", "triggerPriceUsd"]) {
+      if (config[field] === undefined) {
+        violations.push({ field: `config.${field}`, description: 'is required for a "single" order' });
+      }
+    }
+    for (const field of ["takeProfitPriceUsd", "stopLossPriceUsd"]) {
+      if (config[field] !== undefined) {
+        violations.push({
+          field: `config.${field}`,
+          description:
+            'is for an "oco" order only; a "single" order takes triggerCondition and triggerPriceUsd',
+        });
+      }
+    }
+  }
+  if (oco) {
+    for (const field of ["takeProfitPriceUsd", "stopLossPriceUsd"]) {
+      if (config[field] === undefined) {
+        violations.push({ field: `config.${field}`, description: 'is required for an "oco" order' });
+      }
+    }
+    for (const field of ["triggerCondition", "triggerPriceUsd"]) {
+      if (config[field] !== undefined) {
+        violations.push({
+          field: `config.${field}`,
+          description:
+            'is for a "single" order only; an "oco" order takes takeProfitPriceUsd and stopLossPriceUsd',
+        });
+      }
+    }
+    const { takeProfitPriceUsd: tp, stopLossPriceUsd: sl } = config;
+    if (
+      (await usdRule(tp)) === undefined &&
+      (await usdRule(sl)) === undefined &&
+      typeof tp === "number" &&
+      typeof sl === "number" &&
+      tp <= sl
+    ) {
+      violations.push({
+        field: "config.takeProfitPriceUsd",
+        description: `must be greater than config.stopLossPriceUsd (${sl})`,
+      });
+    }
+  }
+  return violations;
 }

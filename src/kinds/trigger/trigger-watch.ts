@@ -20,12 +20,10 @@ import { UnavailableError } from "../../domain/errors.ts";
 import type { PriceSource } from "../../token/token-source.ts";
 import { createTriggerBook, type Firing, type TriggerBook } from "./trigger-book.ts";
 import { firingOf, firingState, type TriggerFiringState } from "./trigger-firing.ts";
-import { legsOf, orderOf } from "./trigger-order.ts";
+import { orderOf } from "./trigger-order.ts";
 import { referencePrice } from "./trigger-reference.ts";
+import { createTriggerRefresh } from "./trigger-refresh.ts";
 import type { TriggerSightings } from "./trigger-sightings.ts";
-
-/** Open orders read per page of a refresh. */
-const REFRESH_PAGE = 500;
 
 export interface TriggerPriceSource {
   readonly name: string;
@@ -66,7 +64,10 @@ export interface TriggerWatch {
 export function createTriggerWatch(options: TriggerWatchOptions): TriggerWatch {
   const { agents, sightings, type } = options;
   const now = options.now ?? (() => new Date());
-  const book: TriggerBook = createTriggerBook({ confirmations: options.confirmations, holdMs: options.holdMs });
+  const book: TriggerBook = createTriggerBook({
+    confirmations: options.confirmations,
+    holdMs: options.holdMs,
+  });
   /** The orders in the book: agentId -> owner (what a firing's update needs). */
   const owners = new Map<string, string>();
   let refreshedAt = Number.NEGATIVE_INFINITY;
@@ -80,42 +81,18 @@ export function createTriggerWatch(options: TriggerWatchOptions): TriggerWatch {
     owners.delete(agentId);
   };
 
-  async function expire(agent: AgentRecord, nowMs: number) {
-    await agents.update(agent.owner, agent.agentId, (current) =>
-      current.status === "paused" && new Date(orderOf(current.config).expiresAt).getTime() <= nowMs
-        ? { status: "expired", nextRunAt: null }
-        : undefined,
-    );
-  }
-
+  const readOpen = createTriggerRefresh({
+    type,
+    agents,
+    book,
+    owners,
+    mintOf: options.mintOf,
+    maxWatched: options.maxWatched,
+    onError: options.onError,
+  });
   async function refresh(): Promise<void> {
     const nowMs = now().getTime();
-    const open = new Set<string>();
-    let after: string | undefined;
-    while (open.size < options.maxWatched) {
-      const page = await agents.watching(type, after, Math.min(REFRESH_PAGE, options.maxWatched - open.size));
-      for (const agent of page) {
-        const order = orderOf(agent.config);
-        const expired = new Date(order.expiresAt).getTime() <= nowMs;
-        if (agent.status === "paused") {
-          if (expired) await expire(agent, nowMs).catch((error) => options.onError?.(error, "expiring a paused trigger order"));
-          continue;
-        }
-        // Fired and waiting for its run, or past its expiry (its slot is due): nothing to watch.
-        if (expired || firingOf(agent.state) !== undefined) continue;
-        const mint = options.mintOf(order.triggerToken);
-        if (mint === undefined) continue;
-        open.add(agent.agentId);
-        if (!owners.has(agent.agentId)) {
-          owners.set(agent.agentId, agent.owner);
-          for (const leg of legsOf(agent.agentId, order, mint)) book.add(leg);
-        }
-      }
-      if (page.length === 0) break;
-      after = page[page.length - 1]?.agentId;
-      if (page.length < REFRESH_PAGE) break;
-    }
-    for (const agentId of [...owners.keys()]) if (!open.has(agentId)) forget(agentId);
+    await readOpen(nowMs);
     sightings.keepOnly(new Set(book.tokens()));
     refreshedAt = nowMs;
   }
@@ -163,7 +140,8 @@ export function createTriggerWatch(options: TriggerWatchOptions): TriggerWatch {
           }
         : undefined;
     });
-    if (updated !== undefined && firingOf(updated.state)?.firedAt === state.firedAt) options.onFired?.(updated);
+    if (updated !== undefined && firingOf(updated.state)?.firedAt === state.firedAt)
+      options.onFired?.(updated);
   }
 
   async function look(): Promise<void> {
