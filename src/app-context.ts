@@ -191,13 +191,10 @@ export async function createAppContext(
     ...(overrides.now === undefined ? {} : { now: overrides.now }),
   });
   const scheduleClock = createScheduleClock({ scale: config.scheduler.timeScale });
-  const mints = new Map(catalog.tokens.map((t) => [t.symbol, t.mint]));
-  const mintOf = (symbol: string) => mints.get(symbol);
-  const { kinds, triggerSightings } = createContextKinds({
+  const { kinds, triggerSightings, mintOf } = createContextKinds({
     config,
     catalog,
     prices,
-    mintOf,
     now: overrides.now,
   });
   const { executor, executorBalance } = createContextExecutor({

@@ -556,6 +556,40 @@ export function describeAgentStoreContract(name: string, makeStore: () => Promis
       });
     });
 
+    describe("watching", () => {
+      it("pages the active and paused agents of one type across owners by id, and keeps a kind's state", async () => {
+        const trigger = (overrides: Partial<AgentRecord>) => record({ type: "trigger", ...overrides });
+        const open = [
+          trigger({ status: "active" }),
+          trigger({ status: "paused", owner: "owner-2" }),
+          trigger({ status: "active", state: { firing: { leg: "single", referencePriceUsd: 0.3 } } }),
+        ].sort((a, b) => (a.agentId < b.agentId ? -1 : 1));
+        const ended = [
+          trigger({ status: "pending" }),
+          trigger({ status: "failed" }),
+          trigger({ status: "completed" }),
+          trigger({ status: "expired" }),
+        ];
+        await createAll([...open, ...ended, record({ status: "active" })]);
+        expect(ids(await store.watching("trigger", undefined, 10))).toEqual(ids(open));
+        expect(ids(await store.watching("trigger", undefined, 2))).toEqual(ids(open.slice(0, 2)));
+        expect(ids(await store.watching("trigger", open[1]?.agentId, 10))).toEqual(ids(open.slice(2)));
+        expect(await store.watching("swap", undefined, 10)).toEqual([]);
+        const kept = (await store.watching("trigger", undefined, 10)).find((a) => a.state !== undefined);
+        expect(kept?.state).toEqual({ firing: { leg: "single", referencePriceUsd: 0.3 } });
+        // Completed and expired agents hold no place under the owner's caps, as failed ones.
+        expect(await store.countOf("owner-1")).toEqual({ held: 4, pending: 1 });
+        // A state is set and removed like any lifecycle field.
+        const [first] = open as [AgentRecord];
+        await store.update(first.owner, first.agentId, () => ({ state: { firing: { leg: "stop_loss" } } }));
+        expect((await store.get(first.owner, first.agentId))?.state).toEqual({ firing: { leg: "stop_loss" } });
+        await store.update(first.owner, first.agentId, () => ({ state: null, status: "completed" }));
+        const done = await store.get(first.owner, first.agentId);
+        expect(done?.state).toBeUndefined();
+        expect(ids(await store.watching("trigger", undefined, 10))).not.toContain(first.agentId);
+      });
+    });
+
     it("ping resolves", async () => {
       await expect(store.ping()).resolves.toBeUndefined();
     });

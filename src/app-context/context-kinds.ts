@@ -1,5 +1,6 @@
 /**
- * The agent kinds this service runs (src/kinds/built-in-kinds.ts), with what the trigger kind
+ * The agent kinds this service runs (src/kinds/built-in-kinds.ts), the catalog's mints by symbol
+ * that every kind's runs use, and what the trigger kind
  * needs of the service: its rules (TRIGGER_*), the catalog's stablecoins, fresh prices, and the
  * sightings its watch shares with GetAgent.
  */
@@ -14,10 +15,15 @@ export function createContextKinds(options: {
   readonly config: Config;
   readonly catalog: Catalog;
   readonly prices: PriceSource;
-  readonly mintOf: (symbol: string) => string | undefined;
   readonly now?: (() => Date) | undefined;
-}): { kinds: AgentKinds; triggerSightings: TriggerSightings } {
-  const { config, catalog, prices, mintOf } = options;
+}): {
+  kinds: AgentKinds;
+  triggerSightings: TriggerSightings;
+  mintOf: (symbol: string) => string | undefined;
+} {
+  const { config, catalog, prices } = options;
+  const mints = new Map(catalog.tokens.map((t) => [t.symbol, t.mint]));
+  const mintOf = (symbol: string) => mints.get(symbol);
   const triggerSightings = createTriggerSightings();
   const stablecoins = new Set(
     catalog.tokens.filter((t) => t.tags.includes("stablecoin")).map((t) => t.symbol),
@@ -38,5 +44,5 @@ export function createContextKinds(options: {
       mintOf,
     },
   });
-  return { kinds, triggerSightings };
+  return { kinds, triggerSightings, mintOf };
 }

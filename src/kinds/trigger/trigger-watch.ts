@@ -97,22 +97,6 @@ export function createTriggerWatch(options: TriggerWatchOptions): TriggerWatch {
     refreshedAt = nowMs;
   }
 
-  /** Each source's fresh prices of `tokens`, or why it has none. */
-  async function sample(tokens: readonly string[]) {
-    return Promise.all(
-      options.sources.map(async (source) => {
-        try {
-          const prices = await source.prices.pricesOf(tokens, { fresh: true });
-          return { source: source.name, prices, problem: undefined };
-        } catch (error) {
-          if (!(error instanceof UnavailableError)) options.onError?.(error, `reading ${source.name} prices`);
-          const problem = error instanceof UnavailableError ? error.message : "the price source failed";
-          return { source: source.name, prices: undefined, problem };
-        }
-      }),
-    );
-  }
-
   async function fire(firing: Firing): Promise<void> {
     const { leg, observations } = firing;
     const owner = owners.get(leg.agentId);
@@ -147,7 +131,7 @@ export function createTriggerWatch(options: TriggerWatchOptions): TriggerWatch {
   async function look(): Promise<void> {
     const tokens = book.tokens();
     if (tokens.length === 0) return;
-    const samples = await sample(tokens);
+    const samples = await sample(options.sources, tokens, options.onError);
     const nowMs = now().getTime();
     const fired: Firing[] = [];
     tokens.forEach((token, i) => {
@@ -213,4 +197,24 @@ export function createTriggerWatch(options: TriggerWatchOptions): TriggerWatch {
     },
     size: () => book.size(),
   };
+}
+
+/** Each source's fresh prices of `tokens`, or why it has none. */
+function sample(
+  sources: readonly TriggerPriceSource[],
+  tokens: readonly string[],
+  onError: ((error: unknown, what: string) => void) | undefined,
+) {
+  return Promise.all(
+    sources.map(async (source) => {
+      try {
+        const prices = await source.prices.pricesOf(tokens, { fresh: true });
+        return { source: source.name, prices, problem: undefined };
+      } catch (error) {
+        if (!(error instanceof UnavailableError)) onError?.(error, `reading ${source.name} prices`);
+        const problem = error instanceof UnavailableError ? error.message : "the price source failed";
+        return { source: source.name, prices: undefined, problem };
+      }
+    }),
+  );
 }
