@@ -306,6 +306,31 @@ describe("trigger book: cost", () => {
     expect(stops.every((f) => f.leg.leg === "stop_loss" && Number(f.leg.agentId.slice(6)) > 100)).toBe(true);
     expect(book.size()).toBe(0);
   });
+
+  it("drops what fired and sweeps what was cancelled, so that the searches run over the living legs", () => {
+    const examined: number[] = [];
+    const book = createTriggerBook({
+      confirmations: 1,
+      holdMs: 0,
+      onExamined: (legs) => examined.push(legs),
+    });
+    for (let i = 0; i < 2_000; i++) oco(book, `agent-${i}`, 200 + i / 10, 100 - i / 20);
+    // The take-profits up to 398.9 fire (1,990 of them); 10 are left above, at 399..399.9.
+    expect(book.observe(SOL, at(0, 398.95))).toHaveLength(1_990);
+    // The fired legs left the above-side: 10 legs (4 steps); the cancelled stop-losses are still
+    // on the below-side, dead: 2,000 legs (11 steps).
+    expect(book.observe(SOL, at(1, 398.95))).toEqual([]);
+    expect(examined.at(-1)).toBe(4 + 11);
+    // The next add to the below-side sweeps it: 10 living stop-losses and the new leg (4 steps).
+    book.add(leg("new", { condition: "below", priceUsd: 50 }));
+    expect(book.observe(SOL, at(2, 398.95))).toEqual([]);
+    expect(examined.at(-1)).toBe(4 + 4);
+    // Removing the last 10 agents sweeps as it goes: none left above, at most 2 legs below (2 steps).
+    for (let i = 1_990; i < 2_000; i++) book.remove(`agent-${i}`);
+    expect(book.observe(SOL, at(3, 398.95))).toEqual([]);
+    expect(examined.at(-1)).toBe(0 + 2);
+    expect(book.size()).toBe(1);
+  });
 });
 
 describe("trigger book: against the plain rules", () => {
