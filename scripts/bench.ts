@@ -15,6 +15,8 @@
  *   BENCH_ONLY=swaps-and-transfers     (the memory transfer figures, then the swap figures, in one run: side by side)
  *   BENCH_ONLY=scheduler npm run bench (only the scheduler's own figures, dry runs without a chain: runs a second
  *                                       on memory and FerretDB, database commands per run; scripts/bench/scheduler.ts)
+ *   BENCH_ONLY=trigger-book npm run bench (only the trigger book's CPU per price observation against a walk over
+ *                                       every leg, 10,000 legs on 20 tokens; scripts/bench/trigger-book.ts)
  *   BENCH_ONLY=activation npm run bench (only the activation figures: another owner's activation latency with 0 and
  *                                       10,000 pending of one owner, chain requests per pending-agent check with 1 and
  *                                       3 replicas; scripts/bench/activation.ts)
@@ -69,7 +71,10 @@ import {
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const logLevel = process.env.BENCH_LOG_LEVEL ?? "info";
-/** BENCH_ONLY=unary, chain, transfers, scheduler, prices, streams, webhooks, pubsub or process runs one part. */
+/**
+ * BENCH_ONLY=unary, chain, transfers, scheduler, trigger-book, prices, streams, webhooks, pubsub or process runs
+ * one part.
+ */
 const only = process.env.BENCH_ONLY;
 /** The bench makes 1,000 agents as one owner: past the caps per owner's defaults (100 pending). */
 const UNCAPPED = { MAX_AGENTS_PER_OWNER: "10000000", MAX_PENDING_PER_OWNER: "10000000" };
@@ -91,6 +96,14 @@ if (only === "pubsub") {
   // Its own chain process and WebSocket clients, without load generators.
   const { pubsubFigures } = await import("./bench/pubsub.ts");
   await pubsubFigures();
+  rmSync(work, { recursive: true, force: true });
+  process.exit(0);
+}
+
+if (only === "trigger-book") {
+  // In process, pure computation: nothing below is needed.
+  const { triggerBookFigures } = await import("./bench/trigger-book.ts");
+  triggerBookFigures();
   rmSync(work, { recursive: true, force: true });
   process.exit(0);
 }
