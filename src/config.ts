@@ -13,8 +13,8 @@ import { readServer, type ServerConfig } from "./config/server-config.ts";
 import { readSolana, type SolanaConfig } from "./config/solana-config.ts";
 import { readStreams, type StreamsConfig } from "./config/streams-config.ts";
 import { readSwaps, type SwapsConfig } from "./config/swaps-config.ts";
-import { readTriggers, type TriggersConfig } from "./config/triggers-config.ts";
 import { readTransfers, type TransferConfig } from "./config/transfer-config.ts";
+import { readTriggers, type TriggersConfig } from "./config/triggers-config.ts";
 import { readWebhooks, type WebhooksConfig } from "./config/webhooks-config.ts";
 
 export type { AuthConfig, RateLimitConfig } from "./config/auth-config.ts";

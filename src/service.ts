@@ -3,6 +3,7 @@ import { Registry } from "prom-client";
 import { type AppContext, type AppContextOverrides, createAppContext } from "./app-context.ts";
 import type { Chain } from "./chain/chain.ts";
 import type { Config } from "./config.ts";
+import type { TriggerWatch } from "./kinds/trigger/trigger-watch.ts";
 import type { EmbeddedLocalChain } from "./local-chain/index.ts";
 import type { Logger } from "./logger.ts";
 import { registerAgentCapMetrics } from "./observability/agent-cap-metrics.ts";
@@ -14,14 +15,13 @@ import { agentEventJson } from "./rpc/agent-service.ts";
 import type { PendingAccountWatch } from "./scheduler/pending-account-watch.ts";
 import type { Scheduler } from "./scheduler/scheduler.ts";
 import { createServiceScheduler } from "./scheduler/service-scheduler.ts";
-import { createServiceTriggerWatch } from "./service/service-trigger-watch.ts";
-import type { TriggerWatch } from "./kinds/trigger/trigger-watch.ts";
 import { type BuildOptions, build, type Server } from "./server.ts";
 import { createChain } from "./service/service-chain.ts";
 import { createEventUpkeep } from "./service/service-event-upkeep.ts";
 import { delegateKeysOf, executorKeyOf } from "./service/service-keys.ts";
 import { createServicePendingWatch } from "./service/service-pending-watch.ts";
 import { createPriceSources, createSwapRoutes } from "./service/service-token-sources.ts";
+import { createServiceTriggerWatch } from "./service/service-trigger-watch.ts";
 import { catalogSymbolLookup, loadCatalog } from "./token/catalog.ts";
 import type { SwapRouteNotice } from "./token/swap-route-notice.ts";
 import type { Resolve } from "./webhooks/http-webhook-sender.ts";
@@ -136,7 +136,9 @@ export async function createService(
       ? undefined
       : createServicePendingWatch(config, logger, registry, context, scheduler, localChain);
   const triggerWatch =
-    scheduler === undefined ? undefined : createServiceTriggerWatch(config, logger, registry, context, scheduler);
+    scheduler === undefined
+      ? undefined
+      : createServiceTriggerWatch(config, logger, registry, context, scheduler);
   const server = build(context, { ...buildOptions, metricsRegistry: registry });
   const webhooks = config.webhooks.enabled
     ? createWebhookPipeline({

@@ -582,7 +582,9 @@ export function describeAgentStoreContract(name: string, makeStore: () => Promis
         // A state is set and removed like any lifecycle field.
         const [first] = open as [AgentRecord];
         await store.update(first.owner, first.agentId, () => ({ state: { firing: { leg: "stop_loss" } } }));
-        expect((await store.get(first.owner, first.agentId))?.state).toEqual({ firing: { leg: "stop_loss" } });
+        expect((await store.get(first.owner, first.agentId))?.state).toEqual({
+          firing: { leg: "stop_loss" },
+        });
         await store.update(first.owner, first.agentId, () => ({ state: null, status: "completed" }));
         const done = await store.get(first.owner, first.agentId);
         expect(done?.state).toBeUndefined();

@@ -11,7 +11,6 @@ import {
 import { oneOf } from "./agent-input.ts";
 import type { AgentRecord, AgentStore, JsonObject } from "./agent-store.ts";
 import type { AgentCaps, OwnerCaps } from "./owner-caps.ts";
-import type { Schedule } from "./schedule.ts";
 
 /** Longest idempotency key accepted; keys are stored, so they are bounded. */
 const MAX_IDEMPOTENCY_KEY_LENGTH = 255;

@@ -84,7 +84,12 @@ export function createAgentService(options: {
       const agent = await commands.get(ctx.values.get(principalKey), req.agentId, { signal: ctx.signal });
       return create(GetAgentResponseSchema, {
         success: true,
-        data: agentDetail(agent, commands.pendingReason(agent), commands.notice?.(agent), commands.watch?.(agent)),
+        data: agentDetail(
+          agent,
+          commands.pendingReason(agent),
+          commands.notice?.(agent),
+          commands.watch?.(agent),
+        ),
       });
     },
 

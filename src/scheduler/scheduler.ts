@@ -25,10 +25,10 @@
  */
 import type { AgentRecord, AgentStore } from "../agent/agent-store.ts";
 import type { RunAnnouncer } from "../events/run-announcer.ts";
+import type { TimingOf } from "./agent-timing.ts";
 import type { CheckClaims } from "./check-claims.ts";
 import type { Executor, UpstreamBound } from "./executor.ts";
 import type { Lease, RunRecord, RunStore, SlotRef } from "./run-store.ts";
-import type { TimingOf } from "./agent-timing.ts";
 import type { ScheduleClock } from "./schedule-clock.ts";
 import { createAdvanceAgent } from "./stages/advance-agent.ts";
 import { createAgentSlots } from "./stages/agent-slots.ts";

@@ -60,7 +60,11 @@ export function createMongoAgentReads(options: MongoAgentReadsOptions): MongoAge
         // One index range scan on {type, status, _id}.
         const docs = await agents
           .find(
-            { type, status: { $in: ["active", "paused"] }, ...(after === undefined ? {} : { _id: { $gt: after } }) },
+            {
+              type,
+              status: { $in: ["active", "paused"] },
+              ...(after === undefined ? {} : { _id: { $gt: after } }),
+            },
             bounded,
           )
           .sort({ _id: 1 })

@@ -10,11 +10,11 @@ import {
   TriggerFiringSchema,
   TriggerWatchSchema,
 } from "../../../gen/agent/v1/agent_pb.ts";
-import type { KindWatch } from "../../kinds/agent-kind.ts";
 import type { ApprovalPlan } from "../../agent/agent-commands.ts";
 import type { AgentRecord, JsonObject, JsonValue } from "../../agent/agent-store.ts";
 import { cursorOf } from "../../events/agent-event-watch.ts";
 import type { LoggedEvent } from "../../events/event-log.ts";
+import type { KindWatch } from "../../kinds/agent-kind.ts";
 import type { RunRecord } from "../../scheduler/run-store.ts";
 
 /**

@@ -34,7 +34,9 @@ export function createAdvanceAgent(options: AdvanceAgentOptions): AdvanceAgent {
         const moved = policy.advance(
           current,
           run,
-          timing === undefined ? (at) => ({ nextRunAt: slots.nextAfter(at, run.scheduledAt) }) : timing.settled,
+          timing === undefined
+            ? (at) => ({ nextRunAt: slots.nextAfter(at, run.scheduledAt) })
+            : timing.settled,
         );
         if (moved?.failed !== undefined) failedNow = moved.failed;
         return moved?.patch;

@@ -85,7 +85,9 @@ export function createRetryPolicy(options: RetryPolicyOptions): RetryPolicy {
       // Paused while a run went on that ended what the agent was for (a trigger order filled):
       // it ends so, whatever its status, as the kind says.
       const moved = run.outcome === "succeeded" ? next(current, run) : undefined;
-      return { patch: moved?.status !== undefined && moved.status !== "active" ? { ...patch, ...moved } : patch };
+      return {
+        patch: moved?.status !== undefined && moved.status !== "active" ? { ...patch, ...moved } : patch,
+      };
     },
   };
 }
