@@ -14,7 +14,7 @@ import {
 } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentService } from "../gen/agent/v1/agent_pb.ts";
 import { TokenService } from "../gen/token/v1/token_pb.ts";
 import type { NewEvent } from "../src/events/event-log.ts";
@@ -26,10 +26,11 @@ const cleanup = useCleanups();
 const SOL = catalogToken("SOL").mint;
 const USDC = catalogToken("USDC").mint;
 
+/** Prices that move every 40 ms, watched every 20 ms, and a heartbeat every 300 ms. */
+const SETTINGS = { CATALOG_PRICE_TICK_MS: "40", PRICE_WATCH_INTERVAL_MS: "20", STREAM_HEARTBEAT_MS: "300" };
+
 async function serve(env: Record<string, string> = {}): Promise<RunningServer> {
-  const server = await startServer({
-    env: { CATALOG_PRICE_TICK_MS: "40", PRICE_WATCH_INTERVAL_MS: "20", STREAM_HEARTBEAT_MS: "300", ...env },
-  });
+  const server = await startServer({ env: { ...SETTINGS, ...env } });
   cleanup(() => server.close());
   return server;
 }
@@ -60,8 +61,18 @@ const agentEvent = (owner: string, n: number): NewEvent => ({
 });
 
 describe.each(transports)("streams over %s", (_name, transportOf, env = {}) => {
+  // The prices and the events tests share a server: the first appends nothing to the event log,
+  // whose cursors the second counts from the start.
+  let shared: RunningServer | undefined;
+  beforeAll(async () => {
+    shared = await startServer({ env: { ...SETTINGS, ...env } });
+  });
+  afterAll(async () => {
+    await shared?.close();
+  });
+
   it("WatchTokenPrices: every current price first, then the ones that change, each with asOf", async () => {
-    const server = await serve(env);
+    const server = shared as RunningServer;
     const client = createClient(TokenService, transportOf(server.baseUrl));
     const abort = new AbortController();
     cleanup(async () => abort.abort());
@@ -92,7 +103,7 @@ describe.each(transports)("streams over %s", (_name, transportOf, env = {}) => {
   });
 
   it("WatchAgentEvents: replays after a cursor, then live, only the caller's", async () => {
-    const server = await serve(env);
+    const server = shared as RunningServer;
     const log = server.context.events;
     for (let n = 0; n < 5; n++) await log.append(agentEvent("anonymous", n));
     await log.append(agentEvent("someone-else", 99));
