@@ -26,6 +26,15 @@ export interface MainProcess {
   kill(): void;
 }
 
+/**
+ * Node's compile cache for the processes the tests start (as test/conformance.test.ts has for its
+ * servers): every start after the first reads the compiled modules instead of compiling them
+ * again, about half of a start's CPU (a refused configuration: 1.1 s of CPU, 0.55 s with it).
+ * Node writes each entry to a temporary file and renames it, and checks it against the source
+ * when it reads it, so processes that start side by side may share it.
+ */
+export const NODE_COMPILE_CACHE = fileURLToPath(new URL("../../.tools/node-compile-cache", import.meta.url));
+
 /** The local chain alone, as `npm run local-chain` runs it. */
 export const LOCAL_CHAIN_MAIN = fileURLToPath(new URL("../../src/local-chain/main.ts", import.meta.url));
 
@@ -42,6 +51,7 @@ export function spawnMain(env: Record<string, string>, script = MAIN, nodeFlags:
     env: {
       PATH: process.env.PATH ?? "",
       HOME: process.env.HOME ?? "",
+      NODE_COMPILE_CACHE,
       AUTH_MODE: "none",
       // Tests about other things make hundreds of agents as one owner; the caps' own tests set them.
       MAX_AGENTS_PER_OWNER: "10000000",
