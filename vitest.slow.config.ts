@@ -1,5 +1,9 @@
 import { defineConfig } from "vitest/config";
 import { LongestFirstSequencer } from "./test/support/longest-first-sequencer.ts";
+import { NODE_COMPILE_CACHE } from "./test/support/main-process.ts";
+
+// Node's compile cache for the workers and what they start, as in vitest.config.ts.
+process.env.NODE_COMPILE_CACHE ??= NODE_COMPILE_CACHE;
 
 /**
  * The slow tests, after the main suite (see vitest.config.ts), in two groups, one after the other:
