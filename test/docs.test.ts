@@ -9,6 +9,7 @@
  */
 import { spawnSync } from "node:child_process";
 import {
+  existsSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
@@ -24,6 +25,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { CONFIG_VARIABLES } from "../src/config.ts";
 import { isDocsServer } from "./support/docs-server-pid.ts";
+import { NODE_COMPILE_CACHE } from "./support/main-process.ts";
 import { type CodeBlock, codeBlocksOf, commandsOf, shapeMismatches } from "./support/markdown-blocks.ts";
 import { freePortPair } from "./support/ports.ts";
 import { openShellSession, type ShellSession } from "./support/shell-session.ts";
@@ -109,6 +111,9 @@ function openSession(): ShellSession {
       RPC_URL: `http://127.0.0.1:${chainPort}`,
       // Each run gets a database of its own when a page sets MONGODB_URI.
       MONGODB_DB: database,
+      // Node's compile cache for every node the commands start (npm, npx, the examples, the
+      // service): what they do is the same, and each start after the first compiles nothing.
+      NODE_COMPILE_CACHE,
     },
     // `npm start` is the service on the test's ports; the rest of npm is npm.
     prelude: [
@@ -266,7 +271,7 @@ describe("the pages that mirror the code", () => {
       for (const [, target = ""] of text.matchAll(/\]\(([^)#\s]+)(?:#[^)]*)?\)/g)) {
         if (/^[a-z]+:/.test(target)) continue;
         const resolved = join(ROOT, dirname(file), target);
-        if (spawnSync("test", ["-e", resolved]).status !== 0) broken.push(`${file}: ${target}`);
+        if (!existsSync(resolved)) broken.push(`${file}: ${target}`);
       }
     }
     expect(broken).toEqual([]);

@@ -46,6 +46,10 @@ const child = spawn(process.execPath, [MAIN], {
   env: {
     PATH: process.env.PATH ?? "",
     HOME: process.env.HOME ?? "",
+    // The test's compile cache (see docs.test.ts), when it gives one.
+    ...(process.env.NODE_COMPILE_CACHE === undefined
+      ? {}
+      : { NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE }),
     ...settings,
     HOST: "127.0.0.1",
     PORT: process.env.DOCS_PORT ?? "",
