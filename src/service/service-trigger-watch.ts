@@ -23,6 +23,12 @@ export function createServiceTriggerWatch(
     help: "Trigger orders whose firing this replica set (one per order and firing, across replicas).",
     registers: [registry],
   });
+  const observed = new Counter({
+    name: "trigger_price_observations_total",
+    help: "Looks at a watched token's reference price, by whether a fresh one was had (stale or absent prices fire nothing).",
+    labelNames: ["fresh"],
+    registers: [registry],
+  });
   const mints = new Map(context.catalog.tokens.map((t) => [t.symbol, t.mint]));
   const watch = createTriggerWatch({
     type: "trigger",
@@ -44,6 +50,7 @@ export function createServiceTriggerWatch(
       void scheduler.tick().catch(() => {});
     },
     onError: (error, what) => logger.warn({ err: error }, what),
+    onObserved: (fresh) => observed.inc({ fresh: String(fresh) }),
   });
   new Gauge({
     name: "trigger_legs_watched",

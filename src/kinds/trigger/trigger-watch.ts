@@ -49,6 +49,8 @@ export interface TriggerWatchOptions {
   /** An order fired here: its slot is due now (the scheduler may poll at once). */
   readonly onFired?: (agent: AgentRecord) => void;
   readonly onError?: (error: unknown, what: string) => void;
+  /** A look at one token: a fresh reference price was had, or none could be. */
+  readonly onObserved?: (fresh: boolean) => void;
 }
 
 export interface TriggerWatch {
@@ -146,6 +148,7 @@ export function createTriggerWatch(options: TriggerWatchOptions): TriggerWatch {
         }),
         { nowMs, ttlMs: options.ttlMs },
       );
+      options.onObserved?.(reference.ok);
       if (!reference.ok) {
         const down = samples.map((s) => s.problem).filter((p) => p !== undefined);
         sightings.missed(token, down.length > 0 ? down.join("; ") : reference.reason);
