@@ -372,7 +372,7 @@ describe("the pool price source", () => {
     expect([empty?.unpriced, empty?.price]).toEqual([true, 0]);
   });
 
-  it("while the chain cannot be read: displays get the last reading up to maxStaleMs, a trade never", async () => {
+  it("while the chain cannot be read: displays get the last reading up to maxStaleMs, then the catalog's, a trade neither", async () => {
     const { prices, state } = source();
     await prices.pricesOf([SOL.mint]);
     state.fail = true;
@@ -383,8 +383,25 @@ describe("the pool price source", () => {
       /stale \(read 1 s ago, fresh for 0.4 s\) and could not be read again: the chain's worker is restarting/,
     );
     state.now += 5_000;
-    await expect(prices.pricesOf([SOL.mint])).rejects.toThrow(UnavailableError);
+    const [snapshot] = await prices.pricesOf([SOL.mint]);
+    expect([snapshot?.price, snapshot?.slot, snapshot?.asOf.toISOString()]).toEqual([
+      SOL.price,
+      0,
+      new Date(catalog.asOf).toISOString(),
+    ]);
+    await expect(prices.pricesOf([SOL.mint], { fresh: true })).rejects.toThrow(UnavailableError);
     state.fail = false;
     expect((await prices.pricesOf([SOL.mint], { fresh: true }))[0]?.price).toBe(150);
+  });
+
+  it("with no reading yet and the chain away, displays get the catalog's prices and a trade is unavailable", async () => {
+    const { prices, state } = source();
+    state.fail = true;
+    expect((await prices.pricesOf(prices.watchlist)).map((p) => p.price)).toEqual(
+      catalog.tokens.map((t) => t.price),
+    );
+    await expect(prices.pricesOf([SOL.mint], { fresh: true })).rejects.toThrow(
+      /the local pools' prices are unavailable: the chain's worker is restarting/,
+    );
   });
 });

@@ -51,8 +51,10 @@ const VAULTS_PER_READ = 100;
  * reading, concurrent ones on the same read. So a moved pool shows within one `ttlMs` to a trade
  * and two to a display. An entry's `asOf` is when it was
  * read, its `slot` the first slot at which the service read the price it shows (so a stream sees a
- * change only when a pool moved). While the chain cannot be read (its worker restarting), the
- * last reading is given to displays up to `maxStaleMs` after it was made, never to a `fresh` query.
+ * change only when a pool moved). While the chain cannot be read (its worker restarting), displays
+ * are given the last reading up to `maxStaleMs` after it was made, and past that (or before any)
+ * the fallback's prices, so GetTokenPrices is served while the chain is away; a `fresh` query
+ * (a trade) is unavailable instead.
  */
 export function createPoolPriceSource(options: PoolPriceSourceOptions): PriceSource {
   const { pricing, fallback, ttlMs, maxStaleMs } = options;
@@ -135,9 +137,9 @@ export function createPoolPriceSource(options: PoolPriceSourceOptions): PriceSou
     return mints.map((mint) => from.entries.get(mint) ?? (byMint.get(mint) as TokenPrice));
   };
 
-  const unavailable = (query: PriceQuery | undefined): UnavailableError => {
+  const unavailable = (): UnavailableError => {
     const reason = lastFailure instanceof Error ? `: ${lastFailure.message}` : "";
-    if (reading === undefined || query?.fresh !== true)
+    if (reading === undefined)
       return new UnavailableError(`the local pools' prices are unavailable${reason}`);
     const seconds = (ms: number) => `${Number((ms / 1000).toFixed(1))} s`;
     return new UnavailableError(
@@ -154,11 +156,13 @@ export function createPoolPriceSource(options: PoolPriceSourceOptions): PriceSou
       return await answer(await load(), mints, query);
     } catch (error) {
       if (error !== lastFailure) throw error;
+      // A trade never takes a price the pools were not just read for.
+      if (query?.fresh === true) throw unavailable();
+      // Displays are still served: the last reading while it is young enough, else the fallback's
+      // (the catalog's snapshot, which the pools were seeded at; its asOf and slot say so).
       const last = reading;
-      // Displays take the last reading while it is young enough; a trade never does.
-      if (query?.fresh !== true && last !== undefined && now() - last.at <= maxStaleMs)
-        return answer(last, mints, query);
-      throw unavailable(query);
+      if (last !== undefined && now() - last.at <= maxStaleMs) return answer(last, mints, query);
+      return fallback.pricesOf(mints, query);
     }
   };
 
