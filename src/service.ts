@@ -80,7 +80,13 @@ export async function createService(
     const executorKey = await executorKeyOf(config, logger, localChain);
     const delegates = await delegateKeysOf(config, logger);
     const upstreamMetrics = registerUpstreamMetrics(registry);
-    const { prices, tokenList } = createPriceSources(config, logger, catalog, upstreamMetrics);
+    const { prices, tokenList } = await createPriceSources(
+      config,
+      logger,
+      catalog,
+      upstreamMetrics,
+      localChain,
+    );
     swapRoutes = await createSwapRoutes(config, logger, catalog, localChain, upstreamMetrics);
     const swaps = swapRoutes.api;
     context = await createAppContext(

@@ -12,6 +12,8 @@ import { create, type DescMessage, type MessageInitShape, toBinary, toJsonString
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CreateAgentRequestSchema, GetAgentRequestSchema } from "../gen/agent/v1/agent_pb.ts";
 import { GetTokenMetadataRequestSchema, GetTokenPricesRequestSchema } from "../gen/token/v1/token_pb.ts";
+import { loadCatalog } from "../src/token/catalog.ts";
+import { createCatalogPriceSource } from "../src/token/catalog-price-source.ts";
 import { grpcFrame as envelope } from "./support/grpc-frame.ts";
 import { type RunningServer, startServer } from "./support/start-server.ts";
 
@@ -39,9 +41,12 @@ let connect: RunningServer;
 const sessions: http2.ClientHttp2Session[] = [];
 beforeAll(async () => {
   const env = { MAX_REQUEST_BYTES: String(MAX_REQUEST_BYTES) };
+  // The catalog's snapshot on both: the embedded chain's pool prices carry the time and slot each
+  // server read its own chain at, and the answers are compared byte for byte.
+  const overrides = { prices: createCatalogPriceSource({ catalog: loadCatalog() }) };
   [lean, connect] = await Promise.all([
-    startServer({ env }),
-    startServer({ env: { ...env, LEAN_UNARY: "false" } }),
+    startServer({ env, overrides }),
+    startServer({ env: { ...env, LEAN_UNARY: "false" }, overrides }),
   ]);
 });
 afterAll(async () => {

@@ -17,6 +17,8 @@ import { type RunningServer, startServer } from "./support/start-server.ts";
 
 const cleanup = useCleanups();
 const USDC = loadCatalog().tokens.find((t) => t.symbol === "USDC")?.mint as Address;
+/** Wrapped SOL: a token the chain's pools hold against USDC. */
+const SOL = loadCatalog().tokens.find((t) => t.symbol === "SOL")?.mint as Address;
 
 async function serve(env: Record<string, string>): Promise<RunningServer> {
   const server = await startServer({ env });
@@ -49,6 +51,10 @@ describe("cheatcodes", () => {
       error: { code: -32601, message: "Method not found" },
     });
     expect(await off.raw("surfnet_setTokenAccount", [wallet, USDC, { amount: 1 }])).toMatchObject({
+      error: { code: -32601 },
+    });
+    // Ours too: no one moves a pool's price on a chain that serves no cheatcodes.
+    expect(await off.raw("surfnet_setTokenPrice", [SOL, 180])).toMatchObject({
       error: { code: -32601 },
     });
     // Nothing was written, and the rest of the chain serves.

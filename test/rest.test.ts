@@ -1,6 +1,7 @@
 import * as http2 from "node:http2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadCatalog } from "../src/token/catalog.ts";
+import { createCatalogPriceSource } from "../src/token/catalog-price-source.ts";
 import { type RunningServer, startServer } from "./support/start-server.ts";
 
 /*
@@ -23,7 +24,12 @@ const ORIGIN = "https://app.example.com";
 
 let server: RunningServer;
 beforeAll(async () => {
-  server = await startServer({ env: { CORS_ORIGINS: ORIGIN, MAX_REQUEST_BYTES: "4096" } });
+  server = await startServer({
+    env: { CORS_ORIGINS: ORIGIN, MAX_REQUEST_BYTES: "4096" },
+    // The catalog's snapshot: answers of the two paths are compared as text, and the embedded
+    // chain's pool prices carry the time each reading of the pools was made.
+    overrides: { prices: createCatalogPriceSource({ catalog }) },
+  });
 });
 afterAll(async () => server?.close());
 

@@ -47,6 +47,9 @@ export {
   type WireMeta,
   wire,
 } from "./pools/local-swap-routes.ts";
+// Prices from the pools' reserves: the service's price source on the embedded chain.
+export { createEmbeddedPoolPriceSource, createPoolPriceSource } from "./pools/pool-price-source.ts";
+export { chainPoolPricing, type PoolPricing, poolPricing } from "./pools/pool-prices.ts";
 // JSON-RPC: a handler of any methods, and the methods the chain serves (the service's metrics name them).
 export {
   createJsonRpcHandler,

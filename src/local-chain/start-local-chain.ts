@@ -14,6 +14,7 @@ import {
   type RateLimitConfig,
 } from "../config.ts";
 import type { Catalog } from "../token/catalog.ts";
+import { chainPoolPricing } from "./pools/pool-prices.ts";
 import { PUBSUB_PARAM_COUNTS, pubsubMethods } from "./pubsub/pubsub-methods.ts";
 import type { PubSubServer } from "./pubsub/pubsub-server.ts";
 import { createPubSubSubscriptions } from "./pubsub/pubsub-subscriptions.ts";
@@ -196,9 +197,7 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
     log(
       "warn",
       "the local chain state holds no keys of its own (saved by an older version): its pools are made anew",
-      {
-        state: options.statePath,
-      },
+      { state: options.statePath },
     );
   }
   const svm = createSvm(state.accounts);
@@ -255,6 +254,7 @@ export async function startLocalChain(options: StartLocalChainOptions): Promise<
   const methods = createRpcMethods({
     chain,
     cheatcodes: options.cheatcodes ?? true,
+    pricing: await chainPoolPricing(options.catalog, keys),
     airdropLimit: options.airdropLimit ?? DEFAULT_AIRDROP_LIMIT,
     tokenIndex,
   });

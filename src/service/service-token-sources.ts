@@ -53,21 +53,38 @@ const JUPITER_DEFAULT_RETRY_AFTER_MS = 1000;
 
 /**
  * Prices and the token list: Jupiter's when JUPITER_API_URL is set (one HTTP upstream, its
- * failures counted and logged at most a few lines a second), else the embedded catalog's.
+ * failures counted and logged at most a few lines a second), else the embedded catalog's, whose
+ * prices of pooled tokens come from the embedded chain's pools when this process runs that chain
+ * (and CATALOG_PRICE_TICK_MS does not ask for the catalog's random walk instead).
  */
-export function createPriceSources(
+export async function createPriceSources(
   config: Config,
   logger: Logger,
   catalog: Catalog,
   metrics: UpstreamMetrics,
-): { prices: PriceSource; tokenList: TokenList } {
+  localChain: EmbeddedLocalChain | undefined,
+): Promise<{ prices: PriceSource; tokenList: TokenList }> {
   const settings = config.prices;
   const watchlist = settings.watchlist ?? catalog.tokens.map((t) => t.mint);
   if (settings.jupiterUrl === undefined) {
-    return {
-      prices: createCatalogPriceSource({ catalog, watchlist, tickMs: config.prices.catalogTickMs }),
-      tokenList: createCatalogTokenList({ catalog }),
-    };
+    const fromCatalog = createCatalogPriceSource({ catalog, watchlist, tickMs: settings.catalogTickMs });
+    const tokenList = createCatalogTokenList({ catalog });
+    if (localChain === undefined || settings.catalogTickMs > 0) return { prices: fromCatalog, tokenList };
+    const { chainPoolPricing, createEmbeddedPoolPriceSource } = await import("../local-chain/index.ts");
+    const prices = createEmbeddedPoolPriceSource({
+      transport: localChain.transport,
+      pricing: await chainPoolPricing(catalog, localChain.keys),
+      fallback: fromCatalog,
+      catalog,
+      // A pool can move in any slot: read once a slot at most, never less often than PRICE_TTL_MS.
+      ttlMs: Math.min(settings.ttlMs, config.solana.local.slotMs),
+      maxStaleMs: settings.maxStaleMs,
+      onLookup: metrics.onLookup("price"),
+    });
+    logger.info(
+      "prices of pooled tokens come from the embedded chain's local pools (their mid price); the rest from the catalog",
+    );
+    return { prices, tokenList };
   }
   const failureLog = createRateLimitedLog({ logger, level: "warn", perSecond: 2 });
   const counted = metrics.onCall("jupiter");

@@ -83,3 +83,13 @@ export function catalogSymbolLookup(catalog: Catalog): (symbol: string) => strin
   const symbols = new Map(catalog.tokens.map((t) => [t.symbol.toLowerCase(), t.symbol]));
   return (symbol) => symbols.get(symbol.toLowerCase());
 }
+
+/**
+ * The catalog's US dollar stablecoins (tagged `stablecoin` and priced 1): priced 1 wherever the
+ * service prices tokens, never from a pool, and the unit the local pools quote in.
+ */
+export function usdStablecoinMints(catalog: Catalog): ReadonlySet<string> {
+  return new Set(
+    catalog.tokens.filter((t) => t.tags.includes("stablecoin") && t.price === 1).map((t) => t.mint),
+  );
+}

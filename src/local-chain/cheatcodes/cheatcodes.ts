@@ -2,6 +2,7 @@ import { type Address, isSome, type Option } from "@solana/kit";
 import { AccountState, TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
 import { isBase58Address } from "../../chain/base58-address.ts";
 import { associatedTokenAddress } from "../../chain/program-address.ts";
+import type { PoolPricing } from "../pools/pool-prices.ts";
 import { invalidParams, JsonRpcError, paramError } from "../rpc/json-rpc-error.ts";
 import type { RpcMethod } from "../rpc/json-rpc-handler.ts";
 import { booleanOf, invalidType, requireParams, u64Param, withContext } from "../rpc/rpc-params.ts";
@@ -10,6 +11,7 @@ import { createBoundedMemo } from "../runtime/bounded-memo.ts";
 import { AccountRefusedError, type LocalChain } from "../runtime/local-chain.ts";
 import { readTokenAccount, tokenAccountBytes } from "../runtime/token-accounts.ts";
 import { cheatcodeRefusal } from "./cheatcode-refusal.ts";
+import { setTokenPrice } from "./set-token-price.ts";
 
 const SYSTEM_PROGRAM = "11111111111111111111111111111111" as Address;
 const NATIVE_MINT = "So11111111111111111111111111111111111111112";
@@ -27,8 +29,13 @@ const MAX_DATA_BYTES = 10 * 1024 * 1024;
  * A developer funds a wallet with any catalog token in one call. Neither writes a program, a
  * sysvar or a program the service depends on, nor makes an account a program
  * (cheatcode-refusal.ts): surfpool would, and one call could break every owner's transactions.
+ *
+ * And one of our own, in surfpool's namespace: `surfnet_setTokenPrice [mint, usdPrice]` moves a
+ * pooled token's price by rebalancing the chain's own pools (set-token-price.ts), which the
+ * service on the embedded chain reads its prices from. Without `pricing` (a chain with no pools
+ * of its own) it refuses every mint.
  */
-export function cheatcodeMethods(chain: LocalChain): Record<string, RpcMethod> {
+export function cheatcodeMethods(chain: LocalChain, pricing?: PoolPricing): Record<string, RpcMethod> {
   /** Associated token accounts by (owner, mint, program): a pure function's answers, bounded. */
   const associated = createBoundedMemo(ASSOCIATED_CACHED, (key) => {
     const [owner, mint, program] = key.split(":") as [string, string, string];
@@ -110,7 +117,26 @@ export function cheatcodeMethods(chain: LocalChain): Record<string, RpcMethod> {
       }
       return withContext(chain.slot("processed"), null);
     },
+
+    surfnet_setTokenPrice(params) {
+      requireParams(params, 2);
+      const mint = surfpoolPubkey(params[0]);
+      const price = usdParam(params[1]);
+      if (pricing === undefined)
+        throw paramError(`no local pool holds ${mint}: this chain has no pools of its own`);
+      return withContext(chain.slot("processed"), setTokenPrice(chain, pricing, mint, price));
+    },
   };
+}
+
+/** A price in US dollars: a positive finite number, or a decimal string of one ("0.000021"). */
+function usdParam(value: unknown): number {
+  if (typeof value !== "number" && typeof value !== "string")
+    throw invalidType(value, "a price in US dollars (a number, or a decimal string)");
+  const price = typeof value === "string" && /^\d+(\.\d+)?(e-?\d+)?$/i.test(value) ? Number(value) : value;
+  if (typeof price !== "number" || !Number.isFinite(price) || !(price > 0))
+    throw paramError(`Invalid price ${String(value).slice(0, 64)}: a price in US dollars above 0`);
+  return price;
 }
 
 /** The chain is full, not the caller's params wrong: -32602 all the same, with the bound and the figures. */

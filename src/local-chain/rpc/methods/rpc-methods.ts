@@ -1,5 +1,6 @@
 import type { RateLimitConfig } from "../../../config.ts";
 import { cheatcodeMethods } from "../../cheatcodes/cheatcodes.ts";
+import type { PoolPricing } from "../../pools/pool-prices.ts";
 import type { LocalChain } from "../../runtime/local-chain.ts";
 import type { TokenAccountIndex } from "../../runtime/token-account-index.ts";
 import type { RpcMethod } from "../json-rpc-handler.ts";
@@ -20,6 +21,8 @@ export function createRpcMethods(options: {
   chain: LocalChain;
   /** Serve surfpool's cheatcodes; without them surfnet_* are unknown methods, as on a validator. */
   cheatcodes?: boolean;
+  /** The chain's own pools as prices read them: what surfnet_setTokenPrice rebalances. */
+  pricing?: PoolPricing;
   /** requestAirdrop per client address. */
   airdropLimit: RateLimitConfig;
   /** The token accounts by mint, owner and delegate; absent: the token methods scan. */
@@ -35,7 +38,7 @@ export function createRpcMethods(options: {
     ...blockMethods(chain),
     ...nodeMethods(chain),
     ...validatorMethods(chain),
-    ...(options.cheatcodes === false ? {} : cheatcodeMethods(chain)),
+    ...(options.cheatcodes === false ? {} : cheatcodeMethods(chain, options.pricing)),
   };
   return Object.fromEntries(
     Object.entries(methods).map(([name, method]) => [
@@ -104,6 +107,7 @@ export const LOCAL_CHAIN_PARAM_COUNTS: Readonly<Record<string, readonly [number,
   getInflationReward: [1, 2],
   surfnet_setAccount: [2, 2],
   surfnet_setTokenAccount: [3, 4],
+  surfnet_setTokenPrice: [2, 2],
 };
 
 /** The names of the methods, for bounded metric labels. */
