@@ -97,7 +97,7 @@ export async function askRoute(run: SwapRun, maxAccounts: number | undefined): P
   const { options, execution, swap } = run;
   const { config, input, output, units, accounts, signal } = swap;
   try {
-    const ask = () =>
+    const ask = (slippageBps: number) => () =>
       options.swaps.build({
         inputMint: input.mint,
         outputMint: output.mint,
@@ -109,12 +109,19 @@ export async function askRoute(run: SwapRun, maxAccounts: number | undefined): P
         // simulation instead.
         payer: swap.taker,
         destinationTokenAccount: accounts.ownerOutput,
-        slippageBps: config.slippageBps,
+        slippageBps,
         ...(maxAccounts === undefined ? {} : { maxAccounts }),
         signal,
       });
     // Waiting for its turn at the Swap API, the run holds no scheduler slot (see upstreamOf).
-    return await (execution.awaitingUpstream?.(ask) ?? ask());
+    const route = (slippageBps: number) =>
+      execution.awaitingUpstream?.(ask(slippageBps)) ?? ask(slippageBps)();
+    const first = await route(config.slippageBps);
+    // A worst price (a trigger order's) binds the minimum out, not the quote less the slippage: a
+    // quote above it with a minimum out below it is asked again with the slippage that leaves the
+    // minimum out at the worst price (a fill at market that the owner accepts).
+    const headroom = worstPriceHeadroomBps(run, first);
+    return headroom === undefined ? first : await route(headroom);
   } catch (error) {
     if (error instanceof NoRouteError) {
       return ends(
@@ -133,6 +140,19 @@ export async function askRoute(run: SwapRun, maxAccounts: number | undefined): P
     }
     throw error;
   }
+}
+
+/**
+ * The slippage, in basis points, that would put a route's minimum out at the run's worst price,
+ * when its quote is above that price and its minimum out below it; else undefined.
+ */
+function worstPriceHeadroomBps(run: SwapRun, route: SwapBuild): number | undefined {
+  const { config, input, output, units } = run.swap;
+  if (config.worstPrice === undefined) return undefined;
+  const priceOf = (out: bigint) => uiAmount(out, output.decimals) / uiAmount(units, input.decimals);
+  const quoted = priceOf(route.outAmount);
+  if (quoted < config.worstPrice || priceOf(route.minimumOut) >= config.worstPrice) return undefined;
+  return Math.max(0, Math.floor(10_000 * (1 - config.worstPrice / quoted)));
 }
 
 /**
