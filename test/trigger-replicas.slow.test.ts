@@ -176,7 +176,11 @@ it("three replicas watching the same stop-loss orders: the price falls through t
   }
 
   const db = client.db(dbName);
-  const agents = db.collection<{ _id: string; status: string }>("agents");
+  const agents = db.collection<{
+    _id: string;
+    status: string;
+    state?: { firing?: { firedAt: string; observations: { at: string }[] } };
+  }>("agents");
   await until(
     async () => ((await agents.countDocuments({ status: "active" })) === ORDERS ? true : undefined),
     60_000,
@@ -241,9 +245,15 @@ it("three replicas watching the same stop-loss orders: the price falls through t
     });
   }
   const fills = counted.reduce((sum, c) => sum + c.inputChanges.length, 0);
+  // From each firing's confirming observation to the firing kept (the watch's turn to write it).
+  const turns = statuses
+    .map((a) => a.state?.firing)
+    .filter((f) => f !== undefined)
+    .map((f) => Date.parse(f.firedAt) - Date.parse(f.observations.at(-1)?.at ?? f.firedAt));
   console.log(
     `trigger replicas: ${ORDERS} orders watched by ${REPLICAS} replicas, ${fills} fills on chain, ` +
-      `${runs.length} runs, ${fired.length} trigger.fired events; firings set per replica: ${firedHere.join(", ")}`,
+      `${runs.length} runs, ${fired.length} trigger.fired events; firings set per replica: ${firedHere.join(", ")}; ` +
+      `confirming observation to firedAt, ms: ${turns.sort((a, b) => a - b).join(", ")}`,
   );
   expect(counted).toEqual(
     agentIds.map((agentId) => ({
