@@ -26,6 +26,10 @@
  *   BENCH_ONLY=pubsub npm run bench    (only the local chain's PubSub figures: RSS with 1,000 sockets, signature
  *                                       notifications a second to 1,000 subscribers, send-to-notification p50/p99;
  *                                       scripts/bench/pubsub.ts)
+ *   BENCH_ONLY=trigger-latency npm run bench (only the trigger orders' figures: 200 stop-loss orders fired at once in
+ *                                       one process on memory and the embedded chain, confirming observation to the
+ *                                       signature executed, p50 and p99 against 2 s, the service's CPU;
+ *                                       scripts/bench/trigger-latency.ts)
  *   BENCH_ONLY=process npm run bench   (only start time, idle memory and peak memory under the issue's two loads,
  *                                       against a baseline commit: BENCH_BASELINE, default f23ce64)
  *
@@ -72,8 +76,8 @@ const seconds = Number(process.env.BENCH_SECONDS ?? 5);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const logLevel = process.env.BENCH_LOG_LEVEL ?? "info";
 /**
- * BENCH_ONLY=unary, chain, transfers, scheduler, trigger-book, prices, streams, webhooks, pubsub or process runs
- * one part.
+ * BENCH_ONLY=unary, chain, transfers, scheduler, trigger-book, trigger-latency, prices, streams, webhooks, pubsub
+ * or process runs one part.
  */
 const only = process.env.BENCH_ONLY;
 /** The bench makes 1,000 agents as one owner: past the caps per owner's defaults (100 pending). */
@@ -112,6 +116,14 @@ if (only === "activation") {
   // In process, on the embedded chain, without load generators.
   const { activationFigures } = await import("./bench/activation.ts");
   await activationFigures();
+  rmSync(work, { recursive: true, force: true });
+  process.exit(0);
+}
+
+if (only === "trigger-latency") {
+  // Its own service process, on the embedded chain, without load generators.
+  const { triggerLatencyFigures } = await import("./bench/trigger-latency.ts");
+  await triggerLatencyFigures();
   rmSync(work, { recursive: true, force: true });
   process.exit(0);
 }
