@@ -117,6 +117,8 @@ export interface Scheduler {
   start(): void;
   /** One poll: activates pending agents and starts runs for due ones. Tests call it directly. */
   tick(): Promise<void>;
+  /** Due work was just made (a trigger order fired): polls now, or right after the poll under way. */
+  wake(): void;
   /**
    * Tells of an agent created through this replica: it is checked from the next poll on, without
    * waiting for a look at the store to find it.
@@ -252,6 +254,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   return {
     start: () => loop.start(),
     tick: () => loop.tick(),
+    wake: () => loop.wake(),
     notePending: (agent) => activation.note(agent),
     checkSoon: (agentIds, cause) => activation.checkSoon(agentIds, cause),
     pendingByOwner: () => activation.byOwner(),

@@ -15,7 +15,7 @@ export function createServiceTriggerWatch(
   logger: Logger,
   registry: Registry,
   context: AppContext,
-  scheduler: Pick<Scheduler, "tick">,
+  scheduler: Pick<Scheduler, "wake">,
 ): TriggerWatch | undefined {
   if (context.kinds.get("trigger") === undefined) return undefined;
   const fired = new Counter({
@@ -47,7 +47,7 @@ export function createServiceTriggerWatch(
     onFired: () => {
       fired.inc();
       // The firing's slot is due now: poll for it rather than wait for the next interval.
-      void scheduler.tick().catch(() => {});
+      scheduler.wake();
     },
     onError: (error, what) => logger.warn({ err: error }, what),
     onObserved: (fresh) => observed.inc({ fresh: String(fresh) }),

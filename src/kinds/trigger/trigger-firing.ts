@@ -17,6 +17,8 @@ export interface TriggerFiringState {
   readonly observations: readonly { readonly priceUsd: number; readonly at: string }[];
   /** ISO 8601. */
   readonly firedAt: string;
+  /** The watch (replica) whose firing landed. */
+  readonly firedBy?: string;
 }
 
 /** The firing an agent's state holds, or undefined while it waits. */

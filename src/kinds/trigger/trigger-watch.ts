@@ -15,8 +15,10 @@
  * through others, those that waited again after a fill was refused), and expires paused ones
  * whose time ran out (an active order's expiry is its slot's).
  */
+import { randomBytes } from "node:crypto";
 import type { AgentRecord, AgentStore } from "../../agent/agent-store.ts";
 import { UnavailableError } from "../../domain/errors.ts";
+import { forEachConcurrently } from "../../scheduler/stages/for-each-concurrently.ts";
 import type { PriceSource } from "../../token/token-source.ts";
 import { createTriggerBook, type Firing, type TriggerBook } from "./trigger-book.ts";
 import { firingOf, firingState, type TriggerFiringState } from "./trigger-firing.ts";
@@ -24,6 +26,11 @@ import { orderOf } from "./trigger-order.ts";
 import { referencePrice } from "./trigger-reference.ts";
 import { createTriggerRefresh } from "./trigger-refresh.ts";
 import type { TriggerSightings } from "./trigger-sightings.ts";
+
+/** Firings written at once: each is one versioned update of its agent. */
+const FIRING_PARALLELISM = 16;
+/** Tells this watch's firings from another replica's that landed the same millisecond. */
+const newWatchId = () => randomBytes(6).toString("base64url");
 
 export interface TriggerPriceSource {
   readonly name: string;
@@ -72,6 +79,7 @@ export function createTriggerWatch(options: TriggerWatchOptions): TriggerWatch {
   });
   /** The orders in the book: agentId -> owner (what a firing's update needs). */
   const owners = new Map<string, string>();
+  const watchId = newWatchId();
   let refreshedAt = Number.NEGATIVE_INFINITY;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;
@@ -114,6 +122,7 @@ export function createTriggerWatch(options: TriggerWatchOptions): TriggerWatch {
       referencePriceUsd: last.priceUsd,
       observations: observations.map((o) => ({ priceUsd: o.priceUsd, at: new Date(o.atMs).toISOString() })),
       firedAt: at.toISOString(),
+      firedBy: watchId,
     };
     const updated = await agents.update(owner, leg.agentId, (current) => {
       const live = current.status === "active" && firingOf(current.state) === undefined;
@@ -157,9 +166,10 @@ export function createTriggerWatch(options: TriggerWatchOptions): TriggerWatch {
       sightings.seen(token, { priceUsd: reference.priceUsd, atMs: reference.atMs });
       fired.push(...book.observe(token, { priceUsd: reference.priceUsd, atMs: reference.atMs }));
     });
-    for (const firing of fired) {
-      await fire(firing).catch((error) => options.onError?.(error, "firing a trigger order"));
-    }
+    // A few at once: one versioned update each, a round trip apiece on a remote database.
+    await forEachConcurrently(fired, FIRING_PARALLELISM, (firing) =>
+      fire(firing).catch((error) => options.onError?.(error, "firing a trigger order")),
+    );
   }
 
   async function round(): Promise<void> {

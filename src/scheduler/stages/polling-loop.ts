@@ -22,6 +22,11 @@ export interface PollingLoop {
   start(): void;
   /** One poll now, or the one under way. */
   tick(): Promise<void>;
+  /**
+   * Due work was just made elsewhere (a trigger order fired): a poll now, or, with one under way
+   * (whose look may have come before the work was written), another right after it.
+   */
+  wake(): void;
   /** The poll under way, if any. */
   polling(): Promise<void> | undefined;
   /**
@@ -43,6 +48,8 @@ export function createPollingLoop(options: PollingLoopOptions): PollingLoop {
   let polling: Promise<void> | undefined;
   /** The last poll left due work it had no capacity for. */
   let backlog = false;
+  /** Woken during a poll: another follows it. */
+  let again = false;
 
   function tick(): Promise<void> {
     polling ??= options
@@ -58,6 +65,10 @@ export function createPollingLoop(options: PollingLoopOptions): PollingLoop {
       )
       .finally(() => {
         polling = undefined;
+        if (again && !stopping()) {
+          again = false;
+          void tick();
+        }
       });
     return polling;
   }
@@ -85,6 +96,11 @@ export function createPollingLoop(options: PollingLoopOptions): PollingLoop {
       schedulePoll(0);
     },
     tick,
+    wake() {
+      if (stopping()) return;
+      if (polling !== undefined) again = true;
+      else void tick();
+    },
     polling: () => polling,
     runEnded(upstream) {
       if (!looping || stopping() || polling !== undefined) return;
