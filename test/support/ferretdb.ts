@@ -68,15 +68,19 @@ const STDERR_TAIL_CHARS = 8_000;
 const CRASH_HEAD_CHARS = 6_000;
 
 const OVERLAY_DIR = join(SOURCE_DIR, "overlay");
-/** The FerretDB module the wrapper is built against (tools/ferretdb/go.mod), and the file the overlay replaces. */
+/** The FerretDB module the wrapper is built against (tools/ferretdb/go.mod). */
 const FERRETDB_MODULE = "github.com/FerretDB/FerretDB@v1.24.2";
-const OVERLAID_FILE = "internal/backends/sqlite/metadata/metadata.go";
+/** Each file of tools/ferretdb/overlay/ and the module's file it replaces (see its README). */
+const OVERLAID_FILES: Readonly<Record<string, string>> = {
+  "metadata.go": "internal/backends/sqlite/metadata/metadata.go",
+  "pool.go": "internal/backends/sqlite/metadata/pool/pool.go",
+};
 
 const building = new Map<boolean, Promise<string>>();
 
 /**
  * The path of the FerretDB wrapper binary, built with `go build` when missing or out of date:
- * with the one-line change of tools/ferretdb/overlay/ (lookups by _id use the _id index), or
+ * with the changes of tools/ferretdb/overlay/ (lookups by _id use the _id index; a dropped database takes its WAL files with it), or
  * as FerretDB ships with `asShipped`.
  */
 export function ensureFerretdbBinary(options: { asShipped?: boolean } = {}): Promise<string> {
@@ -117,7 +121,7 @@ async function buildIfStale(asShipped: boolean): Promise<string> {
 
 /**
  * Go refuses overlays of files in its module cache, so the FerretDB module is copied out of it into
- * `.tools/ferretdb-module` with the one changed file, and the build takes it through a `replace`
+ * `.tools/ferretdb-module` with the changed files, and the build takes it through a `replace`
  * in a go.mod of its own (`-modfile`), leaving tools/ferretdb/go.mod as committed.
  */
 async function writePatchedModule(env: Record<string, string>): Promise<string> {
@@ -133,9 +137,11 @@ async function writePatchedModule(env: Record<string, string>): Promise<string> 
   const work = join(TOOLS_BIN, "..", "ferretdb-module");
   await rm(work, { recursive: true, force: true });
   await cp(moduleDir, work, { recursive: true });
-  const patched = join(work, OVERLAID_FILE);
-  await chmod(patched, 0o644);
-  await cp(join(OVERLAY_DIR, "metadata.go"), patched);
+  for (const [file, path] of Object.entries(OVERLAID_FILES)) {
+    const patched = join(work, path);
+    await chmod(patched, 0o644);
+    await cp(join(OVERLAY_DIR, file), patched);
+  }
   const modfile = join(TOOLS_BIN, "..", "ferretdb-build.mod");
   const goMod = await readFile(join(SOURCE_DIR, "go.mod"), "utf8");
   await writeFile(modfile, `${goMod}\nreplace github.com/FerretDB/FerretDB => ${work}\n`);
