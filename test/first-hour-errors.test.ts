@@ -109,7 +109,7 @@ describe("errors that name what is wrong", () => {
     const connect = await call("POST", "/agent.v1.AgentService/CreateAgent", { typ: "transfer" });
     expect(connect.status).toBe(400);
     expect(connect.json.message).toBe(
-      'type is required and must be one of "transfer" or "swap". config is required',
+      'type is required and must be one of "transfer" or "swap" or "trigger". config is required',
     );
   });
 
