@@ -35,6 +35,17 @@ export interface PricesConfig {
   readonly catalogTickMs: number;
   /** One poll of the price source per this interval serves every price watcher of the process. */
   readonly watchIntervalMs: number;
+  /** PYTH_HERMES_URL: a Pyth Hermes base URL (trigger orders' second source); undefined: no Pyth. */
+  readonly pythHermesUrl: string | undefined;
+  /** PYTH_PRICE_FEEDS: the Pyth feed of each catalog token it prices (none built in). */
+  readonly pythFeeds: readonly PythFeedConfig[];
+}
+
+export interface PythFeedConfig {
+  /** The catalog's spelling of the token's symbol. */
+  readonly symbol: string;
+  /** 64 lowercase hex digits, without 0x (as Hermes answers it). */
+  readonly feedId: string;
 }
 
 /** Mints a watchlist may hold: GetTokenPrices answers them all in one call. */
