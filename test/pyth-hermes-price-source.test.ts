@@ -89,7 +89,12 @@ describe("Pyth prices from Hermes", () => {
 
   it("scales by any sane exponent, and keeps a stale publish_time as the price's time", async () => {
     const stale = new Date(Date.now() - 3_600_000);
-    hermes.feeds.set(JUP_FEED, { price: "52", conf: "0", expo: -2, publish_time: Math.floor(stale.getTime() / 1000) });
+    hermes.feeds.set(JUP_FEED, {
+      price: "52",
+      conf: "0",
+      expo: -2,
+      publish_time: Math.floor(stale.getTime() / 1000),
+    });
     const [jup] = await source.pricesOf([JUP]);
     expect(jup?.price).toBe(0.52);
     expect(jup?.unpriced).toBe(false);
@@ -124,7 +129,10 @@ describe("Pyth prices from Hermes", () => {
     ["a fractional exponent", { price: "5", conf: "0", expo: -1.5 }],
     ["a price past int64", { price: "99999999999999999999", conf: "0", expo: -8 }],
     ["no publish_time", { price: "50000000", conf: "0", expo: -8, publish_time: undefined }],
-    ["a publish_time in milliseconds past any date", { price: "50000000", conf: "0", expo: -8, publish_time: 1e15 }],
+    [
+      "a publish_time in milliseconds past any date",
+      { price: "50000000", conf: "0", expo: -8, publish_time: 1e15 },
+    ],
   ])("%s is unpriced", async (_what, entry) => {
     hermes.feeds.set(JUP_FEED, { publish_time: 1717632000, ...entry } as never);
     const [sol, jup] = await source.pricesOf([SOL, JUP]);
@@ -139,22 +147,37 @@ describe("Pyth prices from Hermes", () => {
   });
 
   it("asks for many feeds a chunk to a request", async () => {
-    const feeds = catalog.map((t, i) => ({ mint: t.mint, symbol: t.symbol, feedId: i.toString(16).padStart(64, "f") }));
-    const many = [...feeds, ...Array.from({ length: FEEDS_PER_REQUEST }, (_, i) => ({
-      mint: `${i}`,
-      symbol: "",
-      feedId: (1000 + i).toString(16).padStart(64, "e"),
-    }))];
+    const feeds = catalog.map((t, i) => ({
+      mint: t.mint,
+      symbol: t.symbol,
+      feedId: i.toString(16).padStart(64, "f"),
+    }));
+    const many = [
+      ...feeds,
+      ...Array.from({ length: FEEDS_PER_REQUEST }, (_, i) => ({
+        mint: `${i}`,
+        symbol: "",
+        feedId: (1000 + i).toString(16).padStart(64, "e"),
+      })),
+    ];
     for (const feed of many) hermes.feeds.set(feed.feedId, hermesPrice(2));
     const prices = await sourceOf(many).pricesOf(many.map((f) => f.mint));
     expect(prices.every((p) => p.price === 2 && !p.unpriced)).toBe(true);
-    expect(hermes.requests.map((r) => r.ids.length)).toEqual([FEEDS_PER_REQUEST, many.length - FEEDS_PER_REQUEST]);
+    expect(hermes.requests.map((r) => r.ids.length)).toEqual([
+      FEEDS_PER_REQUEST,
+      many.length - FEEDS_PER_REQUEST,
+    ]);
   });
 
   it.each([
     ["an HTTP error", { kind: "status", status: 503 }, "http_error", /Pyth Hermes answered HTTP 503/],
     ["not JSON", { kind: "malformed" }, "bad_response", /not JSON/],
-    ["JSON that is not a price update", { kind: "body", body: [{ id: DOC_FEED_ID }] }, "ok", /not a price update/],
+    [
+      "JSON that is not a price update",
+      { kind: "body", body: [{ id: DOC_FEED_ID }] },
+      "ok",
+      /not a price update/,
+    ],
     ["parsed that is not a list", { kind: "body", body: { parsed: {} } }, "ok", /not a price update/],
     ["a huge answer", { kind: "huge", bytes: 4 * MAX_BYTES }, "too_large", /more than 65536 bytes/],
     ["a slow answer", { kind: "delay", ms: 5 * TIMEOUT_MS }, "timeout", /did not answer within 300 ms/],
@@ -169,7 +192,10 @@ describe("Pyth prices from Hermes", () => {
   });
 
   it("never shows the URL, nor a token in its path, in an error", async () => {
-    const closed = sourceOf([{ mint: SOL, symbol: "SOL", feedId: DOC_FEED_ID }], "http://127.0.0.1:1/secret-token");
+    const closed = sourceOf(
+      [{ mint: SOL, symbol: "SOL", feedId: DOC_FEED_ID }],
+      "http://127.0.0.1:1/secret-token",
+    );
     const error = (await closed.pricesOf([SOL]).catch((e: unknown) => e)) as Error;
     expect(error).toBeInstanceOf(UnavailableError);
     expect(error.message).not.toMatch(/secret|127\.0\.0\.1/);

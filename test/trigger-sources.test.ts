@@ -49,7 +49,8 @@ describe("trigger orders on two price sources: Jupiter's and Pyth's", () => {
   /** Pyth publishing `usd` now, at every request. */
   const pythLive = (usd: number) => hermes.feeds.set(JUP_FEED, () => hermesPrice(usd));
   /** Pyth's last price of JUP, `usd`, published a minute ago. */
-  const pythStale = (usd: number) => hermes.feeds.set(JUP_FEED, hermesPrice(usd, new Date(Date.now() - 60_000)));
+  const pythStale = (usd: number) =>
+    hermes.feeds.set(JUP_FEED, hermesPrice(usd, new Date(Date.now() - 60_000)));
   /** Waits until Hermes was asked for JUP `n` more times: `n` looks of the watch at least. */
   const looks = async (n: number) => {
     const asked = () => hermes.requests.filter((r) => r.ids.includes(JUP_FEED)).length;
@@ -172,7 +173,7 @@ describe("trigger orders on two price sources: Jupiter's and Pyth's", () => {
     pythLive(0.3);
     await settled(agentId, "completed");
     const [run] = await runs(agentId);
-    expect((run?.result as Json).referencePriceUsd).toBeCloseTo(0.4, 9);
+    expect((run as Json).result).toMatchObject({ referencePriceUsd: expect.closeTo(0.4, 9) });
     expect(await s().owners.balance(ownerJup)).toBe(jupBefore - AMOUNT_UNITS);
   });
 });

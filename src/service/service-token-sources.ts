@@ -175,7 +175,8 @@ export function createPythPrices(
     defaultRetryAfterMs: PYTH_DEFAULT_RETRY_AFTER_MS,
     onCall(endpoint, outcome, seconds) {
       counted(endpoint, outcome, seconds);
-      if (outcome !== "ok") failureLog({ upstream: "pyth", endpoint, outcome }, "a Pyth Hermes request failed");
+      if (outcome !== "ok")
+        failureLog({ upstream: "pyth", endpoint, outcome }, "a Pyth Hermes request failed");
     },
     onCircuit(position) {
       metrics.onCircuit("pyth")(position);

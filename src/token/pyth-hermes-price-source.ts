@@ -63,12 +63,15 @@ export function createPythHermesPriceSource(options: PythHermesPriceSourceOption
     try {
       answer = await upstream.getJson("price_latest", path, maxResponseBytes);
     } catch (error) {
-      if (error instanceof UpstreamError) throw new UnavailableError(`Pyth prices are unavailable: ${error.message}`);
+      if (error instanceof UpstreamError)
+        throw new UnavailableError(`Pyth prices are unavailable: ${error.message}`);
       throw error;
     }
     const parsed = (answer as { parsed?: unknown } | null)?.parsed;
     if (typeof answer !== "object" || answer === null || !Array.isArray(parsed)) {
-      throw new UnavailableError("Pyth prices are unavailable: Hermes answered something that is not a price update");
+      throw new UnavailableError(
+        "Pyth prices are unavailable: Hermes answered something that is not a price update",
+      );
     }
     const prices = new Map<string, PythPrice>();
     for (const entry of parsed) {
@@ -87,16 +90,26 @@ export function createPythHermesPriceSource(options: PythHermesPriceSourceOption
         ...new Set(mints.flatMap((mint) => (feedOf.has(mint) ? [feedOf.get(mint)?.feedId as string] : []))),
       ];
       const chunks: string[][] = [];
-      for (let i = 0; i < feedIds.length; i += FEEDS_PER_REQUEST) chunks.push(feedIds.slice(i, i + FEEDS_PER_REQUEST));
+      for (let i = 0; i < feedIds.length; i += FEEDS_PER_REQUEST)
+        chunks.push(feedIds.slice(i, i + FEEDS_PER_REQUEST));
       const answers = await Promise.all(chunks.map(latest));
       const read = now();
       return mints.map((mint): TokenPrice => {
         const feed = feedOf.get(mint);
-        const price = feed === undefined ? undefined : answers.find((a) => a.has(feed.feedId))?.get(feed.feedId);
+        const price =
+          feed === undefined ? undefined : answers.find((a) => a.has(feed.feedId))?.get(feed.feedId);
         const symbol = feed?.symbol ?? "";
         return price === undefined
           ? { mint, symbol, price: 0, change24h: 0, asOf: read, slot: 0, unpriced: true }
-          : { mint, symbol, price: price.price, change24h: 0, asOf: price.publishTime, slot: 0, unpriced: false };
+          : {
+              mint,
+              symbol,
+              price: price.price,
+              change24h: 0,
+              asOf: price.publishTime,
+              slot: 0,
+              unpriced: false,
+            };
       });
     },
   };
@@ -109,8 +122,13 @@ function priceOf(value: unknown): PythPrice | undefined {
   if (typeof price !== "string" || !INT64.test(price) || typeof conf !== "string" || !INT64.test(conf)) {
     return undefined;
   }
-  if (!Number.isSafeInteger(expo) || (expo as number) < MIN_EXPO || (expo as number) > MAX_EXPO) return undefined;
-  if (!Number.isSafeInteger(publishTime) || (publishTime as number) <= 0 || (publishTime as number) > MAX_SECONDS)
+  if (!Number.isSafeInteger(expo) || (expo as number) < MIN_EXPO || (expo as number) > MAX_EXPO)
+    return undefined;
+  if (
+    !Number.isSafeInteger(publishTime) ||
+    (publishTime as number) <= 0 ||
+    (publishTime as number) > MAX_SECONDS
+  )
     return undefined;
   // Scaled in decimal, so 2920679499999 × 10^-8 is 29206.79499999 exactly as a double can hold it.
   const usd = Number(`${price}e${expo}`);
