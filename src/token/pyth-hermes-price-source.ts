@@ -86,9 +86,7 @@ export function createPythHermesPriceSource(options: PythHermesPriceSourceOption
   return {
     watchlist: Object.freeze(options.feeds.map((feed) => feed.mint)),
     async pricesOf(mints) {
-      const feedIds = [
-        ...new Set(mints.flatMap((mint) => (feedOf.has(mint) ? [feedOf.get(mint)?.feedId as string] : []))),
-      ];
+      const feedIds = [...new Set(mints.flatMap((mint) => feedOf.get(mint)?.feedId ?? []))];
       const chunks: string[][] = [];
       for (let i = 0; i < feedIds.length; i += FEEDS_PER_REQUEST)
         chunks.push(feedIds.slice(i, i + FEEDS_PER_REQUEST));
