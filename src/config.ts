@@ -39,6 +39,7 @@ export {
 export type { StreamsConfig } from "./config/streams-config.ts";
 export { DEFAULT_SWAP_PROGRAMS, JUPITER_SWAP_DEFAULT_URL, type SwapsConfig } from "./config/swaps-config.ts";
 export type { TransferConfig } from "./config/transfer-config.ts";
+export type { TriggerPriceSourceName } from "./config/triggers-config.ts";
 export type { WebhooksConfig } from "./config/webhooks-config.ts";
 
 /** The whole configuration: the server's own settings (server-config.ts), and each area's. */
@@ -89,7 +90,7 @@ export function loadConfig(env: Env = process.env): Config {
   }
   const prices = readPrices(reader);
   const swaps = readSwaps(reader);
-  const triggers = readTriggers(reader);
+  const triggers = readTriggers(reader, prices);
   const streams = readStreams(reader, http);
   const webhooks = readWebhooks(reader);
 

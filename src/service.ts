@@ -76,10 +76,10 @@ export async function createService(
   let context: AppContext;
   let swapRoutes: SwapRouteNotice;
   const webhookMetrics = registerWebhookMetrics(registry);
+  const upstreamMetrics = registerUpstreamMetrics(registry);
   try {
     const executorKey = await executorKeyOf(config, logger, localChain);
     const delegates = await delegateKeysOf(config, logger);
-    const upstreamMetrics = registerUpstreamMetrics(registry);
     const { prices, tokenList } = await createPriceSources(
       config,
       logger,
@@ -144,7 +144,7 @@ export async function createService(
   const triggerWatch =
     scheduler === undefined
       ? undefined
-      : createServiceTriggerWatch(config, logger, registry, context, scheduler);
+      : createServiceTriggerWatch(config, logger, registry, context, scheduler, upstreamMetrics);
   const server = build(context, { ...buildOptions, metricsRegistry: registry });
   const webhooks = config.webhooks.enabled
     ? createWebhookPipeline({

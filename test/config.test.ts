@@ -219,6 +219,8 @@ describe("loadConfig", () => {
         breakerOpenMs: 10_000,
         catalogTickMs: 0,
         watchIntervalMs: 1000,
+        pythHermesUrl: undefined,
+        pythFeeds: [],
       },
       swaps: {
         jupiterSwapUrl: "https://api.jup.ag/swap/v2",
@@ -239,6 +241,7 @@ describe("loadConfig", () => {
         holdMs: 2000,
         refreshMs: 5000,
         maxWatched: 100_000,
+        priceSources: ["prices"],
       },
       streams: {
         heartbeatMs: 15_000,
@@ -319,6 +322,40 @@ describe("loadConfig", () => {
       jupiterUrl: "https://api.jup.ag",
       watchlist: ["So11111111111111111111111111111111111111112"],
     });
+  });
+
+  it("takes Pyth as a trigger price source only with its URL and feeds, naming what is missing, never echoing the URL", () => {
+    const attempt = (env: Record<string, string>) => {
+      try {
+        loadConfig(env);
+        return "";
+      } catch (error) {
+        return (error as Error).message;
+      }
+    };
+    const feeds = `SOL:${"ab".repeat(32)}`;
+    expect(attempt({ TRIGGER_PRICE_SOURCES: "pyth", PYTH_PRICE_FEEDS: feeds })).toContain(
+      "TRIGGER_PRICE_SOURCES names pyth: PYTH_HERMES_URL is required",
+    );
+    const noFeeds = attempt({ TRIGGER_PRICE_SOURCES: "pyth", PYTH_HERMES_URL: "https://hermes.example.com" });
+    expect(noFeeds).toContain("TRIGGER_PRICE_SOURCES names pyth: PYTH_PRICE_FEEDS is required");
+    expect(noFeeds).not.toContain("PYTH_HERMES_URL");
+    expect(attempt({ PYTH_HERMES_URL: "https://user:secret@hermes.example.com" })).not.toContain("secret");
+    expect(attempt({ PYTH_PRICE_FEEDS: `NOPE:${"ab".repeat(32)}` })).toContain(
+      "PYTH_PRICE_FEEDS names NOPE, which is not a catalog token",
+    );
+    // A URL and feeds alone do not make Pyth a source: TRIGGER_PRICE_SOURCES says which count.
+    expect(
+      loadConfig({ PYTH_HERMES_URL: "https://hermes.example.com", PYTH_PRICE_FEEDS: feeds }).triggers
+        .priceSources,
+    ).toEqual(["prices"]);
+    expect(
+      loadConfig({
+        TRIGGER_PRICE_SOURCES: "pyth",
+        PYTH_HERMES_URL: "http://127.0.0.1:9000",
+        PYTH_PRICE_FEEDS: feeds,
+      }).triggers.priceSources,
+    ).toEqual(["pyth"]);
   });
 
   it("requires EXECUTOR_KEYPAIR and DELEGATE_SEED against a cluster, unless transfers are simulated", () => {
@@ -503,6 +540,9 @@ describe("loadConfig", () => {
         TRIGGER_HOLD_MS: "1500",
         TRIGGER_REFRESH_MS: "2000",
         TRIGGER_MAX_WATCHED: "5000",
+        TRIGGER_PRICE_SOURCES: "pyth, Prices",
+        PYTH_HERMES_URL: "https://hermes.example.com/secret-token/hermes/",
+        PYTH_PRICE_FEEDS: ` sol:0x${"Ab".repeat(32)}, JUP:${"0c".repeat(32)}`,
         STREAM_HEARTBEAT_MS: "5000",
         STREAM_MAX_PER_KEY: "7",
         STREAM_BUFFER_MESSAGES: "64",
@@ -647,6 +687,11 @@ describe("loadConfig", () => {
         breakerOpenMs: 1500,
         catalogTickMs: 2000,
         watchIntervalMs: 500,
+        pythHermesUrl: "https://hermes.example.com/secret-token/hermes",
+        pythFeeds: [
+          { symbol: "SOL", feedId: "ab".repeat(32) },
+          { symbol: "JUP", feedId: "0c".repeat(32) },
+        ],
       },
       swaps: {
         jupiterSwapUrl: "http://127.0.0.1:9000/swap/v2",
@@ -669,6 +714,7 @@ describe("loadConfig", () => {
         holdMs: 1500,
         refreshMs: 2000,
         maxWatched: 5000,
+        priceSources: ["pyth", "prices"],
       },
       streams: {
         heartbeatMs: 5000,
@@ -762,6 +808,18 @@ describe("loadConfig", () => {
     ["SWAP_MAX_PRICE_DEVIATION_BPS", "10001"],
     ["TRIGGER_MIN_USD", "-1"],
     ["TRIGGER_CONFIRMATIONS", "0"],
+    ["TRIGGER_PRICE_SOURCES", "chainlink"],
+    ["TRIGGER_PRICE_SOURCES", "prices,,pyth"],
+    // Pyth without PYTH_HERMES_URL and PYTH_PRICE_FEEDS.
+    ["TRIGGER_PRICE_SOURCES", "prices,pyth"],
+    ["PYTH_HERMES_URL", "ftp://hermes.example.com"],
+    ["PYTH_HERMES_URL", "https://user:secret@hermes.example.com"],
+    ["PYTH_HERMES_URL", "https://hermes.example.com/?key=secret"],
+    ["PYTH_PRICE_FEEDS", "SOL"],
+    ["PYTH_PRICE_FEEDS", `SOL:${"ab".repeat(31)}`],
+    ["PYTH_PRICE_FEEDS", `SOL:0x${"xy".repeat(32)}`],
+    ["PYTH_PRICE_FEEDS", `NOTATOKEN:${"ab".repeat(32)}`],
+    ["PYTH_PRICE_FEEDS", `SOL:${"ab".repeat(32)},sol:${"cd".repeat(32)}`],
   ])("%s=%s is refused, by name", (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(name);

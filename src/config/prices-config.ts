@@ -1,4 +1,5 @@
 import { isAddress } from "@solana/addresses";
+import { catalogSymbolLookup, loadCatalog } from "../token/catalog.ts";
 import type { ConfigReader } from "./config-reader.ts";
 import { isHttpUrl } from "./config-urls.ts";
 
@@ -34,6 +35,17 @@ export interface PricesConfig {
   readonly catalogTickMs: number;
   /** One poll of the price source per this interval serves every price watcher of the process. */
   readonly watchIntervalMs: number;
+  /** PYTH_HERMES_URL: a Pyth Hermes base URL (trigger orders' second source); undefined: no Pyth. */
+  readonly pythHermesUrl: string | undefined;
+  /** PYTH_PRICE_FEEDS: the Pyth feed of each catalog token it prices (none built in). */
+  readonly pythFeeds: readonly PythFeedConfig[];
+}
+
+export interface PythFeedConfig {
+  /** The catalog's spelling of the token's symbol. */
+  readonly symbol: string;
+  /** 64 lowercase hex digits, without 0x (as Hermes answers it). */
+  readonly feedId: string;
 }
 
 /** Mints a watchlist may hold: GetTokenPrices answers them all in one call. */
@@ -78,5 +90,50 @@ export function readPrices(reader: ConfigReader): PricesConfig {
     breakerOpenMs: int("JUPITER_BREAKER_OPEN_MS", 10, 3_600_000),
     catalogTickMs: int("CATALOG_PRICE_TICK_MS", 0, 86_400_000),
     watchIntervalMs: int("PRICE_WATCH_INTERVAL_MS", 10, 3_600_000),
+    pythHermesUrl: readPythUrl(read("PYTH_HERMES_URL"), problems),
+    pythFeeds: readPythFeeds(read("PYTH_PRICE_FEEDS"), problems),
   };
+}
+
+/** The URL without trailing slashes; its text is never echoed (a provider's token may be in its path). */
+function readPythUrl(text: string, problems: string[]): string | undefined {
+  const url = text.replace(/\/+$/, "");
+  if (url === "") return undefined;
+  if (!isHttpUrl(url)) {
+    problems.push("PYTH_HERMES_URL must be an http:// or https:// URL");
+  } else {
+    const { username, password, search, hash } = new URL(url);
+    // fetch refuses a URL with credentials; the service appends its own path and query.
+    if (username !== "" || password !== "" || search !== "" || hash !== "")
+      problems.push("PYTH_HERMES_URL must not carry user info, a query or a fragment");
+  }
+  return url;
+}
+
+/** `SYMBOL:feedId,…`: catalog symbols, each once, and Pyth feed ids (64 hex digits, 0x optional). */
+function readPythFeeds(text: string, problems: string[]): PythFeedConfig[] {
+  if (text === "") return [];
+  const canonical = catalogSymbolLookup(loadCatalog());
+  const feeds: PythFeedConfig[] = [];
+  for (const entry of text.split(",").map((e) => e.trim())) {
+    const match = /^([^:\s]+):(?:0x)?([0-9a-fA-F]{64})$/.exec(entry);
+    if (match === null) {
+      problems.push(
+        `PYTH_PRICE_FEEDS must be a comma-separated list of SYMBOL:feedId (a catalog symbol, then a Pyth price feed id of 64 hex digits, 0x optional); not one: "${entry.slice(0, 80)}"`,
+      );
+      return [];
+    }
+    const [, named = "", id = ""] = match;
+    const symbol = canonical(named);
+    if (symbol === undefined) {
+      problems.push(`PYTH_PRICE_FEEDS names ${named.slice(0, 32)}, which is not a catalog token`);
+      return [];
+    }
+    if (feeds.some((f) => f.symbol === symbol)) {
+      problems.push(`PYTH_PRICE_FEEDS names ${symbol} more than once`);
+      return [];
+    }
+    feeds.push({ symbol, feedId: id.toLowerCase() });
+  }
+  return feeds;
 }

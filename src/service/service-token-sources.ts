@@ -10,6 +10,7 @@ import { createJupiterApi } from "../token/jupiter-api.ts";
 import { createJupiterPriceSource } from "../token/jupiter-price-source.ts";
 import { createJupiterSwapApi } from "../token/jupiter-swap-api.ts";
 import { createJupiterTokenList } from "../token/jupiter-token-list.ts";
+import { createPythHermesPriceSource } from "../token/pyth-hermes-price-source.ts";
 import { jupiterRouteNotice, localRouteNotice, type SwapRouteNotice } from "../token/swap-route-notice.ts";
 import type { PriceSource, TokenList } from "../token/token-source.ts";
 import { createJsonUpstream } from "../upstream/json-upstream.ts";
@@ -136,4 +137,63 @@ export async function createPriceSources(
     "prices and the token list come from Jupiter at JUPITER_API_URL",
   );
   return { prices, tokenList };
+}
+
+/** Pyth Hermes' bounds: fixed, not settings (only PYTH_HERMES_URL and PYTH_PRICE_FEEDS are). */
+const PYTH_TIMEOUT_MS = 3000;
+/** The answer carries the binary update too (base64), a few hundred bytes a feed. */
+const PYTH_MAX_RESPONSE_BYTES = 512 * 1024;
+const PYTH_MAX_CONCURRENCY = 4;
+const PYTH_MAX_QUEUED = 16;
+const PYTH_BREAKER = { failures: 5, openMs: 10_000 };
+/** Hermes' public instance leaves a client past its rate limit alone for 60 s. */
+const PYTH_DEFAULT_RETRY_AFTER_MS = 60_000;
+
+/**
+ * Pyth's prices from Hermes at PYTH_HERMES_URL, for the tokens PYTH_PRICE_FEEDS names (a second
+ * source of trigger orders' reference price); undefined without PYTH_HERMES_URL. Its calls are
+ * counted as the `pyth` upstream, its failures logged a few lines a second at most, and only the
+ * URL's origin is ever logged (a provider's token may be in its path).
+ */
+export function createPythPrices(
+  config: Config,
+  logger: Logger,
+  catalog: Catalog,
+  metrics: UpstreamMetrics,
+): PriceSource | undefined {
+  const { pythHermesUrl, pythFeeds } = config.prices;
+  if (pythHermesUrl === undefined) return undefined;
+  const failureLog = createRateLimitedLog({ logger, level: "warn", perSecond: 2 });
+  const counted = metrics.onCall("pyth");
+  const upstream = createJsonUpstream({
+    name: "Pyth Hermes",
+    baseUrl: pythHermesUrl,
+    timeoutMs: PYTH_TIMEOUT_MS,
+    maxConcurrency: PYTH_MAX_CONCURRENCY,
+    maxQueued: PYTH_MAX_QUEUED,
+    breaker: PYTH_BREAKER,
+    defaultRetryAfterMs: PYTH_DEFAULT_RETRY_AFTER_MS,
+    onCall(endpoint, outcome, seconds) {
+      counted(endpoint, outcome, seconds);
+      if (outcome !== "ok")
+        failureLog({ upstream: "pyth", endpoint, outcome }, "a Pyth Hermes request failed");
+    },
+    onCircuit(position) {
+      metrics.onCircuit("pyth")(position);
+      logger.warn(
+        { upstream: "pyth", circuit: position },
+        `Pyth Hermes' circuit breaker is ${position.replace("_", "-")}`,
+      );
+    },
+  });
+  const mints = new Map(catalog.tokens.map((t) => [t.symbol, t.mint]));
+  const feeds = pythFeeds.flatMap(({ symbol, feedId }) => {
+    const mint = mints.get(symbol);
+    return mint === undefined ? [] : [{ mint, symbol, feedId }];
+  });
+  logger.info(
+    { pyth: redactRpcUrl(pythHermesUrl), feeds: feeds.map((f) => f.symbol) },
+    "Pyth prices come from Hermes at PYTH_HERMES_URL",
+  );
+  return createPythHermesPriceSource({ upstream, feeds, maxResponseBytes: PYTH_MAX_RESPONSE_BYTES });
 }

@@ -1,14 +1,20 @@
 /**
- * The trigger orders' watch of this replica (src/kinds/trigger/trigger-watch.ts), wired: the
- * service's price source, its settings, a poll of the scheduler as soon as an order fires, and
- * the metrics of what it saw.
+ * The trigger orders' watch of this replica (src/kinds/trigger/trigger-watch.ts), wired: the price
+ * sources TRIGGER_PRICE_SOURCES names (the service's own, Pyth's), its settings, a poll of the
+ * scheduler as soon as an order fires, and the metrics of what it saw.
  */
 import { Counter, Gauge, type Registry } from "prom-client";
 import type { AppContext } from "../app-context.ts";
 import type { Config } from "../config.ts";
-import { createTriggerWatch, type TriggerWatch } from "../kinds/trigger/trigger-watch.ts";
+import {
+  createTriggerWatch,
+  type TriggerPriceSource,
+  type TriggerWatch,
+} from "../kinds/trigger/trigger-watch.ts";
 import type { Logger } from "../logger.ts";
+import type { UpstreamMetrics } from "../observability/upstream-metrics.ts";
 import type { Scheduler } from "../scheduler/scheduler.ts";
+import { createPythPrices } from "./service-token-sources.ts";
 
 export function createServiceTriggerWatch(
   config: Config,
@@ -16,8 +22,10 @@ export function createServiceTriggerWatch(
   registry: Registry,
   context: AppContext,
   scheduler: Pick<Scheduler, "wake">,
+  upstreamMetrics: UpstreamMetrics,
 ): TriggerWatch | undefined {
   if (context.kinds.get("trigger") === undefined) return undefined;
+  const sources = triggerPriceSources(config, logger, context, upstreamMetrics);
   const fired = new Counter({
     name: "trigger_orders_fired_total",
     help: "Trigger orders whose firing this replica set (one per order and firing, across replicas).",
@@ -33,9 +41,7 @@ export function createServiceTriggerWatch(
   const watch = createTriggerWatch({
     type: "trigger",
     agents: context.agentStore,
-    sources: [
-      { name: config.prices.jupiterUrl === undefined ? "catalog" : "jupiter", prices: context.prices },
-    ],
+    sources,
     sightings: context.triggerSightings,
     mintOf: (symbol) => mints.get(symbol),
     intervalMs: config.prices.watchIntervalMs,
@@ -61,4 +67,25 @@ export function createServiceTriggerWatch(
     },
   });
   return watch;
+}
+
+/**
+ * TRIGGER_PRICE_SOURCES as the watch takes them: `prices`, the service's own source (named for what
+ * it is: Jupiter's or the catalog's), and `pyth`. The configuration made sure Pyth's are set when
+ * it is named.
+ */
+function triggerPriceSources(
+  config: Config,
+  logger: Logger,
+  context: AppContext,
+  upstreamMetrics: UpstreamMetrics,
+): TriggerPriceSource[] {
+  return config.triggers.priceSources.map((name) => {
+    if (name === "prices") {
+      return { name: config.prices.jupiterUrl === undefined ? "catalog" : "jupiter", prices: context.prices };
+    }
+    const prices = createPythPrices(config, logger, context.catalog, upstreamMetrics);
+    if (prices === undefined) throw new Error("TRIGGER_PRICE_SOURCES names pyth without PYTH_HERMES_URL");
+    return { name: "pyth", prices };
+  });
 }
