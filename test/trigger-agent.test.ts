@@ -10,32 +10,25 @@
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import type { Address } from "@solana/kit";
-import { findAssociatedTokenPda, TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentService } from "../gen/agent/v1/agent_pb.ts";
-import { loadCatalog } from "../src/token/catalog.ts";
 import { fastScheduleEnv } from "./support/agent-on-chain.ts";
-import { DOC_PRICES, type FakeJupiter, type FakePrice, startFakeJupiter } from "./support/fake-jupiter.ts";
+import { type FakeJupiter, startFakeJupiter } from "./support/fake-jupiter.ts";
 import { type SwapOnChain, startSwapOnChain } from "./support/swap-on-chain.ts";
 import { type Json, until } from "./support/transfer-owner.ts";
+import {
+  AMOUNT,
+  AMOUNT_UNITS,
+  JUP,
+  priced,
+  RESERVE_JUP,
+  RESERVE_USDC,
+  tokenAccountOf,
+  USDC,
+} from "./support/trigger-market.ts";
 
-const catalog = loadCatalog().tokens;
-const mintOf = (symbol: string) => catalog.find((t) => t.symbol === symbol)?.mint as Address;
-const USDC = mintOf("USDC");
-const JUP = mintOf("JUP");
-/** 1,000,000 USDC and 2,000,000 JUP: 0.5 USDC per JUP. */
-const RESERVE_USDC = 1_000_000_000_000n;
-const RESERVE_JUP = 2_000_000_000_000n;
-/** 20 JUP an order: 10 USD at 0.5, above TRIGGER_MIN_USD. */
-const AMOUNT = 20;
-const AMOUNT_UNITS = 20_000_000n;
 const TTL_MS = 300;
 const HOLD_MS = 300;
-
-const priced = (usdPrice: number): FakePrice => ({
-  ...(DOC_PRICES.EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v as FakePrice),
-  usdPrice,
-});
 
 describe("trigger orders on the embedded chain", () => {
   let prices: FakeJupiter;
@@ -134,8 +127,8 @@ describe("trigger orders on the embedded chain", () => {
       jupiter: { pools: [{ mintA: USDC, mintB: JUP, reserveA: RESERVE_USDC, reserveB: RESERVE_JUP }] },
     });
     const owner = s().owner.address;
-    ownerJup = (await findAssociatedTokenPda({ owner, mint: JUP, tokenProgram: TOKEN_PROGRAM_ADDRESS }))[0];
-    ownerUsdc = (await findAssociatedTokenPda({ owner, mint: USDC, tokenProgram: TOKEN_PROGRAM_ADDRESS }))[0];
+    ownerJup = await tokenAccountOf(owner, JUP);
+    ownerUsdc = await tokenAccountOf(owner, USDC);
     const client = createClient(AgentService, createGrpcTransport({ baseUrl: s().server.baseUrl }));
     void (async () => {
       for await (const message of client.watchAgentEvents({}, { signal: abort.signal })) {

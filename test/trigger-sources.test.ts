@@ -8,34 +8,28 @@
  * answer: only the other source counts, until Pyth publishes again.
  */
 import type { Address } from "@solana/kit";
-import { findAssociatedTokenPda, TOKEN_PROGRAM_ADDRESS } from "@solana-program/token";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadCatalog } from "../src/token/catalog.ts";
 import { fastScheduleEnv } from "./support/agent-on-chain.ts";
 import { type FakeHermes, hermesPrice, startFakeHermes } from "./support/fake-hermes.ts";
-import { DOC_PRICES, type FakeJupiter, type FakePrice, startFakeJupiter } from "./support/fake-jupiter.ts";
+import { type FakeJupiter, startFakeJupiter } from "./support/fake-jupiter.ts";
 import { type SwapOnChain, startSwapOnChain } from "./support/swap-on-chain.ts";
 import { type Json, until } from "./support/transfer-owner.ts";
+import {
+  AMOUNT,
+  AMOUNT_UNITS,
+  JUP,
+  priced,
+  RESERVE_JUP,
+  RESERVE_USDC,
+  tokenAccountOf,
+  USDC,
+} from "./support/trigger-market.ts";
 
-const catalog = loadCatalog().tokens;
-const mintOf = (symbol: string) => catalog.find((t) => t.symbol === symbol)?.mint as Address;
-const USDC = mintOf("USDC");
-const JUP = mintOf("JUP");
 /** A made-up feed id: the operator names the real one (none is built in). */
 const JUP_FEED = "4a".repeat(32);
-/** 1,000,000 USDC and 2,000,000 JUP: 0.5 USDC per JUP. */
-const RESERVE_USDC = 1_000_000_000_000n;
-const RESERVE_JUP = 2_000_000_000_000n;
-const AMOUNT = 20;
-const AMOUNT_UNITS = 20_000_000n;
 /** Pyth's publish_time is in whole seconds: a fresh Pyth price is up to a second old. */
 const TTL_MS = 2_000;
 const HOLD_MS = 300;
-
-const priced = (usdPrice: number): FakePrice => ({
-  ...(DOC_PRICES.EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v as FakePrice),
-  usdPrice,
-});
 
 describe("trigger orders on two price sources: Jupiter's and Pyth's", () => {
   let jupiter: FakeJupiter;
@@ -121,7 +115,7 @@ describe("trigger orders on two price sources: Jupiter's and Pyth's", () => {
       jupiter: { pools: [{ mintA: USDC, mintB: JUP, reserveA: RESERVE_USDC, reserveB: RESERVE_JUP }] },
     });
     const owner = s().owner.address;
-    ownerJup = (await findAssociatedTokenPda({ owner, mint: JUP, tokenProgram: TOKEN_PROGRAM_ADDRESS }))[0];
+    ownerJup = await tokenAccountOf(owner, JUP);
   });
 
   afterAll(async () => {
